@@ -1,0 +1,51 @@
+"""Reading Hugging Face BERT checkpoints (safetensors)."""
+
+import json
+import os
+
+import numpy as np
+from safetensors import safe_open
+
+from bert_tf.checkpoints.name_map import HF_TIED_DUPLICATES
+from bert_tf.checkpoints.name_map import hf_names
+from bert_tf.checkpoints.name_map import is_ignored
+
+
+def safetensors_files(directory):
+    """The weight files of an HF model directory (single or sharded)."""
+    index = os.path.join(directory, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index, encoding="utf-8") as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        return [os.path.join(directory, s) for s in shards]
+    single = os.path.join(directory, "model.safetensors")
+    return [single] if os.path.exists(single) else []
+
+
+class HfCheckpointReader:
+    """The tensors of an HF BERT directory, addressed by original names."""
+
+    kind = "Hugging Face safetensors checkpoint"
+
+    def __init__(self, files):
+        self.path = files[0] if len(files) == 1 else os.path.dirname(files[0])
+        self._file_of = {}
+        self.shapes = {}
+        for file in files:
+            with safe_open(file, framework="np") as f:
+                for name in f.keys():
+                    if is_ignored(name) or name in HF_TIED_DUPLICATES:
+                        continue
+                    self._file_of[name] = file
+                    self.shapes[name] = tuple(f.get_slice(name).get_shape())
+
+    def lookup(self, tf1_name):
+        candidates, transpose = hf_names(tf1_name)
+        for name in candidates:
+            if name in self.shapes:
+                return name, transpose
+        return None
+
+    def read(self, name):
+        with safe_open(self._file_of[name], framework="np") as f:
+            return np.asarray(f.get_tensor(name), dtype=np.float32)

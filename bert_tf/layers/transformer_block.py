@@ -1,0 +1,175 @@
+"""One post-LayerNorm BERT transformer block (`bert/encoder/layer_{i}`)."""
+
+import math
+
+import keras
+from keras import ops
+
+from bert_tf.layers.activations import get_activation
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class TransformerBlock(keras.layers.Layer):
+    """Self-attention and feed-forward, each followed by residual + LayerNorm.
+
+    The math is the original `transformer_model`: scores are
+    `q k^T / sqrt(head_size)` plus an additive mask of -10000 on padded keys;
+    padded positions still act as queries, exactly as in the original.
+    Query, key and value keep separate kernels (the checkpoint layout) but are
+    applied as one matmul against their concatenation, which is cheaper on
+    CPU and GPU than three.
+
+    Args:
+        hidden_size: int. Width of the block's input and output.
+        num_attention_heads: int. Must divide `hidden_size`.
+        intermediate_size: int. Width of the feed-forward layer.
+        hidden_act: str. A `BertConfig.hidden_act` name for the feed-forward.
+        hidden_dropout_prob: float. Dropout on the attention and FFN outputs.
+        attention_probs_dropout_prob: float. Dropout on attention weights.
+        initializer_range: float. Stddev of the truncated-normal initializer.
+        layer_norm_eps: float. LayerNorm epsilon.
+
+    Call args:
+        hidden_states: float tensor [batch, seq, hidden_size].
+        attention_bias: float tensor broadcastable to [batch, heads, seq, seq],
+            0 for visible keys and -10000 for padded ones.
+
+    Example:
+    >>> block = TransformerBlock(hidden_size=16, num_attention_heads=2,
+    ...                          intermediate_size=32)
+    >>> block(ops.ones((2, 8, 16)), ops.zeros((2, 1, 1, 8))).shape
+    (2, 8, 16)
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_eps=1e-12,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads != 0:
+            raise ValueError(
+                f"hidden_size ({hidden_size}) is not a multiple of num_attention_heads "
+                f"({num_attention_heads})"
+            )
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        self.head_size = hidden_size // num_attention_heads
+        self._activation = get_activation(hidden_act)
+
+        def dense(units, name):
+            return keras.layers.Dense(
+                units,
+                kernel_initializer=keras.initializers.TruncatedNormal(
+                    stddev=initializer_range
+                ),
+                name=name,
+            )
+
+        def layer_norm(name):
+            return keras.layers.LayerNormalization(
+                epsilon=layer_norm_eps, dtype="float32", name=name
+            )
+
+        # === Attention ===
+        self.query = dense(hidden_size, "query")
+        self.key = dense(hidden_size, "key")
+        self.value = dense(hidden_size, "value")
+        self.attention_probs_dropout = keras.layers.Dropout(
+            attention_probs_dropout_prob, name="attention_probs_dropout"
+        )
+        self.attention_output = dense(hidden_size, "attention_output")
+        self.attention_dropout = keras.layers.Dropout(
+            hidden_dropout_prob, name="attention_dropout"
+        )
+        self.attention_layer_norm = layer_norm("attention_layer_norm")
+        # === Feed-forward ===
+        self.intermediate = dense(intermediate_size, "intermediate")
+        self.output_dense = dense(hidden_size, "output")
+        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, name="output_dropout")
+        self.output_layer_norm = layer_norm("output_layer_norm")
+
+    def build(self, hidden_states_shape, attention_bias_shape=None):
+        hidden = (None, self.hidden_size)
+        for dense in (self.query, self.key, self.value, self.attention_output):
+            dense.build(hidden)
+        self.intermediate.build(hidden)
+        self.output_dense.build((None, self.intermediate_size))
+        self.attention_layer_norm.build(hidden)
+        self.output_layer_norm.build(hidden)
+        self.built = True
+
+    def _project(self, x, dense):
+        # Matmul on [batch * seq, in]: one GEMM instead of a batched matmul.
+        y = ops.matmul(x, ops.cast(dense.kernel, x.dtype))
+        return y + ops.cast(dense.bias, x.dtype)
+
+    def call(self, hidden_states, attention_bias, training=False):
+        batch_size = ops.shape(hidden_states)[0]
+        seq_length = ops.shape(hidden_states)[1]
+        heads, head_size = self.num_attention_heads, self.head_size
+        x = ops.reshape(hidden_states, (-1, self.hidden_size))
+        dtype = x.dtype
+
+        # === Attention ===
+        qkv_kernel = ops.concatenate(
+            [self.query.kernel, self.key.kernel, self.value.kernel], axis=1
+        )
+        qkv_bias = ops.concatenate([self.query.bias, self.key.bias, self.value.bias], axis=0)
+        qkv = ops.matmul(x, ops.cast(qkv_kernel, dtype)) + ops.cast(qkv_bias, dtype)
+        # [batch, seq, 3, heads, head_size] -> three [batch, heads, seq, head_size]
+        qkv = ops.reshape(qkv, (batch_size, seq_length, 3, heads, head_size))
+        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))
+        query, key, value = qkv[0], qkv[1], qkv[2]
+
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        scores = scores * ops.cast(1.0 / math.sqrt(head_size), dtype)
+        scores = scores + ops.cast(attention_bias, dtype)
+        probs = ops.softmax(ops.cast(scores, "float32"), axis=-1)
+        probs = self.attention_probs_dropout(ops.cast(probs, dtype), training=training)
+        context = ops.matmul(probs, value)
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, self.hidden_size))
+
+        attention = self._project(context, self.attention_output)
+        attention = self.attention_dropout(attention, training=training)
+        attention = self.attention_layer_norm(attention + x)
+        attention = ops.cast(attention, dtype)
+
+        # === Feed-forward ===
+        intermediate = self._activation(self._project(attention, self.intermediate))
+        output = self._project(intermediate, self.output_dense)
+        output = self.output_dropout(output, training=training)
+        output = ops.cast(self.output_layer_norm(output + attention), dtype)
+        return ops.reshape(output, (batch_size, seq_length, self.hidden_size))
+
+    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
+        return hidden_states_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_size": self.hidden_size,
+                "num_attention_heads": self.num_attention_heads,
+                "intermediate_size": self.intermediate_size,
+                "hidden_act": self.hidden_act,
+                "hidden_dropout_prob": self.hidden_dropout_prob,
+                "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+                "initializer_range": self.initializer_range,
+                "layer_norm_eps": self.layer_norm_eps,
+            }
+        )
+        return config

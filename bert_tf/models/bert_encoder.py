@@ -1,0 +1,139 @@
+"""`BertEncoder`: the BERT network, from token ids to contextual vectors."""
+
+import keras
+from keras import ops
+
+from bert_tf.checkpoints.loading import CheckpointMixin
+from bert_tf.checkpoints.name_map import encoder_variables
+from bert_tf.config import BertConfig
+from bert_tf.layers.bert_embeddings import BertEmbeddings
+from bert_tf.layers.transformer_block import TransformerBlock
+
+# The original adds this to the scores of padded keys: large enough to zero
+# them after the softmax, small enough to stay finite in float16.
+MASK_ADDER = -10000.0
+
+
+def as_bert_config(config):
+    if isinstance(config, BertConfig):
+        return config
+    if isinstance(config, dict):
+        return BertConfig.from_dict(config)
+    raise TypeError(f"Expected a BertConfig or a dict, got {type(config).__name__}")
+
+
+def encoder_inputs():
+    """The three int32 [batch, seq] inputs every BERT model takes."""
+    return {
+        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertEncoder(CheckpointMixin, keras.Model):
+    """The BERT encoder of the original `modeling.BertModel`.
+
+    Embeddings, `num_hidden_layers` post-LayerNorm transformer blocks and the
+    tanh pooler over the first token. Dropout is active only with
+    `training=True`, which is what the original's `is_training` does.
+
+    Args:
+        config: `BertConfig` (or its dict). The architecture.
+
+    Inputs: a dict of int32 tensors [batch, seq] with seq ≤
+        `max_position_embeddings`: `input_ids`, `input_mask` (1 for real
+        tokens, 0 for padding) and `segment_ids`.
+
+    Outputs: a dict with `sequence_output` [batch, seq, hidden],
+        `pooled_output` [batch, hidden] and `encoder_outputs`, the list of
+        every block's output (the embeddings not included).
+
+    Example:
+    >>> encoder = bert_tf.BertEncoder.from_checkpoint("uncased_L-12_H-768_A-12")
+    >>> outputs = encoder({"input_ids": ids, "input_mask": mask,
+    ...                    "segment_ids": segments})
+    >>> outputs["pooled_output"].shape
+    (2, 768)
+    """
+
+    def __init__(self, config, **kwargs):
+        config = as_bert_config(config)
+        initializer = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            initializer_range=config.initializer_range,
+            dropout_rate=config.hidden_dropout_prob,
+            layer_norm_eps=config.layer_norm_eps,
+            name="embeddings",
+        )
+        blocks = [
+            TransformerBlock(
+                hidden_size=config.hidden_size,
+                num_attention_heads=config.num_attention_heads,
+                intermediate_size=config.intermediate_size,
+                hidden_act=config.hidden_act,
+                hidden_dropout_prob=config.hidden_dropout_prob,
+                attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+                initializer_range=config.initializer_range,
+                layer_norm_eps=config.layer_norm_eps,
+                name=f"layer_{i}",
+            )
+            for i in range(config.num_hidden_layers)
+        ]
+        pooler = keras.layers.Dense(
+            config.hidden_size,
+            activation="tanh",
+            kernel_initializer=initializer,
+            name="pooler",
+        )
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        hidden_states = embeddings(inputs["input_ids"], inputs["segment_ids"])
+        # [batch, 1, 1, seq]: masks padded keys for every head and query.
+        visible = ops.cast(inputs["input_mask"], "float32")[:, None, None, :]
+        attention_bias = (1.0 - visible) * MASK_ADDER
+        encoder_outputs = []
+        for block in blocks:
+            hidden_states = block(hidden_states, attention_bias)
+            encoder_outputs.append(hidden_states)
+        pooled_output = pooler(hidden_states[:, 0, :])
+        outputs = {
+            "sequence_output": hidden_states,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+        }
+        kwargs.setdefault("name", "bert_encoder")
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.config = config
+        self.embeddings = embeddings
+        self.encoder_layers = blocks
+        self.pooler = pooler
+
+    def call(self, inputs, training=False, mask=None):
+        input_ids = inputs["input_ids"]
+        seq_length = input_ids.shape[1] if hasattr(input_ids, "shape") else None
+        if seq_length is not None and seq_length > self.config.max_position_embeddings:
+            raise ValueError(
+                f"Sequence length {seq_length} exceeds max_position_embeddings "
+                f"({self.config.max_position_embeddings}) of this model"
+            )
+        return super().call(inputs, training=training, mask=mask)
+
+    def checkpoint_variables(self):
+        return encoder_variables(self)
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,76 @@
+"""`BertPretrainer`: the encoder with the masked-LM and next-sentence heads."""
+
+import keras
+
+from bert_tf.checkpoints.name_map import logits_head_variables
+from bert_tf.checkpoints.name_map import masked_lm_variables
+from bert_tf.layers.logits_head import LogitsHead
+from bert_tf.layers.masked_lm_head import MaskedLMHead
+from bert_tf.models.bert_encoder import encoder_inputs
+from bert_tf.models.task_model import BertTaskModel
+from bert_tf.models.task_model import build_encoder
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertPretrainer(BertTaskModel):
+    """BERT with the pre-training heads of the original `run_pretraining.py`.
+
+    Args:
+        encoder: `BertEncoder`, or a `BertConfig` to build one from.
+
+    Inputs: the encoder's three inputs plus `masked_lm_positions`
+        (int32 [batch, num_predictions]).
+
+    Outputs: a dict with `mlm_logits` [batch, num_predictions, vocab_size]
+        and `nsp_logits` [batch, 2] (index 0 = "B follows A"), both float32.
+
+    Example:
+    >>> pretrainer = bert_tf.BertPretrainer.from_checkpoint("uncased_L-12_H-768_A-12")
+    >>> outputs = pretrainer({**features, "masked_lm_positions": positions})
+    """
+
+    def __init__(self, encoder, **kwargs):
+        encoder = build_encoder(encoder)
+        config = encoder.config
+
+        # === Layers ===
+        masked_lm = MaskedLMHead(
+            encoder.embeddings,
+            hidden_size=config.hidden_size,
+            vocab_size=config.vocab_size,
+            hidden_act=config.hidden_act,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            name="masked_lm",
+        )
+        next_sentence = LogitsHead(
+            num_outputs=2,
+            hidden_size=config.hidden_size,
+            initializer_range=config.initializer_range,
+            name="next_sentence",
+        )
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        inputs["masked_lm_positions"] = keras.Input(
+            shape=(None,), dtype="int32", name="masked_lm_positions"
+        )
+        encoded = encoder({k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")})
+        outputs = {
+            "mlm_logits": masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"]),
+            "nsp_logits": next_sentence(encoded["pooled_output"]),
+        }
+        kwargs.setdefault("name", "bert_pretrainer")
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.masked_lm = masked_lm
+        self.next_sentence = next_sentence
+
+    def checkpoint_variables(self):
+        return {
+            **self.encoder.checkpoint_variables(),
+            **masked_lm_variables(self.masked_lm),
+            **logits_head_variables(self.next_sentence, "cls/seq_relationship"),
+        }

