@@ -13,8 +13,9 @@ The public names and their outputs match the original module (commit eedf571):
 
 Differences from the original that do not change any output:
 
-* Python 3 only; no TensorFlow import (the vocabulary is read with plain file
-  I/O that mimics ``tf.gfile.GFile`` line reading).
+* Python 3 only. TensorFlow is imported only to read remote vocabulary paths
+  ("gs://..."); local files are read with plain I/O that mimics the line
+  reading of ``tf.gfile.GFile``.
 * A missing vocabulary file raises ``FileNotFoundError`` and an undecodable
   line raises ``UnicodeDecodeError``, both naming the file (and line).
 * ``BasicTokenizer.tokenize`` runs its per-character passes through cached
@@ -114,13 +115,7 @@ def load_vocab(vocab_file):
     repeated token keeps the index of its last occurrence.
     """
     vocab_file = str(vocab_file)
-    try:
-        with open(vocab_file, "rb") as reader:
-            data = reader.read()
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(
-            exc.errno, f"Vocabulary file not found: {vocab_file}", vocab_file
-        ) from None
+    data = _read_file_bytes(vocab_file)
 
     # tf.gfile.GFile.readline (used by the original) splits on "\n" only and
     # silently drops every "\r" byte, also inside a line. A trailing piece
@@ -144,6 +139,24 @@ def load_vocab(vocab_file):
             ) from None
         vocab[token.strip()] = index
     return vocab
+
+
+def _read_file_bytes(path):
+    """Reads a local file, or a remote one ("gs://...") through tf.io.gfile as
+    the original did; raises FileNotFoundError naming `path`."""
+    if "://" in path:
+        # Only remote file systems need TensorFlow; import it lazily.
+        import tensorflow as tf
+
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(2, "Vocabulary file not found", path)
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            return reader.read()
+    try:
+        with open(path, "rb") as reader:
+            return reader.read()
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(exc.errno, "Vocabulary file not found", path) from None
 
 
 def convert_by_vocab(vocab, items):

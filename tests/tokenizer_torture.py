@@ -252,7 +252,9 @@ def _gen_squad_with_controls(rng, sentences):
         elif roll < 0.8:
             pieces.append(rng.choice(("\x00", "\ufffd", "\u00ad", "\u200b", "\ufeff")))
         else:
-            pieces.append(rng.choice(("\u200c", "\u200d", "\u2060", "\u202e", "\u061c")))
+            pieces.append(
+                rng.choice(("\u200c", "\u200d", "\u2060", "\u202e", "\u061c"))
+            )
     return _insert_at_random(rng, base, pieces)
 
 
@@ -311,7 +313,9 @@ def _gen_cjk(rng, sentences):
         elif roll < 0.92:
             parts.append(_english_word(rng))
         else:
-            parts.append(rng.choice(("、", "。", "「", "」", "，", "・", "〜", " ", "\u3000")))
+            parts.append(
+                rng.choice(("、", "。", "「", "」", "，", "・", "〜", " ", "\u3000"))
+            )
     return "".join(parts)
 
 
@@ -329,7 +333,9 @@ def _gen_punctuation(rng, sentences):
             words.append(punct * rng.randint(1, 3))
         else:
             # Symbols (S*) are not punctuation for BERT, except ASCII ones.
-            words.append(_english_word(rng) + _pick(rng, rng.choice(("Sm", "Sc", "Sk", "So"))))
+            words.append(
+                _english_word(rng) + _pick(rng, rng.choice(("Sm", "Sc", "Sk", "So")))
+            )
     return _join(rng, words)
 
 
@@ -347,7 +353,9 @@ def _gen_random_script(rng, sentences):
     words = []
     for _ in range(rng.randint(1, 8)):
         lo, hi = SCRIPT_RANGES[rng.choice(names)]
-        words.append("".join(_range_char(rng, lo, hi) for _ in range(rng.randint(1, 8))))
+        words.append(
+            "".join(_range_char(rng, lo, hi) for _ in range(rng.randint(1, 8)))
+        )
     return _join(rng, words)
 
 
@@ -450,13 +458,17 @@ def _fixed_strings():
     """Strings always included: edge cases and one of every punctuation
     category, CJK boundary, whitespace and control character of interest."""
     fixed = ["", " ", "\t\n\r", "\u3000", "\u00a0", "\u202f", "\u2028", "\u2029"]
-    fixed += ["a" + chr(cp) + "b" for cp in (0x00AD, 0x200B, 0x200D, 0xFEFF, 0x0000, 0xFFFD)]
+    fixed += [
+        "a" + chr(cp) + "b" for cp in (0x00AD, 0x200B, 0x200D, 0xFEFF, 0x0000, 0xFFFD)
+    ]
     fixed += [" \tHeLLo!how  \n Are yoU?  ", "H\u00e9llo", "ah\u535a\u63a8zz"]
     fixed += ["UNwant\u00e9d,running", "unwantedX", "unwanted running"]
     for lo, hi in CJK_RANGES:
         fixed += [f"x{chr(lo - 1)}{chr(lo)}{chr(hi)}{chr(hi + 1)}y"]
     for cat in PUNCT_CATEGORIES:
-        fixed += [f"a{chr(cp)}b" for cp in _chars(cat)[:: max(1, len(_chars(cat)) // 8)]]
+        fixed += [
+            f"a{chr(cp)}b" for cp in _chars(cat)[:: max(1, len(_chars(cat)) // 8)]
+        ]
     fixed += [f"a{c}b" for c in "$^`+<=>|~"]
     fixed += ["ab" * 50, "ab" * 50 + "a", "ab" * 100, "ab" * 100 + "a", "the" * 67]
     return fixed

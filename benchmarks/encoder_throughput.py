@@ -1,0 +1,231 @@
+"""Encoder throughput: bert_tf against KerasHub and HF PyTorch, in one run.
+
+Prints examples/s for inference and for one training step (forward, backward,
+Adam update) at seq 128, at the MiniLM size (L6 H384 A12 I1536) and the
+BERT-base size (L12 H768 A12 I3072). Weights are random: speed does not depend
+on their values. KerasHub and PyTorch rows appear when those packages are
+installed. Every framework gets the same threads and the same inputs.
+
+    python benchmarks/encoder_throughput.py                # both sizes
+    python benchmarks/encoder_throughput.py --sizes minilm --seconds 20
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+SIZES = {
+    # name: (layers, hidden, heads, intermediate, infer batch, train batch)
+    "minilm": (6, 384, 12, 1536, 32, 32),
+    "base": (12, 768, 12, 3072, 32, 16),
+}
+VOCAB = 30522
+SEQ = 128
+
+
+def make_batch(batch, seq, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1000, VOCAB, size=(batch, seq)).astype("int32")
+    return {
+        "input_ids": ids,
+        "input_mask": np.ones((batch, seq), "int32"),
+        "segment_ids": np.zeros((batch, seq), "int32"),
+        "labels": rng.integers(0, 2, size=(batch,)).astype("int32"),
+    }
+
+
+def time_it(step, batch, seconds):
+    """Runs `step` twice to warm up, then for about `seconds`; returns ex/s."""
+    for _ in range(2):
+        step()
+    count, start = 0, time.perf_counter()
+    while True:
+        step()
+        count += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds and count >= 3:
+            return count * batch / elapsed
+
+
+def bench_bert_tf(size, seconds, jit_compile):
+    import keras
+    import tensorflow as tf
+
+    import bert_tf
+
+    layers, hidden, heads, inter, infer_batch, train_batch = SIZES[size]
+    config = bert_tf.BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=inter,
+        type_vocab_size=2,
+    )
+    model = bert_tf.BertClassifier(config, num_labels=2)
+    optimizer = keras.optimizers.Adam(1e-5)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function(jit_compile=jit_compile)
+    def infer(features):
+        return model.encoder(features, training=False)["pooled_output"]
+
+    @tf.function(jit_compile=jit_compile)
+    def train(features, labels):
+        with tf.GradientTape() as tape:
+            logits = model(features, training=True)["logits"]
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+            )
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(grads, model.trainable_variables)
+        return loss
+
+    data = make_batch(infer_batch, SEQ)
+    features = {k: tf.constant(v) for k, v in data.items() if k != "labels"}
+    infer_rate = time_it(lambda: infer(features).numpy(), infer_batch, seconds)
+    data = make_batch(train_batch, SEQ)
+    features = {k: tf.constant(v) for k, v in data.items() if k != "labels"}
+    labels = tf.constant(data["labels"])
+    train_rate = time_it(lambda: train(features, labels).numpy(), train_batch, seconds)
+    return infer_rate, train_rate
+
+
+def bench_keras_hub(size, seconds, jit_compile):
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    layers, hidden, heads, inter, infer_batch, train_batch = SIZES[size]
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB,
+        num_layers=layers,
+        num_heads=heads,
+        hidden_dim=hidden,
+        intermediate_dim=inter,
+        max_sequence_length=512,
+    )
+    head = keras.layers.Dense(2)
+    head.build((None, hidden))
+    variables = backbone.trainable_variables + head.trainable_variables
+    optimizer = keras.optimizers.Adam(1e-5)
+    optimizer.build(variables)
+
+    def inputs(data):
+        return {
+            "token_ids": tf.constant(data["input_ids"]),
+            "segment_ids": tf.constant(data["segment_ids"]),
+            "padding_mask": tf.constant(data["input_mask"]),
+        }
+
+    @tf.function(jit_compile=jit_compile)
+    def infer(features):
+        return backbone(features, training=False)["pooled_output"]
+
+    @tf.function(jit_compile=jit_compile)
+    def train(features, labels):
+        with tf.GradientTape() as tape:
+            pooled = backbone(features, training=True)["pooled_output"]
+            logits = head(keras.layers.Dropout(0.1)(pooled, training=True))
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+            )
+        grads = tape.gradient(loss, variables)
+        optimizer.apply(grads, variables)
+        return loss
+
+    data = make_batch(infer_batch, SEQ)
+    features = inputs(data)
+    infer_rate = time_it(lambda: infer(features).numpy(), infer_batch, seconds)
+    data = make_batch(train_batch, SEQ)
+    features = inputs(data)
+    labels = tf.constant(data["labels"])
+    train_rate = time_it(lambda: train(features, labels).numpy(), train_batch, seconds)
+    return infer_rate, train_rate
+
+
+def bench_torch(size, seconds):
+    import torch
+    import transformers
+
+    layers, hidden, heads, inter, infer_batch, train_batch = SIZES[size]
+    config = transformers.BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=inter,
+        num_labels=2,
+    )
+    model = transformers.BertForSequenceClassification(config)
+
+    def inputs(data):
+        return {
+            "input_ids": torch.tensor(data["input_ids"], dtype=torch.long),
+            "attention_mask": torch.tensor(data["input_mask"], dtype=torch.long),
+            "token_type_ids": torch.tensor(data["segment_ids"], dtype=torch.long),
+        }
+
+    data = make_batch(infer_batch, SEQ)
+    features = inputs(data)
+    model.eval()
+
+    def infer():
+        with torch.no_grad():
+            model.bert(**features).pooler_output.sum().item()
+
+    infer_rate = time_it(infer, infer_batch, seconds)
+
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    data = make_batch(train_batch, SEQ)
+    features = inputs(data)
+    labels = torch.tensor(data["labels"], dtype=torch.long)
+
+    def train():
+        optimizer.zero_grad()
+        loss = model(**features, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        loss.item()
+
+    train_rate = time_it(train, train_batch, seconds)
+    return infer_rate, train_rate
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="minilm,base")
+    parser.add_argument("--seconds", type=float, default=10.0, help="timed seconds per figure")
+    parser.add_argument("--frameworks", default="bert_tf,bert_tf_xla,keras_hub,keras_hub_xla,torch")
+    args = parser.parse_args()
+
+    import importlib.util
+
+    runners = {
+        "bert_tf": lambda s: bench_bert_tf(s, args.seconds, jit_compile=False),
+        "bert_tf_xla": lambda s: bench_bert_tf(s, args.seconds, jit_compile=True),
+        "keras_hub": lambda s: bench_keras_hub(s, args.seconds, jit_compile=False),
+        "keras_hub_xla": lambda s: bench_keras_hub(s, args.seconds, jit_compile=True),
+        "torch": lambda s: bench_torch(s, args.seconds),
+    }
+    needs = {"keras_hub": "keras_hub", "keras_hub_xla": "keras_hub", "torch": "transformers"}
+    print(f"cores: {os.cpu_count()}, seq {SEQ}; examples/s (higher is better)")
+    print(f"{'size':8} {'framework':15} {'inference':>10} {'train step':>11}")
+    for size in args.sizes.split(","):
+        for name in args.frameworks.split(","):
+            module = needs.get(name)
+            if module and importlib.util.find_spec(module) is None:
+                print(f"{size:8} {name:15} {'(not installed)':>22}")
+                continue
+            infer_rate, train_rate = runners[name](size)
+            print(f"{size:8} {name:15} {infer_rate:10.1f} {train_rate:11.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
