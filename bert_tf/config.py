@@ -124,7 +124,9 @@ class BertConfig:
         """Builds a config from a Google-style dict; unknown keys go to `extra`."""
         where = source or "config dict"
         if not isinstance(json_object, dict):
-            raise ValueError(f"{where}: expected a JSON object, got {type(json_object)}")
+            raise ValueError(
+                f"{where}: expected a JSON object, got {type(json_object)}"
+            )
         if "vocab_size" not in json_object:
             raise ValueError(f"{where}: required key 'vocab_size' is missing")
         known = {k: json_object[k] for k in _ORIGINAL_KEYS if k in json_object}
@@ -138,7 +140,9 @@ class BertConfig:
         where = source or "HF config dict"
         model_type = json_object.get("model_type", "bert")
         if model_type != "bert":
-            raise ValueError(f"{where}: model_type is {model_type!r}; only 'bert' is supported")
+            raise ValueError(
+                f"{where}: model_type is {model_type!r}; only 'bert' is supported"
+            )
         position_type = json_object.get("position_embedding_type", "absolute")
         if position_type != "absolute":
             raise ValueError(
@@ -201,7 +205,9 @@ class BertConfig:
         for key in _POSITIVE_INT_KEYS:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
+                raise ValueError(
+                    f"{where}: {key} must be a positive integer, got {value!r}"
+                )
         for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
@@ -209,7 +215,9 @@ class BertConfig:
         for key in ("initializer_range", "layer_norm_eps"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{where}: {key} must be a positive number, got {value!r}")
+                raise ValueError(
+                    f"{where}: {key} must be a positive number, got {value!r}"
+                )
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"{where}: hidden_size ({self.hidden_size}) is not a multiple of "

@@ -7,7 +7,11 @@ def random_features(config, batch=3, seq=11, seed=0, padded=True):
     """Random int32 encoder inputs, with some sequences padded."""
     rng = np.random.default_rng(seed)
     ids = rng.integers(1, config.vocab_size, size=(batch, seq)).astype("int32")
-    lengths = rng.integers(2, seq + 1, size=batch) if padded else np.full(batch, seq)
+    lengths = (
+        rng.integers(min(2, seq), seq + 1, size=batch)
+        if padded
+        else np.full(batch, seq)
+    )
     lengths[0] = seq
     mask = (np.arange(seq)[None, :] < lengths[:, None]).astype("int32")
     segments = (

@@ -21,13 +21,16 @@ def tiny_features(seed=0, batch=32, seq=16, predictions=20):
     rng = np.random.default_rng(seed)
     lengths = rng.integers(2, seq + 1, size=batch)
     mask = (np.arange(seq)[None, :] < lengths[:, None]).astype("int32")
-    segments = ((np.arange(seq)[None, :] >= lengths[:, None] // 2) & (mask == 1)).astype("int32")
+    segments = (
+        (np.arange(seq)[None, :] >= lengths[:, None] // 2) & (mask == 1)
+    ).astype("int32")
     return {
         "input_ids": (rng.integers(0, 15, size=(batch, seq)) * mask).astype("int32"),
         "input_mask": mask,
         "segment_ids": segments,
-        "masked_lm_positions": np.sort(rng.integers(0, seq, size=(batch, predictions)), axis=1)
-        .astype("int32"),
+        "masked_lm_positions": np.sort(
+            rng.integers(0, seq, size=(batch, predictions)), axis=1
+        ).astype("int32"),
         "masked_lm_ids": np.zeros((batch, predictions), "int32"),
         "masked_lm_weights": np.ones((batch, predictions), "float32"),
         "next_sentence_labels": np.zeros((batch, 1), "int32"),
@@ -40,7 +43,9 @@ MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 def test_every_variable_of_the_google_checkpoint_is_mapped(tiny_tf1_checkpoint):
     model = bert_tf.BertPretrainer.from_checkpoint(tiny_tf1_checkpoint)
     report = model.checkpoint_load_report
-    reader = tf.train.load_checkpoint(os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt"))
+    reader = tf.train.load_checkpoint(
+        os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt")
+    )
     weights = {
         name
         for name in reader.get_variable_to_shape_map()
@@ -66,7 +71,9 @@ def test_outputs_equal_the_original_tf1_graph(tiny_tf1_checkpoint):
     gelu_ops = {n.op for n in meta.graph_def.node if "intermediate/dense/" in n.name}
     assert "Erf" in gelu_ops and "Tanh" not in gelu_ops
 
-    config = bert_tf.BertConfig.from_json_file(os.path.join(tiny_tf1_checkpoint, "bert_config.json"))
+    config = bert_tf.BertConfig.from_json_file(
+        os.path.join(tiny_tf1_checkpoint, "bert_config.json")
+    )
     config.hidden_act = "gelu_exact"
     model = bert_tf.BertPretrainer.from_checkpoint(tiny_tf1_checkpoint, config=config)
     for seed in (0, 1):
@@ -83,21 +90,29 @@ def test_outputs_equal_the_original_tf1_graph(tiny_tf1_checkpoint):
             encoded["pooled_output"].numpy(), expected["pooled_output"], atol=1e-5
         )
         np.testing.assert_allclose(
-            ours["mlm_logits"].numpy().reshape(-1, 15), expected["mlm_logits"], atol=1e-5
+            ours["mlm_logits"].numpy().reshape(-1, 15),
+            expected["mlm_logits"],
+            atol=1e-5,
         )
-        np.testing.assert_allclose(ours["nsp_logits"].numpy(), expected["nsp_logits"], atol=1e-5)
+        np.testing.assert_allclose(
+            ours["nsp_logits"].numpy(), expected["nsp_logits"], atol=1e-5
+        )
 
 
 def test_save_tf1_checkpoint_round_trip_is_exact(tiny_tf1_checkpoint, tmp_path):
     model = bert_tf.BertPretrainer.from_checkpoint(tiny_tf1_checkpoint)
     prefix = bert_tf.save_tf1_checkpoint(model, tmp_path / "export" / "bert_model.ckpt")
 
-    original = tf.train.load_checkpoint(os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt"))
+    original = tf.train.load_checkpoint(
+        os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt")
+    )
     written = tf.train.load_checkpoint(prefix)
     names = set(written.get_variable_to_shape_map())
     assert names == set(model.checkpoint_load_report.loaded)  # original names, no slots
     for name in names:
-        np.testing.assert_array_equal(written.get_tensor(name), original.get_tensor(name))
+        np.testing.assert_array_equal(
+            written.get_tensor(name), original.get_tensor(name)
+        )
 
     config_file = tmp_path / "export" / "bert_config.json"
     assert bert_tf.BertConfig.from_json_file(config_file) == model.encoder.config
@@ -117,7 +132,9 @@ def test_round_trip_of_every_task_model(tmp_path, tiny_config):
         (bert_tf.BertTokenClassifier, {"num_labels": 4}),
     ]:
         model = cls(tiny_config, **kwargs)
-        prefix = bert_tf.save_tf1_checkpoint(model, tmp_path / cls.__name__ / "model.ckpt")
+        prefix = bert_tf.save_tf1_checkpoint(
+            model, tmp_path / cls.__name__ / "model.ckpt"
+        )
         reloaded = cls.from_checkpoint(prefix, **kwargs)
         assert reloaded.checkpoint_load_report.missing == []
         assert reloaded.checkpoint_load_report.unused == []
@@ -128,22 +145,31 @@ def test_round_trip_of_every_task_model(tmp_path, tiny_config):
 
 
 def test_classifier_names_are_the_originals(tiny_config):
-    names = set(bert_tf.BertClassifier(tiny_config, num_labels=2).checkpoint_variables())
+    names = set(
+        bert_tf.BertClassifier(tiny_config, num_labels=2).checkpoint_variables()
+    )
     assert {"output_weights", "output_bias"} <= names  # root scope, as run_classifier
     names = set(bert_tf.BertSpanLabeler(tiny_config).checkpoint_variables())
     assert {"cls/squad/output_weights", "cls/squad/output_bias"} <= names
     encoder = bert_tf.BertEncoder(tiny_config)
     variables = encoder.checkpoint_variables()
-    assert variables["bert/encoder/layer_1/attention/self/query/kernel"].shape == (32, 32)
+    assert variables["bert/encoder/layer_1/attention/self/query/kernel"].shape == (
+        32,
+        32,
+    )
     assert variables["bert/encoder/layer_0/intermediate/dense/kernel"].shape == (32, 37)
     assert variables["bert/embeddings/token_type_embeddings"].shape == (2, 32)
     head = bert_tf.BertClassifier(tiny_config, num_labels=5).checkpoint_variables()
     assert head["output_weights"].shape == (5, 32)  # [num_labels, H], as the original
 
 
-def test_classifier_from_a_pretraining_checkpoint_initialises_its_head(tiny_tf1_checkpoint, caplog):
+def test_classifier_from_a_pretraining_checkpoint_initialises_its_head(
+    tiny_tf1_checkpoint, caplog
+):
     with caplog.at_level(logging.INFO):
-        model = bert_tf.BertClassifier.from_checkpoint(tiny_tf1_checkpoint, num_labels=2)
+        model = bert_tf.BertClassifier.from_checkpoint(
+            tiny_tf1_checkpoint, num_labels=2
+        )
     report = model.checkpoint_load_report
     assert report.missing == ["output_weights", "output_bias"]
     assert {n for n in report.unused} == {
@@ -174,20 +200,28 @@ def test_path_forms(tiny_tf1_checkpoint, minilm_dir):
 
 def test_missing_paths_are_named(tmp_path, tiny_tf1_checkpoint):
     with pytest.raises(FileNotFoundError, match="nowhere/bert_model.ckpt"):
-        bert_tf.BertEncoder.from_checkpoint(str(tmp_path / "nowhere" / "bert_model.ckpt"))
-    with pytest.raises(FileNotFoundError, match=f"No BERT checkpoint in directory {tmp_path}"):
+        bert_tf.BertEncoder.from_checkpoint(
+            str(tmp_path / "nowhere" / "bert_model.ckpt")
+        )
+    with pytest.raises(
+        FileNotFoundError, match=f"No BERT checkpoint in directory {tmp_path}"
+    ):
         bert_tf.BertEncoder.from_checkpoint(str(tmp_path))
     # A prefix whose bert_config.json is not beside it.
     lonely = tmp_path / "lonely"
     lonely.mkdir()
     for suffix in (".index", ".data-00000-of-00001"):
-        shutil.copy(os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt" + suffix), lonely)
+        shutil.copy(
+            os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt" + suffix), lonely
+        )
     with pytest.raises(FileNotFoundError, match=str(lonely / "bert_config.json")):
         bert_tf.BertEncoder.from_checkpoint(str(lonely / "bert_model.ckpt"))
 
 
 def test_shape_mismatch_names_variable_and_shapes(tiny_tf1_checkpoint):
-    config = bert_tf.BertConfig.from_json_file(os.path.join(tiny_tf1_checkpoint, "bert_config.json"))
+    config = bert_tf.BertConfig.from_json_file(
+        os.path.join(tiny_tf1_checkpoint, "bert_config.json")
+    )
     config.intermediate_size = 8
     with pytest.raises(ValueError) as info:
         bert_tf.BertEncoder.from_checkpoint(tiny_tf1_checkpoint, config=config)
@@ -211,18 +245,32 @@ def test_vocab_and_config_mismatch_is_reported(tiny_tf1_checkpoint, tmp_path, ca
     config = bert_tf.BertConfig(vocab_size=3, hidden_size=4, num_attention_heads=1)
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n")
-    with pytest.raises(ValueError, match=r"vocab.txt has 4 entries but vocab_size .* is 3"):
+    with pytest.raises(
+        ValueError, match=r"vocab.txt has 4 entries but vocab_size .* is 3"
+    ):
         check_vocab_matches_config(str(vocab), config)
-    assert check_vocab_matches_config(str(vocab), bert_tf.BertConfig(vocab_size=4, hidden_size=4, num_attention_heads=1)) == 4
+    assert (
+        check_vocab_matches_config(
+            str(vocab),
+            bert_tf.BertConfig(vocab_size=4, hidden_size=4, num_attention_heads=1),
+        )
+        == 4
+    )
 
 
 def test_load_checkpoint_into_existing_model(tiny_tf1_checkpoint):
-    config = bert_tf.BertConfig.from_json_file(os.path.join(tiny_tf1_checkpoint, "bert_config.json"))
+    config = bert_tf.BertConfig.from_json_file(
+        os.path.join(tiny_tf1_checkpoint, "bert_config.json")
+    )
     encoder = bert_tf.BertEncoder(config)
     before = encoder.embeddings.word_embeddings.numpy().copy()
     report = load_checkpoint(encoder, tiny_tf1_checkpoint)
     after = encoder.embeddings.word_embeddings.numpy()
-    reader = tf.train.load_checkpoint(os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt"))
-    np.testing.assert_array_equal(after, reader.get_tensor("bert/embeddings/word_embeddings"))
+    reader = tf.train.load_checkpoint(
+        os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt")
+    )
+    np.testing.assert_array_equal(
+        after, reader.get_tensor("bert/embeddings/word_embeddings")
+    )
     assert not np.array_equal(before, after)
     assert len(report.loaded) == 39 and len(report.unused) == 7

@@ -30,7 +30,9 @@ class CheckpointFiles:
 
 def _require(path, what, checkpoint):
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{what} not found: {path} (needed for checkpoint {checkpoint})")
+        raise FileNotFoundError(
+            f"{what} not found: {path} (needed for checkpoint {checkpoint})"
+        )
     return path
 
 
@@ -61,21 +63,33 @@ def find_checkpoint(path):
         hf_files = safetensors_files(path)
         if hf_files and os.path.exists(os.path.join(path, "config.json")):
             return CheckpointFiles(
-                HfCheckpointReader(hf_files), os.path.join(path, "config.json"), _vocab_beside(path)
+                HfCheckpointReader(hf_files),
+                os.path.join(path, "config.json"),
+                _vocab_beside(path),
             )
         prefix = _tf1_prefix_in(path)
         if prefix and os.path.exists(os.path.join(path, "bert_config.json")):
             return CheckpointFiles(
-                Tf1CheckpointReader(prefix), os.path.join(path, "bert_config.json"), _vocab_beside(path)
+                Tf1CheckpointReader(prefix),
+                os.path.join(path, "bert_config.json"),
+                _vocab_beside(path),
             )
         raise FileNotFoundError(f"No BERT checkpoint in directory {path}: {_EXPECTED}")
     directory = os.path.dirname(os.path.abspath(path))
     if path.endswith(".safetensors") and os.path.exists(path):
-        config = _require(os.path.join(directory, "config.json"), "HF config.json", path)
-        return CheckpointFiles(HfCheckpointReader([path]), config, _vocab_beside(directory))
+        config = _require(
+            os.path.join(directory, "config.json"), "HF config.json", path
+        )
+        return CheckpointFiles(
+            HfCheckpointReader([path]), config, _vocab_beside(directory)
+        )
     if os.path.exists(path + ".index"):
-        config = _require(os.path.join(directory, "bert_config.json"), "bert_config.json", path)
-        return CheckpointFiles(Tf1CheckpointReader(path), config, _vocab_beside(directory))
+        config = _require(
+            os.path.join(directory, "bert_config.json"), "bert_config.json", path
+        )
+        return CheckpointFiles(
+            Tf1CheckpointReader(path), config, _vocab_beside(directory)
+        )
     raise FileNotFoundError(f"BERT checkpoint not found: {path}: {_EXPECTED}")
 
 

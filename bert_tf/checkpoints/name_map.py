@@ -51,7 +51,9 @@ def encoder_variables(encoder, scope="bert"):
         names.update(_dense(f"{prefix}/attention/self/value", block.value))
         names.update(_dense(f"{prefix}/attention/output/dense", block.attention_output))
         names.update(
-            _layer_norm(f"{prefix}/attention/output/LayerNorm", block.attention_layer_norm)
+            _layer_norm(
+                f"{prefix}/attention/output/LayerNorm", block.attention_layer_norm
+            )
         )
         names.update(_dense(f"{prefix}/intermediate/dense", block.intermediate))
         names.update(_dense(f"{prefix}/output/dense", block.output_dense))

@@ -27,4 +27,6 @@ def get_activation(name):
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise ValueError(f"Unknown activation {name!r}; expected one of {sorted(_BY_NAME)}") from None
+        raise ValueError(
+            f"Unknown activation {name!r}; expected one of {sorted(_BY_NAME)}"
+        ) from None

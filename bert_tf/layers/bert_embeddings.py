@@ -80,7 +80,9 @@ class BertEmbeddings(keras.layers.Layer):
         # segment table, and far cheaper on CPU and GPU.
         seq_length = ops.shape(input_ids)[1]
         embeddings = ops.take(self.word_embeddings, input_ids, axis=0)
-        embeddings = embeddings + ops.take(self.token_type_embeddings, segment_ids, axis=0)
+        embeddings = embeddings + ops.take(
+            self.token_type_embeddings, segment_ids, axis=0
+        )
         embeddings = embeddings + self.position_embeddings[None, :seq_length, :]
         embeddings = self.layer_norm(embeddings)
         embeddings = ops.cast(embeddings, self.compute_dtype)

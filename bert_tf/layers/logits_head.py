@@ -27,7 +27,14 @@ class LogitsHead(keras.layers.Layer):
     (4, 3)
     """
 
-    def __init__(self, num_outputs, hidden_size, initializer_range=0.02, dropout_rate=0.0, **kwargs):
+    def __init__(
+        self,
+        num_outputs,
+        hidden_size,
+        initializer_range=0.02,
+        dropout_rate=0.0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.num_outputs = num_outputs
         self.hidden_size = hidden_size
@@ -39,7 +46,9 @@ class LogitsHead(keras.layers.Layer):
         self.output_weights = self.add_weight(
             name="output_weights",
             shape=(self.num_outputs, self.hidden_size),
-            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            initializer=keras.initializers.TruncatedNormal(
+                stddev=self.initializer_range
+            ),
         )
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.num_outputs,), initializer="zeros"

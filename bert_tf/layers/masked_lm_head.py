@@ -57,7 +57,9 @@ class MaskedLMHead(keras.layers.Layer):
         self._activation = get_activation(hidden_act)
         self.transform = keras.layers.Dense(
             hidden_size,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=initializer_range
+            ),
             name="transform",
         )
         self.layer_norm = keras.layers.LayerNormalization(

@@ -34,7 +34,9 @@ class BertClassifier(BertTaskModel):
     (8, 2)
     """
 
-    def __init__(self, encoder, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs):
+    def __init__(
+        self, encoder, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs
+    ):
         encoder = build_encoder(encoder)
         # === Layers ===
         head = LogitsHead(

@@ -59,7 +59,9 @@ class BertEncoder(CheckpointMixin, keras.Model):
 
     def __init__(self, config, **kwargs):
         config = as_bert_config(config)
-        initializer = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+        initializer = keras.initializers.TruncatedNormal(
+            stddev=config.initializer_range
+        )
 
         # === Layers ===
         embeddings = BertEmbeddings(
@@ -132,7 +134,11 @@ class BertEncoder(CheckpointMixin, keras.Model):
         return encoder_variables(self)
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}
+        return {
+            "config": self.config.to_dict(),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
 
     @classmethod
     def from_config(cls, config):

@@ -55,9 +55,13 @@ class BertPretrainer(BertTaskModel):
         inputs["masked_lm_positions"] = keras.Input(
             shape=(None,), dtype="int32", name="masked_lm_positions"
         )
-        encoded = encoder({k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")})
+        encoded = encoder(
+            {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        )
         outputs = {
-            "mlm_logits": masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"]),
+            "mlm_logits": masked_lm(
+                encoded["sequence_output"], inputs["masked_lm_positions"]
+            ),
             "nsp_logits": next_sentence(encoded["pooled_output"]),
         }
         kwargs.setdefault("name", "bert_pretrainer")

@@ -57,5 +57,3 @@ class BertSpanLabeler(BertTaskModel):
             **self.encoder.checkpoint_variables(),
             **logits_head_variables(self.span, "cls/squad"),
         }
-
-

@@ -30,7 +30,9 @@ class BertTokenClassifier(BertTaskModel):
     ...                                      num_labels=9)
     """
 
-    def __init__(self, encoder, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs):
+    def __init__(
+        self, encoder, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs
+    ):
         encoder = build_encoder(encoder)
         # === Layers ===
         head = LogitsHead(

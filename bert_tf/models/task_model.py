@@ -40,7 +40,9 @@ def build_encoder(encoder):
         return encoder
     if isinstance(encoder, (BertConfig, dict)):
         return BertEncoder(encoder)
-    raise TypeError(f"Expected a BertEncoder or a BertConfig, got {type(encoder).__name__}")
+    raise TypeError(
+        f"Expected a BertEncoder or a BertConfig, got {type(encoder).__name__}"
+    )
 
 
 def encode(encoder):
