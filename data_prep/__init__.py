@@ -1,0 +1,1 @@
+"""Dataset → features / TFRecords (GLUE, SQuAD, pre-training), one module per family."""
