@@ -112,6 +112,7 @@ def bench_keras_hub(size, seconds, jit_compile):
     )
     head = keras.layers.Dense(2)
     head.build((None, hidden))
+    dropout = keras.layers.Dropout(0.1)
     variables = backbone.trainable_variables + head.trainable_variables
     optimizer = keras.optimizers.Adam(1e-5)
     optimizer.build(variables)
@@ -131,7 +132,7 @@ def bench_keras_hub(size, seconds, jit_compile):
     def train(features, labels):
         with tf.GradientTape() as tape:
             pooled = backbone(features, training=True)["pooled_output"]
-            logits = head(keras.layers.Dropout(0.1)(pooled, training=True))
+            logits = head(dropout(pooled, training=True))
             loss = tf.reduce_mean(
                 tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
             )

@@ -1,4 +1,4 @@
-"""The activations a BERT config can name, as Keras-op functions."""
+"""The activations a BERT config can name."""
 
 import keras
 

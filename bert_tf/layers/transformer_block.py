@@ -7,20 +7,24 @@ import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.fast_dropout import FastDropout
 
 
-def dense(x, layer, activation=None):
+def dense(x, layer, activation=None, scale=None):
     """`activation(x @ kernel + bias)` for a `keras.layers.Dense` weight holder.
 
     Written with `tf.nn.bias_add` rather than `+` on purpose: TensorFlow's
     graph optimizer fuses MatMul + BiasAdd (+ GELU/ReLU/tanh) into a single
     oneDNN kernel on CPU and cuBLASLt epilogue on GPU, which it does not do
     for a plain add. On 2 CPU cores this makes the GELU almost free.
+    `scale` multiplies the result (folded into the weights).
     """
     dtype = x.dtype
-    y = tf.nn.bias_add(
-        tf.matmul(x, tf.cast(layer.kernel, dtype)), tf.cast(layer.bias, dtype)
-    )
+    kernel, bias = tf.cast(layer.kernel, dtype), tf.cast(layer.bias, dtype)
+    if scale is not None:
+        # (x @ W + b) * s == x @ (W * s) + b * s, at the cost of scaling W.
+        kernel, bias = kernel * scale, bias * scale
+    y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return y if activation is None else activation(y)
 
 
@@ -104,20 +108,18 @@ class TransformerBlock(keras.layers.Layer):
         self.query = dense(hidden_size, "query")
         self.key = dense(hidden_size, "key")
         self.value = dense(hidden_size, "value")
-        self.attention_probs_dropout = keras.layers.Dropout(
+        self.attention_probs_dropout = FastDropout(
             attention_probs_dropout_prob, name="attention_probs_dropout"
         )
         self.attention_output = dense(hidden_size, "attention_output")
-        self.attention_dropout = keras.layers.Dropout(
+        self.attention_dropout = FastDropout(
             hidden_dropout_prob, name="attention_dropout"
         )
         self.attention_layer_norm = layer_norm("attention_layer_norm")
         # === Feed-forward ===
         self.intermediate = dense(intermediate_size, "intermediate")
         self.output_dense = dense(hidden_size, "output")
-        self.output_dropout = keras.layers.Dropout(
-            hidden_dropout_prob, name="output_dropout"
-        )
+        self.output_dropout = FastDropout(hidden_dropout_prob, name="output_dropout")
         self.output_layer_norm = layer_norm("output_layer_norm")
 
     def build(self, hidden_states_shape, attention_bias_shape=None):
@@ -144,9 +146,9 @@ class TransformerBlock(keras.layers.Layer):
             return ops.transpose(t, (0, 2, 1, 3))
 
         # === Attention ===
-        # Scaling q (batch*seq*hidden values) instead of the scores
-        # (batch*heads*seq*seq values) is the same math with less work.
-        query = split_heads(dense(x, self.query) * (1.0 / math.sqrt(head_size)))
+        # Scaling the query kernel (hidden*hidden values) instead of the
+        # scores (batch*heads*seq*seq values) is the same math, less work.
+        query = split_heads(dense(x, self.query, scale=1.0 / math.sqrt(head_size)))
         key = split_heads(dense(x, self.key))
         value = split_heads(dense(x, self.value))
         scores = tf.matmul(query, key, transpose_b=True)
