@@ -135,3 +135,32 @@ def test_layers_serialize(tiny_config):
         config = layer.get_config()
         clone = type(layer).from_config(config)
         assert clone.get_config() == config
+
+
+def test_output_range_computes_the_same_first_positions(tiny_config):
+    full = bert_tf.BertEncoder(tiny_config)
+    first_two = bert_tf.BertEncoder(tiny_config, output_range=2)
+    first_two.set_weights(full.get_weights())
+    features = random_features(tiny_config)
+    expected, actual = full(features), first_two(features)
+    assert actual["sequence_output"].shape == (3, 2, 32)
+    np.testing.assert_allclose(
+        actual["sequence_output"], expected["sequence_output"][:, :2], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        actual["pooled_output"], expected["pooled_output"], atol=1e-5
+    )
+    np.testing.assert_array_equal(
+        actual["encoder_outputs"][0], expected["encoder_outputs"][0]
+    )
+
+
+def test_classifier_uses_only_cls_in_the_last_layer(tiny_config):
+    model = bert_tf.BertClassifier(tiny_config, num_labels=2)
+    assert model.encoder.output_range == 1
+    full = bert_tf.BertClassifier(bert_tf.BertEncoder(tiny_config), num_labels=2)
+    full.set_weights(model.get_weights())
+    features = random_features(tiny_config)
+    np.testing.assert_allclose(
+        model(features)["logits"], full(features)["logits"], atol=1e-5
+    )

@@ -48,6 +48,10 @@ class TransformerBlock(keras.layers.Layer):
         attention_probs_dropout_prob: float. Dropout on attention weights.
         initializer_range: float. Stddev of the truncated-normal initializer.
         layer_norm_eps: float. LayerNorm epsilon.
+        output_range: int or None. If set, only the first `output_range`
+            positions are computed as queries and returned (e.g. 1 when only
+            the [CLS] output is used): the same values as the full layer at
+            those positions, for a fraction of the work.
 
     Call args:
         hidden_states: float tensor [batch, seq, hidden_size].
@@ -71,6 +75,7 @@ class TransformerBlock(keras.layers.Layer):
         attention_probs_dropout_prob=0.1,
         initializer_range=0.02,
         layer_norm_eps=1e-12,
+        output_range=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -87,6 +92,7 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
+        self.output_range = output_range
         self.head_size = hidden_size // num_attention_heads
         self._activation = get_activation(hidden_act)
 
@@ -139,18 +145,29 @@ class TransformerBlock(keras.layers.Layer):
         # Everything dense runs on [batch * seq, hidden] matrices: one GEMM
         # per projection, as the original's reshape_to_matrix does.
         x = ops.reshape(hidden_states, (-1, self.hidden_size))
+        if self.output_range is None:
+            query_length, x_query = seq_length, x
+        else:
+            # Only the first `output_range` positions are queries: keys and
+            # values still cover the whole sequence, so their outputs are
+            # exactly the full layer's outputs at those positions.
+            query_length = ops.minimum(self.output_range, seq_length)
+            x_query = ops.reshape(
+                hidden_states[:, : self.output_range, :], (-1, self.hidden_size)
+            )
 
-        def split_heads(t):
-            # [batch * seq, hidden] -> [batch, heads, seq, head_size]
-            t = ops.reshape(t, (batch_size, seq_length, heads, head_size))
+        def split_heads(t, length):
+            # [batch * length, hidden] -> [batch, heads, length, head_size]
+            t = ops.reshape(t, (batch_size, length, heads, head_size))
             return ops.transpose(t, (0, 2, 1, 3))
 
         # === Attention ===
         # Scaling the query kernel (hidden*hidden values) instead of the
         # scores (batch*heads*seq*seq values) is the same math, less work.
-        query = split_heads(dense(x, self.query, scale=1.0 / math.sqrt(head_size)))
-        key = split_heads(dense(x, self.key))
-        value = split_heads(dense(x, self.value))
+        query = dense(x_query, self.query, scale=1.0 / math.sqrt(head_size))
+        query = split_heads(query, query_length)
+        key = split_heads(dense(x, self.key), seq_length)
+        value = split_heads(dense(x, self.value), seq_length)
         scores = tf.matmul(query, key, transpose_b=True)
         scores = scores + ops.cast(attention_bias, scores.dtype)
         probs = tf.nn.softmax(ops.cast(scores, "float32"), axis=-1)
@@ -165,7 +182,7 @@ class TransformerBlock(keras.layers.Layer):
         attention = self.attention_dropout(
             dense(context, self.attention_output), training=training
         )
-        attention = ops.cast(self.attention_layer_norm(attention + x), x.dtype)
+        attention = ops.cast(self.attention_layer_norm(attention + x_query), x.dtype)
 
         # === Feed-forward ===
         intermediate = dense(attention, self.intermediate, self._activation)
@@ -173,10 +190,13 @@ class TransformerBlock(keras.layers.Layer):
             dense(intermediate, self.output_dense), training=training
         )
         output = ops.cast(self.output_layer_norm(output + attention), x.dtype)
-        return ops.reshape(output, (batch_size, seq_length, self.hidden_size))
+        return ops.reshape(output, (batch_size, query_length, self.hidden_size))
 
     def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
-        return hidden_states_shape
+        batch, seq, hidden = hidden_states_shape
+        if self.output_range is not None:
+            seq = None if seq is None else min(seq, self.output_range)
+        return (batch, seq, hidden)
 
     def get_config(self):
         config = super().get_config()
@@ -190,6 +210,7 @@ class TransformerBlock(keras.layers.Layer):
                 "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
                 "initializer_range": self.initializer_range,
                 "layer_norm_eps": self.layer_norm_eps,
+                "output_range": self.output_range,
             }
         )
         return config

@@ -18,7 +18,8 @@ class BertClassifier(BertTaskModel):
     single logit is a regression output (STS-B).
 
     Args:
-        encoder: `BertEncoder`, or a `BertConfig` to build one from.
+        encoder: `BertEncoder`, or a `BertConfig` to build one from (then
+            built with `output_range=1`: only [CLS] in the last layer).
         num_labels: int. Number of classes (1 for regression).
         dropout_rate: float. Dropout on the pooled output (the original's
             keep_prob 0.9).
@@ -37,7 +38,9 @@ class BertClassifier(BertTaskModel):
     def __init__(
         self, encoder, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs
     ):
-        encoder = build_encoder(encoder)
+        # Only the [CLS] output feeds the pooler: the last layer computes just
+        # that position (identical logits, ~1/num_layers less work).
+        encoder = build_encoder(encoder, output_range=1)
         # === Layers ===
         head = LogitsHead(
             num_outputs=num_labels,

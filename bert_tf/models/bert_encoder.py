@@ -40,6 +40,11 @@ class BertEncoder(CheckpointMixin, keras.Model):
 
     Args:
         config: `BertConfig` (or its dict). The architecture.
+        output_range: int or None. If set, the last block computes only the
+            first `output_range` positions, so `sequence_output` and the last
+            of `encoder_outputs` are [batch, output_range, hidden]. The pooled
+            output is unchanged; `BertClassifier` uses 1, which saves most of
+            the last layer's work.
 
     Inputs: a dict of int32 tensors [batch, seq] with seq ≤
         `max_position_embeddings`: `input_ids`, `input_mask` (1 for real
@@ -57,7 +62,7 @@ class BertEncoder(CheckpointMixin, keras.Model):
     (2, 768)
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, output_range=None, **kwargs):
         config = as_bert_config(config)
         initializer = keras.initializers.TruncatedNormal(
             stddev=config.initializer_range
@@ -84,6 +89,9 @@ class BertEncoder(CheckpointMixin, keras.Model):
                 attention_probs_dropout_prob=config.attention_probs_dropout_prob,
                 initializer_range=config.initializer_range,
                 layer_norm_eps=config.layer_norm_eps,
+                output_range=output_range
+                if i == config.num_hidden_layers - 1
+                else None,
                 name=f"layer_{i}",
             )
             for i in range(config.num_hidden_layers)
@@ -116,6 +124,7 @@ class BertEncoder(CheckpointMixin, keras.Model):
 
         # === Config ===
         self.config = config
+        self.output_range = output_range
         self.embeddings = embeddings
         self.encoder_layers = blocks
         self.pooler = pooler
@@ -136,6 +145,7 @@ class BertEncoder(CheckpointMixin, keras.Model):
     def get_config(self):
         return {
             "config": self.config.to_dict(),
+            "output_range": self.output_range,
             "name": self.name,
             "trainable": self.trainable,
         }

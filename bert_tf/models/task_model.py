@@ -34,12 +34,16 @@ class BertTaskModel(CheckpointMixin, keras.Model):
         return cls(**config)
 
 
-def build_encoder(encoder):
-    """Accepts a `BertEncoder`, or a `BertConfig`/dict to build one from."""
+def build_encoder(encoder, output_range=None):
+    """Accepts a `BertEncoder`, or a `BertConfig`/dict to build one from.
+
+    `output_range` applies only to an encoder built here; a given encoder is
+    used as it is.
+    """
     if isinstance(encoder, BertEncoder):
         return encoder
     if isinstance(encoder, (BertConfig, dict)):
-        return BertEncoder(encoder)
+        return BertEncoder(encoder, output_range=output_range)
     raise TypeError(
         f"Expected a BertEncoder or a BertConfig, got {type(encoder).__name__}"
     )
