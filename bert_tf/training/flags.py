@@ -1,0 +1,149 @@
+"""Command-line flags shared by the run_* scripts, defined once.
+
+The original's flags keep their names, defaults and meanings (spec §1); each
+script defines its own task flags and calls the functions here for the rest.
+"""
+
+from absl import flags
+
+from bert_tf.training.strategy import STRATEGIES
+
+
+def define_tpu_flags():
+    """The original's TPU flags (all three run_* scripts)."""
+    flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+    flags.DEFINE_string(
+        "tpu_name",
+        None,
+        "The Cloud TPU to use for training. This should be either the name used when "
+        "creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.",
+    )
+    flags.DEFINE_string(
+        "tpu_zone",
+        None,
+        "[Optional] GCE zone where the Cloud TPU is located in. If not specified, we "
+        "will attempt to automatically detect the GCE project from metadata.",
+    )
+    flags.DEFINE_string(
+        "gcp_project",
+        None,
+        "[Optional] Project name for the Cloud TPU-enabled project. If not specified, "
+        "we will attempt to automatically detect the GCE project from metadata.",
+    )
+    flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
+    flags.DEFINE_integer(
+        "num_tpu_cores",
+        8,
+        "Only used if `use_tpu` is True. Total number of TPU cores to use.",
+    )
+
+
+def define_common_flags(max_seq_length, learning_rate=5e-5, train_batch_size=32):
+    """Flags every run_* script has, with the script's original defaults."""
+    flags.DEFINE_string(
+        "bert_config_file",
+        None,
+        "The config json file corresponding to the pre-trained BERT model. "
+        "This specifies the model architecture.",
+    )
+    flags.DEFINE_string(
+        "output_dir",
+        None,
+        "The output directory where the model checkpoints will be written.",
+    )
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "Initial checkpoint (usually from a pre-trained BERT model): a Google "
+        "checkpoint prefix or directory, or a Hugging Face directory.",
+    )
+    flags.DEFINE_integer(
+        "max_seq_length",
+        max_seq_length,
+        "The maximum total input sequence length after WordPiece tokenization. "
+        "Sequences longer than this will be truncated, and sequences shorter than this "
+        "will be padded.",
+    )
+    flags.DEFINE_bool("do_train", False, "Whether to run training.")
+    flags.DEFINE_integer(
+        "train_batch_size", train_batch_size, "Total batch size for training."
+    )
+    flags.DEFINE_float(
+        "learning_rate", learning_rate, "The initial learning rate for Adam."
+    )
+    flags.DEFINE_integer(
+        "save_checkpoints_steps", 1000, "How often to save the model checkpoint."
+    )
+    flags.DEFINE_integer(
+        "iterations_per_loop", 1000, "How many steps to make in each estimator call."
+    )
+    define_tpu_flags()
+    define_new_flags()
+
+
+def define_finetuning_flags():
+    """Flags run_classifier.py and run_squad.py share (not run_pretraining.py)."""
+    flags.DEFINE_string(
+        "vocab_file", None, "The vocabulary file that the BERT model was trained on."
+    )
+    flags.DEFINE_bool(
+        "do_lower_case",
+        True,
+        "Whether to lower case the input text. Should be True for uncased models and "
+        "False for cased models.",
+    )
+    flags.DEFINE_bool(
+        "do_predict", False, "Whether to run the model in inference mode."
+    )
+    flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+    flags.DEFINE_float(
+        "num_train_epochs", 3.0, "Total number of training epochs to perform."
+    )
+    flags.DEFINE_float(
+        "warmup_proportion",
+        0.1,
+        "Proportion of training to perform linear learning rate warmup for. "
+        "E.g., 0.1 = 10% of training.",
+    )
+
+
+def define_new_flags():
+    """Flags the original does not have: distribution, precision, optimizer, export."""
+    flags.DEFINE_enum(
+        "distribution_strategy",
+        None,
+        list(STRATEGIES),
+        "tf.distribute strategy. Default: tpu with --use_tpu, multi_worker_mirrored "
+        "when TF_CONFIG names several workers, mirrored with several GPUs, else "
+        "one_device.",
+    )
+    flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
+    flags.DEFINE_enum(
+        "dtype",
+        "float32",
+        ["float32", "mixed_float16", "mixed_bfloat16"],
+        "Compute precision (Keras mixed-precision policy); variables stay float32.",
+    )
+    flags.DEFINE_bool("use_xla", False, "Compile the training step with XLA.")
+    flags.DEFINE_enum(
+        "optimizer",
+        "adamw_original",
+        ["adamw_original", "adamw", "lamb"],
+        "adamw_original: the original's update (no bias correction); adamw: with bias "
+        "correction; lamb: layer-wise adaptive (weight decay inside the trust ratio).",
+    )
+    flags.DEFINE_integer(
+        "gradient_accumulation_steps",
+        1,
+        "Micro-batches summed per optimizer step; the train batch is split into this "
+        "many parts (train_batch_size must be divisible by it).",
+    )
+    flags.DEFINE_string(
+        "export_dir",
+        None,
+        "If set, export a SavedModel for TF Serving to export_dir/<version>/ after "
+        "training.",
+    )
+    flags.DEFINE_integer(
+        "seed", 12345, "Random seed for initialisation and data order."
+    )

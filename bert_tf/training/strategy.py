@@ -1,0 +1,100 @@
+"""Choosing a `tf.distribute` strategy from the command-line flags."""
+
+import json
+import os
+
+import tensorflow as tf
+from absl import logging
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def tpu_resolver_kwargs(tpu_name=None, tpu_zone=None, gcp_project=None, master=None):
+    """Arguments for `TPUClusterResolver` from the original's TPU flags.
+
+    The original passes `tpu_name`, `zone` and `project` to the resolver when
+    `--tpu_name` is set, and otherwise uses `--master` as the TPU address.
+    """
+    if tpu_name:
+        return {"tpu": tpu_name, "zone": tpu_zone, "project": gcp_project}
+    if master:
+        return {"tpu": master}
+    return {"tpu": ""}  # the local TPU (Cloud TPU VM)
+
+
+def _workers_in_tf_config():
+    try:
+        config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from e
+    return len(config.get("cluster", {}).get("worker", []))
+
+
+def default_strategy_name(use_tpu=False, num_gpus=None):
+    """The strategy a run gets when `--distribution_strategy` is not given."""
+    if use_tpu:
+        return "tpu"
+    if _workers_in_tf_config() > 1:
+        return "multi_worker_mirrored"
+    gpus = len(tf.config.list_logical_devices("GPU")) if num_gpus is None else num_gpus
+    return "mirrored" if gpus > 1 else "one_device"
+
+
+def create_strategy(
+    name=None,
+    num_gpus=None,
+    use_tpu=False,
+    tpu_name=None,
+    tpu_zone=None,
+    gcp_project=None,
+    master=None,
+):
+    """Returns the `tf.distribute.Strategy` the flags ask for.
+
+    Args:
+        name: one of `STRATEGIES`, or None to choose from the devices
+            (TPU flags, TF_CONFIG workers, visible GPUs).
+        num_gpus: GPUs to use with one_device/mirrored (None: all visible).
+        use_tpu, tpu_name, tpu_zone, gcp_project, master: the original's
+            TPU flags.
+    """
+    name = name or default_strategy_name(use_tpu, num_gpus)
+    if name not in STRATEGIES:
+        raise ValueError(
+            f"--distribution_strategy={name!r} is not one of {', '.join(STRATEGIES)}"
+        )
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            **tpu_resolver_kwargs(tpu_name, tpu_zone, gcp_project, master)
+        )
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        strategy = tf.distribute.TPUStrategy(resolver)
+    elif name == "multi_worker_mirrored":
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    else:
+        gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+        if num_gpus is not None:
+            if num_gpus > len(gpus):
+                raise ValueError(
+                    f"--num_gpus={num_gpus} but only {len(gpus)} GPUs are visible"
+                )
+            gpus = gpus[:num_gpus]
+        if name == "mirrored":
+            # With no GPU, mirror over the logical CPUs (tests split the CPU).
+            devices = gpus or [d.name for d in tf.config.list_logical_devices("CPU")]
+            strategy = tf.distribute.MirroredStrategy(devices)
+        else:
+            strategy = tf.distribute.OneDeviceStrategy(gpus[0] if gpus else "/cpu:0")
+    logging.info("Strategy %s with %d replicas", name, strategy.num_replicas_in_sync)
+    return strategy
+
+
+def is_chief(strategy):
+    """Whether this process writes checkpoints, summaries and results."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(resolver, "task_type", None):
+        return True
+    return resolver.task_type == "chief" or (
+        resolver.task_type == "worker" and resolver.task_id == 0
+    )

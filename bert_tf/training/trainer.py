@@ -1,0 +1,250 @@
+"""The training loop shared by run_classifier.py, run_squad.py and run_pretraining.py.
+
+A `tf.function` around `strategy.run` rather than `model.fit`: Keras 3's `fit`
+is broken under MultiWorkerMirroredStrategy (keras#20585), clips gradients per
+replica before the all-reduce (the original clips the whole gradient), and has
+no gradient accumulation. The loop here:
+
+- sums gradients over micro-batches (`gradient_accumulation_steps`) and over
+  replicas, then clips the summed gradient by global norm (1.0, as the
+  original), then applies the optimizer once;
+- checkpoints model + optimizer + step every `save_checkpoints_steps` and
+  resumes from the latest checkpoint, skipping the batches already consumed,
+  so a killed run rerun with the same command ends at the same step;
+- shows a progress bar (loss, examples/s) and writes TensorBoard scalars.
+"""
+
+import os
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.training.strategy import is_chief
+
+
+class Trainer:
+    """Trains `model` on a per-replica dataset with `strategy`.
+
+    Args:
+        strategy: a `tf.distribute.Strategy`; model and optimizer must have
+            been created under its scope.
+        model: the Keras model.
+        optimizer: a Keras optimizer (it must not clip by itself).
+        loss_fn: `loss_fn(batch, outputs) -> scalar`, the loss of one
+            replica's micro-batch as the original defines it for a batch.
+        dataset_fn: `dataset_fn(input_context, skip_batches) -> tf.data.Dataset`
+            of per-replica micro-batches (features dict including labels) for
+            this input pipeline, repeating, that skips its first
+            `skip_batches` batches (those consumed before a resume).
+        output_dir: where `checkpoints/` and `tensorboard/train` go.
+        num_train_steps: optimizer steps to reach.
+        global_batch_size: examples per optimizer step, all replicas and
+            micro-batches together (for examples/s).
+        save_checkpoints_steps: checkpoint frequency, in steps.
+        gradient_accumulation_steps: micro-batches per optimizer step.
+        clip_norm: global-norm clip of the summed gradient (None: no clip).
+        use_xla: compile the replica step with XLA.
+        steps_per_loop: optimizer steps per `tf.function` call (TPU: many).
+        max_checkpoints: resumable checkpoints to keep.
+    """
+
+    def __init__(
+        self,
+        strategy,
+        model,
+        optimizer,
+        loss_fn,
+        dataset_fn,
+        output_dir,
+        num_train_steps,
+        global_batch_size,
+        save_checkpoints_steps=1000,
+        gradient_accumulation_steps=1,
+        clip_norm=1.0,
+        use_xla=False,
+        steps_per_loop=1,
+        max_checkpoints=3,
+    ):
+        if gradient_accumulation_steps < 1:
+            raise ValueError(
+                f"--gradient_accumulation_steps must be ≥ 1, got {gradient_accumulation_steps}"
+            )
+        self.strategy = strategy
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+        self.dataset_fn = dataset_fn
+        self.output_dir = output_dir
+        self.num_train_steps = int(num_train_steps)
+        self.global_batch_size = global_batch_size
+        self.save_checkpoints_steps = max(1, int(save_checkpoints_steps))
+        self.gradient_accumulation_steps = gradient_accumulation_steps
+        self.clip_norm = clip_norm
+        self.use_xla = use_xla
+        self.steps_per_loop = max(1, int(steps_per_loop))
+        self.chief = is_chief(strategy)
+
+        with strategy.scope():
+            optimizer.build(model.trainable_variables)
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        # Non-chief workers of a multi-worker run write to a scratch folder:
+        # every worker must take part in saving, only the chief's copy counts.
+        checkpoint_dir = os.path.join(output_dir, "checkpoints")
+        if not self.chief:
+            checkpoint_dir = os.path.join(
+                output_dir, "worker_tmp", str(id(self)), "checkpoints"
+            )
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, checkpoint_dir, max_to_keep=max_checkpoints
+        )
+
+    @property
+    def global_step(self):
+        return int(self.optimizer.iterations.numpy())
+
+    def restore(self):
+        """Restores the latest checkpoint, if any; returns the step reached."""
+        latest = self.manager.latest_checkpoint
+        if latest:
+            self.checkpoint.restore(latest).assert_existing_objects_matched()
+            logging.info("Resumed from %s at step %d", latest, self.global_step)
+        return self.global_step
+
+    def _make_train_loop(self):
+        strategy = self.strategy
+        model, optimizer = self.model, self.optimizer
+        accumulation = self.gradient_accumulation_steps
+        replicas = strategy.num_replicas_in_sync
+        variables = model.trainable_variables
+
+        def replica_step(micro_batches):
+            total_loss = 0.0
+            summed = None
+            for batch in micro_batches:
+                with tf.GradientTape() as tape:
+                    outputs = model(model_inputs(model, batch), training=True)
+                    loss = tf.cast(self.loss_fn(batch, outputs), tf.float32)
+                    # Gradients of the mean over micro-batches and replicas.
+                    scaled = loss / (accumulation * replicas)
+                grads = tape.gradient(scaled, variables)
+                grads = [
+                    tf.convert_to_tensor(g) if g is not None else None for g in grads
+                ]
+                summed = (
+                    grads
+                    if summed is None
+                    else [_add(a, b) for a, b in zip(summed, grads)]
+                )
+                total_loss += loss
+            context = tf.distribute.get_replica_context()
+            present = [g for g in summed if g is not None]
+            reduced = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+            summed = [next(reduced) if g is not None else None for g in summed]
+            if self.clip_norm:
+                # As the original: clip the whole (all-replica) gradient.
+                clipped, _ = tf.clip_by_global_norm(
+                    [g for g in summed if g is not None], self.clip_norm
+                )
+                clipped = iter(clipped)
+                summed = [next(clipped) if g is not None else None for g in summed]
+            # Keras' optimizer sums gradients over replicas once more: give it
+            # each replica's equal share so that sum is the clipped gradient.
+            optimizer.apply(
+                [g / replicas if g is not None else None for g in summed], variables
+            )
+            return total_loss / accumulation
+
+        replica_step = tf.function(replica_step, jit_compile=self.use_xla)
+
+        @tf.function
+        def train_loop(iterator, steps):
+            loss = tf.constant(0.0)
+            for _ in tf.range(steps):
+                micro_batches = tuple(next(iterator) for _ in range(accumulation))
+                per_replica = strategy.run(replica_step, args=(micro_batches,))
+                loss = strategy.reduce(
+                    tf.distribute.ReduceOp.MEAN, per_replica, axis=None
+                )
+            return loss
+
+        return train_loop
+
+    def train(self):
+        """Runs (or resumes) training to `num_train_steps`; returns the last loss."""
+        start = self.restore()
+        if start >= self.num_train_steps:
+            logging.info(
+                "Already at step %d of %d: nothing to train",
+                start,
+                self.num_train_steps,
+            )
+            return None
+
+        def dataset_fn(context):
+            # Each input pipeline feeds num_replicas / num_pipelines replicas
+            # one micro-batch each per micro-step.
+            per_step = context.num_replicas_in_sync // context.num_input_pipelines
+            skip = start * self.gradient_accumulation_steps * per_step
+            return self.dataset_fn(context, skip)
+
+        dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
+        iterator = iter(dataset)
+        train_loop = self._make_train_loop()
+        writer = (
+            tf.summary.create_file_writer(
+                os.path.join(self.output_dir, "tensorboard", "train")
+            )
+            if self.chief
+            else tf.summary.create_noop_writer()
+        )
+        progress = keras.utils.Progbar(
+            self.num_train_steps,
+            stateful_metrics=["loss", "examples/s", "lr"],
+            verbose=1 if self.chief else 0,
+        )
+        progress.update(start)
+        step, loss = start, None
+        while step < self.num_train_steps:
+            # Stop each call at a checkpoint boundary so saves land on time.
+            to_save = self.save_checkpoints_steps - step % self.save_checkpoints_steps
+            steps = min(self.steps_per_loop, to_save, self.num_train_steps - step)
+            began = time.perf_counter()
+            loss = float(train_loop(iterator, tf.constant(steps)))
+            elapsed = time.perf_counter() - began
+            step = self.global_step
+            rate = steps * self.global_batch_size / elapsed
+            lr = _current_learning_rate(self.optimizer)
+            with writer.as_default(step=step):
+                tf.summary.scalar("loss", loss)
+                tf.summary.scalar("learning_rate", lr)
+                tf.summary.scalar("examples_per_second", rate)
+            progress.update(step, [("loss", loss), ("examples/s", rate), ("lr", lr)])
+            if step % self.save_checkpoints_steps == 0 or step >= self.num_train_steps:
+                path = self.manager.save(checkpoint_number=step)
+                logging.info(
+                    "Saved checkpoint %s (step %d, loss %.6f)", path, step, loss
+                )
+        writer.flush()
+        return loss
+
+
+def model_inputs(model, batch):
+    """The entries of `batch` that are `model`'s inputs (labels stay out)."""
+    if isinstance(model.input, dict):
+        return {name: batch[name] for name in model.input}
+    return batch
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _current_learning_rate(optimizer):
+    lr = optimizer.learning_rate
+    return float(keras.ops.convert_to_numpy(lr))

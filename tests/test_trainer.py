@@ -1,0 +1,139 @@
+"""The shared training loop: strategies, accumulation, resume after a real kill.
+
+Each run is a separate process (tests/train_worker.py): logical CPU devices
+and TF_CONFIG must be set before TensorFlow starts.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+WORKER = os.path.join(os.path.dirname(__file__), "train_worker.py")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def worker_env(**extra):
+    """The test's environment, with the checkout importable (installed or not)."""
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def run_worker(*args, env=None):
+    result = subprocess.run(
+        [sys.executable, WORKER, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=worker_env(**(env or {})),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def one_device(tmp_path_factory):
+    return run_worker("one_device", tmp_path_factory.mktemp("one"), 6)
+
+
+def assert_same_run(a, b):
+    assert a["step"] == b["step"]
+    assert a["losses"] == pytest.approx(b["losses"], abs=1e-5)
+    assert a["weights_sum"] == pytest.approx(b["weights_sum"], rel=1e-6)
+
+
+def test_mirrored_over_two_cpus_matches_one_device(one_device, tmp_path):
+    mirrored = run_worker("mirrored", tmp_path, 6, "--logical-cpus", 2)
+    assert_same_run(mirrored, one_device)
+
+
+def test_gradient_accumulation_matches_the_full_batch(one_device, tmp_path):
+    accumulated = run_worker("one_device", tmp_path, 6, "--accumulation", 2)
+    assert_same_run(accumulated, one_device)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_multi_worker_mirrored_with_two_local_workers(one_device, tmp_path):
+    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    processes = []
+    for index in range(2):
+        tf_config = json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        )
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, WORKER, "multi_worker_mirrored", str(tmp_path), "6"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=worker_env(TF_CONFIG=tf_config),
+            )
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    for result in results:
+        assert_same_run(result, one_device)
+    # Only the chief's checkpoints land in output_dir/checkpoints.
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == [
+        "checkpoint",
+        "ckpt-6.data-00000-of-00001",
+        "ckpt-6.index",
+    ]
+
+
+def test_killed_run_resumes_to_the_same_result(tmp_path):
+    steps, save_every = 300, 20
+    reference = run_worker(
+        "one_device", tmp_path / "reference", steps, "--save-every", save_every
+    )
+
+    output = tmp_path / "killed"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            WORKER,
+            "one_device",
+            str(output),
+            str(steps),
+            "--save-every",
+            str(save_every),
+        ],
+        stdout=subprocess.DEVNULL,  # unread pipes could fill and block it
+        stderr=subprocess.DEVNULL,
+        env=worker_env(),
+    )
+    deadline = time.time() + 240
+    while not (output / "checkpoints" / f"ckpt-{2 * save_every}.index").exists():
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    killed_at = max(
+        int(name[len("ckpt-") : -len(".index")])
+        for name in os.listdir(output / "checkpoints")
+        if name.endswith(".index")
+    )
+    assert killed_at < steps
+
+    resumed = run_worker("one_device", output, steps, "--save-every", save_every)
+    assert resumed["step"] == steps
+    # Only the steps after the last checkpoint ran again ...
+    assert len(resumed["losses"]) == pytest.approx((steps - killed_at), abs=save_every)
+    # ... on the same batches, so the weights equal the uninterrupted run's.
+    assert resumed["weights_sum"] == pytest.approx(reference["weights_sum"], rel=1e-6)
+    assert resumed["losses"][-1] == pytest.approx(reference["losses"][-1], abs=1e-5)
