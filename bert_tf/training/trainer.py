@@ -135,7 +135,7 @@ class Trainer:
                 summed = (
                     grads
                     if summed is None
-                    else [_add(a, b) for a, b in zip(summed, grads)]
+                    else [_add(a, b) for a, b in zip(summed, grads, strict=True)]
                 )
                 total_loss += loss
             context = tf.distribute.get_replica_context()
