@@ -10,6 +10,7 @@ import os
 # SavedModel export are TF. Respect an explicit choice, refuse a wrong one.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
+from bert_tf import optimization  # noqa: E402
 from bert_tf import tokenization  # noqa: E402
 from bert_tf.checkpoints import load_checkpoint  # noqa: E402
 from bert_tf.checkpoints import save_tf1_checkpoint  # noqa: E402
@@ -30,6 +31,7 @@ __all__ = [
     "BertSpanLabeler",
     "BertTokenClassifier",
     "load_checkpoint",
+    "optimization",
     "save_tf1_checkpoint",
     "tokenization",
 ]

@@ -1,0 +1,1 @@
+"""What each run_* script does, as library functions tests can call."""

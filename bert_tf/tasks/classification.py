@@ -1,0 +1,340 @@
+"""What run_classifier.py does: fine-tune, evaluate and predict a sentence classifier.
+
+The steps and files are the original's (spec §1.1, §4): features written to
+`train.tf_record` / `eval.tf_record` / `predict.tf_record` in output_dir,
+`num_train_steps = int(len(train_examples) / train_batch_size * num_train_epochs)`,
+`eval_results.txt` and `test_results.tsv` in the original format. On top:
+any tf.distribute strategy, mixed precision, gradient accumulation, resuming,
+per-batch padding, GLUE metrics, and a final checkpoint without optimizer
+slots under the original variable names.
+"""
+
+import os
+import shutil
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import tokenization
+from bert_tf.checkpoints import check_vocab_matches_config
+from bert_tf.checkpoints import save_tf1_checkpoint
+from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.classification_metrics import accuracy
+from bert_tf.classification_metrics import glue_metrics
+from bert_tf.config import BertConfig
+from bert_tf.models import BertClassifier
+from bert_tf.optimization import create_optimizer
+from bert_tf.training import Trainer
+from bert_tf.training import create_strategy
+from bert_tf.training.strategy import is_chief
+from data_prep import glue
+from data_prep.classifier_records import record_dataset
+from data_prep.classifier_records import training_dataset_fn
+from data_prep.classifier_records import write_classifier_records
+
+
+def per_example_loss(labels, logits, is_regression):
+    if is_regression:
+        return tf.square(logits[:, 0] - tf.cast(labels, logits.dtype))
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        tf.cast(labels, tf.int32), logits
+    )
+
+
+def classifier_loss_fn(is_regression):
+    """The original's loss: the mean over the batch (MSE for regression)."""
+
+    def loss_fn(batch, outputs):
+        logits = tf.cast(outputs["logits"], tf.float32)
+        return tf.reduce_mean(
+            per_example_loss(batch["label_ids"], logits, is_regression)
+        )
+
+    return loss_fn
+
+
+def predict_logits(model, dataset):
+    """Logits and labels of every example, in dataset order."""
+
+    @tf.function
+    def step(batch):
+        return model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")})[
+            "logits"
+        ]
+
+    logits, labels, real = [], [], []
+    for batch in dataset:
+        logits.append(np.asarray(step(batch), dtype=np.float32))
+        labels.append(batch["label_ids"].numpy())
+        real.append(batch["is_real_example"].numpy())
+    return np.concatenate(logits), np.concatenate(labels), np.concatenate(real)
+
+
+def evaluate(model, dataset, task_name, is_regression, global_step):
+    """The original's eval metrics plus the task's GLUE metrics."""
+    logits, labels, real = predict_logits(model, dataset)
+    weights = real.astype(np.float64)
+    losses = per_example_loss(labels, logits, is_regression).numpy()
+    eval_loss = float(np.sum(losses * weights) / max(np.sum(weights), 1.0))
+    keep = real.astype(bool)
+    results = {
+        "eval_loss": eval_loss,
+        "loss": eval_loss,
+        "global_step": int(global_step),
+    }
+    if is_regression:
+        predictions = logits[:, 0]
+    else:
+        predictions = np.argmax(logits, axis=-1)
+        results["eval_accuracy"] = accuracy(labels, predictions, weights)
+    for name, value in glue_metrics(task_name, labels[keep], predictions[keep]).items():
+        results.setdefault(f"eval_{name}" if name == "accuracy" else name, value)
+    return results
+
+
+def write_eval_results(results, path):
+    """`key = value` lines sorted by key, as the original's eval_results.txt."""
+    with tf.io.gfile.GFile(path, "w") as writer:
+        logging.info("***** Eval results *****")
+        for key in sorted(results):
+            logging.info("  %s = %s", key, results[key])
+            writer.write(f"{key} = {results[key]}\n")
+
+
+def write_test_results(probabilities, path):
+    """One tab-separated line of class probabilities per example, no header."""
+    with tf.io.gfile.GFile(path, "w") as writer:
+        for row in probabilities:
+            writer.write("\t".join(str(float(p)) for p in row) + "\n")
+
+
+def make_processor(flags_obj):
+    options = {"skip_bad_rows": flags_obj.skip_bad_rows}
+    task = flags_obj.task_name.lower()
+    if task == "xnli":
+        options["language"] = flags_obj.xnli_language
+    if task == "custom":
+        options.update(
+            train_file=flags_obj.train_file,
+            dev_file=flags_obj.dev_file,
+            test_file=flags_obj.test_file,
+            text_a_column=_column(flags_obj.text_a_column),
+            text_b_column=_column(flags_obj.text_b_column),
+            label_column=_column(flags_obj.label_column),
+            has_header=flags_obj.has_header,
+            is_regression=flags_obj.is_regression,
+        )
+    return glue.get_processor(task, **options)
+
+
+def _column(value):
+    if value is None or value == "":
+        return None
+    return int(value) if str(value).isdigit() else value
+
+
+def validate_flags(flags_obj):
+    """The original's checks, with the flag named in each message."""
+    if not (flags_obj.do_train or flags_obj.do_eval or flags_obj.do_predict):
+        raise ValueError(
+            "At least one of `do_train`, `do_eval` or `do_predict' must be True."
+        )
+    for name in ("data_dir", "task_name", "vocab_file", "output_dir"):
+        if getattr(flags_obj, name) is None and not (
+            name == "data_dir" and _is_custom(flags_obj)
+        ):
+            raise ValueError(f"Flag --{name} must be specified.")
+    if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
+        raise ValueError(
+            f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
+            f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
+        )
+    if flags_obj.export_dir:
+        raise ValueError(
+            "--export_dir is not available yet (SavedModel export is in progress)"
+        )
+    tokenization.validate_case_matches_checkpoint(
+        flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
+    )
+
+
+def _is_custom(flags_obj):
+    return (flags_obj.task_name or "").lower() == "custom"
+
+
+def load_config(flags_obj):
+    if flags_obj.bert_config_file:
+        return BertConfig.from_json_file(flags_obj.bert_config_file)
+    if flags_obj.init_checkpoint:
+        return BertConfig.from_json_file(
+            find_checkpoint(flags_obj.init_checkpoint).config_file
+        )
+    raise ValueError(
+        "Flag --bert_config_file must be specified (or an --init_checkpoint with one)."
+    )
+
+
+def run(flags_obj):
+    """Runs run_classifier.py with the parsed flags; returns the eval results."""
+    validate_flags(flags_obj)
+    keras.utils.set_random_seed(flags_obj.seed)
+    if flags_obj.dtype != "float32":
+        keras.mixed_precision.set_global_policy(flags_obj.dtype)
+    config = load_config(flags_obj)
+    if flags_obj.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"Cannot use sequence length {flags_obj.max_seq_length} because the BERT model "
+            f"was only trained up to sequence length {config.max_position_embeddings} "
+            "(--max_seq_length > max_position_embeddings)"
+        )
+    check_vocab_matches_config(flags_obj.vocab_file, config)
+    tf.io.gfile.makedirs(flags_obj.output_dir)
+
+    processor = make_processor(flags_obj)
+    data_dir = flags_obj.data_dir
+    label_list = processor.get_labels(data_dir)
+    is_regression = glue.is_regression_label_list(label_list)
+    num_labels = 1 if is_regression else len(label_list)
+    tokenizer = tokenization.FullTokenizer(
+        flags_obj.vocab_file, flags_obj.do_lower_case
+    )
+    seq_length = flags_obj.max_seq_length
+
+    strategy = create_strategy(
+        flags_obj.distribution_strategy,
+        num_gpus=flags_obj.num_gpus,
+        use_tpu=flags_obj.use_tpu,
+        tpu_name=flags_obj.tpu_name,
+        tpu_zone=flags_obj.tpu_zone,
+        gcp_project=flags_obj.gcp_project,
+        master=flags_obj.master,
+    )
+    chief = is_chief(strategy)
+    with strategy.scope():
+        if flags_obj.init_checkpoint:
+            model = BertClassifier.from_checkpoint(
+                flags_obj.init_checkpoint, config=config, num_labels=num_labels
+            )
+        else:
+            model = BertClassifier(config, num_labels=num_labels)
+
+    global_step = 0
+    if flags_obj.do_train:
+        examples = processor.get_train_examples(data_dir)
+        num_train_steps = int(
+            len(examples) / flags_obj.train_batch_size * flags_obj.num_train_epochs
+        )
+        num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
+        record_file = os.path.join(flags_obj.output_dir, "train.tf_record")
+        _write_records(
+            examples, label_list, seq_length, tokenizer, record_file, is_regression
+        )
+        logging.info("***** Running training *****")
+        logging.info("  Num examples = %d", len(examples))
+        logging.info("  Batch size = %d", flags_obj.train_batch_size)
+        logging.info("  Num steps = %d", num_train_steps)
+        with strategy.scope():
+            optimizer = create_optimizer(
+                flags_obj.optimizer,
+                flags_obj.learning_rate,
+                num_train_steps,
+                num_warmup_steps,
+                model,
+            )
+        accumulation = flags_obj.gradient_accumulation_steps
+        trainer = Trainer(
+            strategy,
+            model,
+            optimizer,
+            classifier_loss_fn(is_regression),
+            training_dataset_fn(
+                record_file,
+                len(examples),
+                seq_length,
+                is_regression,
+                flags_obj.train_batch_size // accumulation,
+                flags_obj.seed,
+            ),
+            flags_obj.output_dir,
+            num_train_steps=num_train_steps,
+            global_batch_size=flags_obj.train_batch_size,
+            save_checkpoints_steps=flags_obj.save_checkpoints_steps,
+            gradient_accumulation_steps=accumulation,
+            use_xla=flags_obj.use_xla,
+            steps_per_loop=flags_obj.iterations_per_loop if flags_obj.use_tpu else 1,
+        )
+        trainer.train()
+        global_step = trainer.global_step
+        if chief:
+            _save_final_checkpoint(model, flags_obj, global_step)
+    else:
+        global_step = _restore_latest(model, flags_obj.output_dir)
+
+    results = None
+    if flags_obj.do_eval and chief:
+        examples = processor.get_dev_examples(data_dir)
+        record_file = os.path.join(flags_obj.output_dir, "eval.tf_record")
+        _write_records(
+            examples, label_list, seq_length, tokenizer, record_file, is_regression
+        )
+        logging.info("***** Running evaluation *****")
+        logging.info("  Num examples = %d", len(examples))
+        dataset = record_dataset(
+            record_file, seq_length, is_regression, flags_obj.eval_batch_size
+        )
+        results = evaluate(
+            model, dataset, flags_obj.task_name.lower(), is_regression, global_step
+        )
+        write_eval_results(
+            results, os.path.join(flags_obj.output_dir, "eval_results.txt")
+        )
+
+    if flags_obj.do_predict and chief:
+        examples = processor.get_test_examples(data_dir)
+        record_file = os.path.join(flags_obj.output_dir, "predict.tf_record")
+        _write_records(
+            examples, label_list, seq_length, tokenizer, record_file, is_regression
+        )
+        logging.info("***** Running prediction *****")
+        logging.info("  Num examples = %d", len(examples))
+        dataset = record_dataset(
+            record_file, seq_length, is_regression, flags_obj.predict_batch_size
+        )
+        logits, _, _ = predict_logits(model, dataset)
+        rows = logits if is_regression else tf.nn.softmax(logits, axis=-1).numpy()
+        assert len(rows) == len(examples)
+        write_test_results(rows, os.path.join(flags_obj.output_dir, "test_results.tsv"))
+    return results
+
+
+def _write_records(examples, label_list, seq_length, tokenizer, path, is_regression):
+    features = glue.convert_examples_to_features(
+        examples, label_list, seq_length, tokenizer
+    )
+    write_classifier_records(features, path, is_regression=is_regression)
+
+
+def _save_final_checkpoint(model, flags_obj, global_step):
+    """Weights only (no Adam slots), original names, next to bert_config.json."""
+    prefix = os.path.join(flags_obj.output_dir, f"model.ckpt-{global_step}")
+    for stale in tf.io.gfile.glob(os.path.join(flags_obj.output_dir, "model.ckpt-*")):
+        tf.io.gfile.remove(stale)
+    save_tf1_checkpoint(model, prefix)
+    vocab = os.path.join(flags_obj.output_dir, "vocab.txt")
+    if not tf.io.gfile.exists(vocab):
+        shutil.copyfile(flags_obj.vocab_file, vocab)
+    logging.info("Saved the fine-tuned weights to %s", prefix)
+
+
+def _restore_latest(model, output_dir):
+    """Eval/predict without training: the newest weights in output_dir, if any."""
+    latest = tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
+    if latest:
+        tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+        step = int(latest.rsplit("-", 1)[1])
+        logging.info("Evaluating %s (step %d)", latest, step)
+        return step
+    logging.info("No checkpoint in %s: evaluating the initial weights", output_dir)
+    return 0
