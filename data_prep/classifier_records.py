@@ -184,6 +184,21 @@ def record_dataset(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+def sort_into_batches(pool, batch_size, seed):
+    """Splits a pool of examples into batches of similar length, in random order.
+
+    All examples of the pool are kept, each exactly once; only which examples
+    share a batch changes, so short sentences are not padded to long ones.
+    """
+    order = tf.argsort(tf.reduce_sum(pool["input_mask"], axis=1), stable=True)
+    pool = {name: tf.gather(value, order) for name, value in pool.items()}
+    batches = tf.data.Dataset.from_tensor_slices(pool).batch(
+        batch_size, drop_remainder=True
+    )
+    # Batches leave a pool in random order, not shortest first.
+    return batches.shuffle(64, seed=seed, reshuffle_each_iteration=True)
+
+
 def training_dataset_fn(
     record_file,
     num_examples,
@@ -192,12 +207,16 @@ def training_dataset_fn(
     batch_size,
     seed,
     pad_to_longest=True,
+    bucket_pool_batches=16,
 ):
     """`dataset_fn(input_context, skip_batches)` for the Trainer.
 
     Each epoch is a full shuffle of the training set (seeded, so a resumed
     run sees the same batches); the original shuffled a repeated stream with
-    a buffer of only 100 records.
+    a buffer of only 100 records. With `bucket_pool_batches` > 1, every run of
+    that many batches is re-cut into batches of similar length (see
+    `sort_into_batches`); with `pad_to_longest`, each batch is cut to its
+    longest example. Both leave every example's loss the same and remove work.
     """
 
     def dataset_fn(context, skip_batches):
@@ -211,7 +230,15 @@ def training_dataset_fn(
             lambda r: parse_classifier_record(r, seq_length, is_regression),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
-        dataset = dataset.batch(per_replica, drop_remainder=True)
+        if bucket_pool_batches > 1:
+            dataset = dataset.batch(
+                per_replica * bucket_pool_batches, drop_remainder=True
+            )
+            dataset = dataset.flat_map(
+                lambda pool: sort_into_batches(pool, per_replica, seed)
+            )
+        else:
+            dataset = dataset.batch(per_replica, drop_remainder=True)
         # Whole batches go to workers in turn: same batches as one worker.
         dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
         dataset = dataset.skip(skip_batches)

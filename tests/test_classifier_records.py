@@ -158,7 +158,9 @@ def test_training_batches_are_seeded_and_skippable(tmp_path):
     path = str(tmp_path / "train.tf_record")
     classifier_records.write_classifier_records(features, path)
     context = tf.distribute.InputContext()
-    dataset_fn = classifier_records.training_dataset_fn(path, 10, 4, False, 2, seed=7)
+    dataset_fn = classifier_records.training_dataset_fn(
+        path, 10, 4, False, 2, seed=7, bucket_pool_batches=1
+    )
     first = [
         b["input_ids"][:, 0].numpy().tolist() for b in dataset_fn(context, 0).take(8)
     ]
@@ -171,3 +173,28 @@ def test_training_batches_are_seeded_and_skippable(tmp_path):
     assert first == again and skipped == first[3:]
     assert sorted(sum(first[:5], [])) == list(range(1, 11))  # epoch 1: each once
     assert first[:5] != first[5:]  # reshuffled every epoch
+
+
+def test_length_buckets_group_similar_lengths_and_keep_every_example(tmp_path):
+    rng = np.random.default_rng(0)
+    features = []
+    for i in range(64):
+        length = int(rng.integers(2, 33))
+        ids = [i + 1] + [5] * (length - 1) + [0] * (32 - length)
+        features.append(
+            glue.InputFeatures(ids, [1] * length + [0] * (32 - length), [0] * 32, 0)
+        )
+    path = str(tmp_path / "train.tf_record")
+    classifier_records.write_classifier_records(features, path)
+    dataset_fn = classifier_records.training_dataset_fn(
+        path, 64, 32, False, 8, seed=3, bucket_pool_batches=8
+    )
+    batches = list(
+        dataset_fn(tf.distribute.InputContext(), 0).take(8)
+    )  # one pool = one epoch
+    firsts = sorted(int(i) for b in batches for i in b["input_ids"][:, 0].numpy())
+    assert firsts == list(range(1, 65))  # every example exactly once
+    spans = [int(np.ptp(b["input_mask"].numpy().sum(axis=1))) for b in batches]
+    assert max(spans) <= 12  # random batches of 8 from 2..32 would span ~25
+    widths = [b["input_ids"].shape[1] for b in batches]
+    assert min(widths) < 32  # short batches are cut to their longest example

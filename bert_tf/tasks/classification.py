@@ -256,6 +256,8 @@ def run(flags_obj):
                 is_regression,
                 flags_obj.train_batch_size // accumulation,
                 flags_obj.seed,
+                pad_to_longest=flags_obj.pad_to_longest,
+                bucket_pool_batches=16 if flags_obj.length_bucketing else 1,
             ),
             flags_obj.output_dir,
             num_train_steps=num_train_steps,
@@ -282,7 +284,11 @@ def run(flags_obj):
         logging.info("***** Running evaluation *****")
         logging.info("  Num examples = %d", len(examples))
         dataset = record_dataset(
-            record_file, seq_length, is_regression, flags_obj.eval_batch_size
+            record_file,
+            seq_length,
+            is_regression,
+            flags_obj.eval_batch_size,
+            flags_obj.pad_to_longest,
         )
         results = evaluate(
             model, dataset, flags_obj.task_name.lower(), is_regression, global_step
@@ -300,7 +306,11 @@ def run(flags_obj):
         logging.info("***** Running prediction *****")
         logging.info("  Num examples = %d", len(examples))
         dataset = record_dataset(
-            record_file, seq_length, is_regression, flags_obj.predict_batch_size
+            record_file,
+            seq_length,
+            is_regression,
+            flags_obj.predict_batch_size,
+            flags_obj.pad_to_longest,
         )
         logits, _, _ = predict_logits(model, dataset)
         rows = logits if is_regression else tf.nn.softmax(logits, axis=-1).numpy()

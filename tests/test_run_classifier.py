@@ -1,0 +1,274 @@
+"""run_classifier.py end to end, through its command line, on small real runs."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import bert_tf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(REPO, "run_classifier.py")
+
+# spec §1.1: every flag of the original, with its default.
+ORIGINAL_FLAGS = {
+    "data_dir": None,
+    "bert_config_file": None,
+    "task_name": None,
+    "vocab_file": None,
+    "output_dir": None,
+    "init_checkpoint": None,
+    "do_lower_case": True,
+    "max_seq_length": 128,
+    "do_train": False,
+    "do_eval": False,
+    "do_predict": False,
+    "train_batch_size": 32,
+    "eval_batch_size": 8,
+    "predict_batch_size": 8,
+    "learning_rate": 5e-5,
+    "num_train_epochs": 3.0,
+    "warmup_proportion": 0.1,
+    "save_checkpoints_steps": 1000,
+    "iterations_per_loop": 1000,
+    "use_tpu": False,
+    "tpu_name": None,
+    "tpu_zone": None,
+    "gcp_project": None,
+    "master": None,
+    "num_tpu_cores": 8,
+}
+
+WORDS = (
+    "good great fine nice bad awful poor sad the movie was is a very plot film".split()
+)
+
+
+def env():
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def run_cli(*flags, check=True, timeout=300):
+    result = subprocess.run(
+        [sys.executable, SCRIPT, *flags],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(),
+    )
+    if check:
+        assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+def write_task(tmp_path, train_rows=96, seed=0):
+    """A sentiment task a tiny BERT learns in a few dozen steps."""
+    rng = np.random.default_rng(seed)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    config = bert_tf.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+    )
+    config.to_json_file(tmp_path / "bert_config.json")
+
+    def rows(count):
+        out = []
+        for _ in range(count):
+            label = int(rng.integers(0, 2))
+            word = rng.choice(WORDS[:4] if label else WORDS[4:8])
+            filler = " ".join(rng.choice(WORDS[8:], size=int(rng.integers(1, 8))))
+            out.append(f"{filler} {word} {filler}\t{label}")
+        return "sentence\tlabel\n" + "\n".join(out) + "\n"
+
+    (tmp_path / "train.tsv").write_text(rows(train_rows))
+    (tmp_path / "dev.tsv").write_text(rows(40))
+    (tmp_path / "test.tsv").write_text(rows(10))
+    return tmp_path
+
+
+def custom_flags(data, output, *extra):
+    return [
+        "--task_name=custom",
+        f"--data_dir={data}",
+        "--train_file=train.tsv",
+        "--dev_file=dev.tsv",
+        "--test_file=test.tsv",
+        "--text_a_column=sentence",
+        "--label_column=label",
+        f"--vocab_file={data / 'vocab.txt'}",
+        f"--bert_config_file={data / 'bert_config.json'}",
+        f"--output_dir={output}",
+        "--max_seq_length=32",
+        "--train_batch_size=16",
+        "--eval_batch_size=16",
+        *extra,
+    ]
+
+
+def test_every_original_flag_with_its_default():
+    code = (
+        "import json, sys; sys.argv=['run_classifier.py']; import run_classifier; "
+        "from absl import flags; flags.FLAGS(['x']); "
+        "print(json.dumps({k: flags.FLAGS[k].default for k in flags.FLAGS}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env(),
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    defaults = json.loads(out.stdout.strip().splitlines()[-1])
+    for name, default in ORIGINAL_FLAGS.items():
+        assert name in defaults, name
+        assert defaults[name] == default, (name, defaults[name])
+
+
+def test_fine_tunes_evaluates_and_predicts(tmp_path):
+    data = write_task(tmp_path / "data")
+    (tmp_path / "data").mkdir(exist_ok=True)
+    output = tmp_path / "out"
+    run_cli(
+        *custom_flags(
+            data,
+            output,
+            "--do_train=true",
+            "--do_eval=true",
+            "--do_predict=true",
+            "--learning_rate=2e-3",
+            "--num_train_epochs=6",
+            "--save_checkpoints_steps=10",
+        )
+    )
+    lines = (output / "eval_results.txt").read_text().splitlines()
+    results = dict(line.split(" = ") for line in lines)
+    assert [line.split(" = ")[0] for line in lines] == sorted(
+        results
+    )  # sorted, as the original
+    assert {"eval_accuracy", "eval_loss", "global_step", "loss"} <= set(results)
+    assert int(results["global_step"]) == int(96 / 16 * 6)
+    assert float(results["eval_accuracy"]) >= 0.9  # it learned the task
+
+    probabilities = np.loadtxt(output / "test_results.tsv", delimiter="\t")
+    assert probabilities.shape == (10, 2)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+
+    # Weights-only checkpoint with original names, loadable as any checkpoint.
+    model = bert_tf.BertClassifier.from_checkpoint(str(output), num_labels=2)
+    assert model.checkpoint_load_report.missing == []
+    assert "output_weights" in model.checkpoint_load_report.loaded
+    assert os.path.exists(output / "model.ckpt-36.index")
+    events = [f for _, _, files in os.walk(output / "tensorboard") for f in files]
+    assert any(name.startswith("events.out.tfevents") for name in events)
+
+
+def test_killed_training_resumes_and_ends_at_the_same_step(tmp_path):
+    data = write_task(tmp_path / "data", train_rows=400)
+    output = tmp_path / "out"
+    flags = custom_flags(
+        data,
+        output,
+        "--do_train=true",
+        "--num_train_epochs=4",
+        "--save_checkpoints_steps=10",
+    )
+    process = subprocess.Popen(
+        [sys.executable, SCRIPT, *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env(),
+    )
+    deadline = time.time() + 240
+    while not (output / "checkpoints" / "ckpt-20.index").exists():
+        assert process.poll() is None, "training ended before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not os.path.exists(output / "model.ckpt-100.index")
+
+    result = run_cli(*flags)
+    assert re.search(r"Resumed from .*ckpt-\d+ at step (\d+)", result.stderr)
+    step = int(re.search(r"at step (\d+)", result.stderr).group(1))
+    assert 20 <= step < 100
+    assert os.path.exists(output / "model.ckpt-100.index")  # int(400/16*4) = 100
+
+
+def test_bad_rows_stop_with_file_and_line_or_are_counted(tmp_path):
+    data = write_task(tmp_path / "data")
+    with open(data / "train.tsv", "a") as f:
+        f.write("a sentence without a label\n")
+    bad_line = len((data / "train.tsv").read_text().splitlines())
+    output = tmp_path / "out"
+    result = run_cli(*custom_flags(data, output, "--do_train=true"), check=False)
+    assert result.returncode != 0
+    assert f"train.tsv:{bad_line}:" in result.stderr
+
+    result = run_cli(
+        *custom_flags(
+            data, output, "--do_train=true", "--skip_bad_rows", "--num_train_epochs=0.2"
+        )
+    )
+    assert "Skipped 1" in result.stderr or "skipped 1" in result.stderr
+
+
+def test_flag_errors_name_the_flag(tmp_path):
+    data = write_task(tmp_path / "data")
+    result = run_cli(*custom_flags(data, tmp_path / "out"), check=False)
+    assert "`do_train`, `do_eval` or `do_predict'" in result.stderr
+    result = run_cli(
+        *custom_flags(data, tmp_path / "out", "--do_train=true", "--max_seq_length=65"),
+        check=False,
+    )
+    assert "max_position_embeddings" in result.stderr
+    result = run_cli(
+        *custom_flags(
+            data, tmp_path / "out", "--do_train=true", "--gradient_accumulation_steps=3"
+        ),
+        check=False,
+    )
+    assert "--gradient_accumulation_steps=3" in result.stderr
+
+
+def test_regression_task_writes_single_scores(tmp_path):
+    data = write_task(tmp_path / "data")
+    for split in ("train", "dev", "test"):
+        rows = (data / f"{split}.tsv").read_text().splitlines()
+        rows = [rows[0]] + [
+            r.rsplit("\t", 1)[0] + f"\t{int(r[-1]) * 4.5:.1f}" for r in rows[1:]
+        ]
+        (data / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+    output = tmp_path / "out"
+    run_cli(
+        *custom_flags(
+            data,
+            output,
+            "--is_regression",
+            "--do_train=true",
+            "--do_eval=true",
+            "--do_predict=true",
+            "--learning_rate=2e-3",
+            "--num_train_epochs=4",
+        )
+    )
+    results = dict(
+        line.split(" = ")
+        for line in (output / "eval_results.txt").read_text().splitlines()
+    )
+    assert {"pearson", "spearman", "eval_loss"} <= set(results)
+    assert float(results["pearson"]) > 0.8
+    scores = np.loadtxt(output / "test_results.tsv")
+    assert scores.shape == (10,)
