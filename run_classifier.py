@@ -15,46 +15,12 @@ gradient accumulation, export) and `--task_name=custom` for your own files.
 from absl import app
 from absl import flags
 
-from bert_tf.training import flags as common_flags
+from bert_tf.tasks import classification
 
-flags.DEFINE_string(
-    "data_dir",
-    None,
-    "The input data dir. Should contain the .tsv files (or other data files) for the task.",
-)
-flags.DEFINE_string("task_name", None, "The name of the task to train.")
-flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_bool(
-    "skip_bad_rows",
-    False,
-    "Skip malformed data rows (counted and logged) instead of stopping at the first.",
-)
-flags.DEFINE_string(
-    "xnli_language", "zh", "Language of the XNLI task (the original: zh)."
-)
-# --task_name=custom: your own TSV/CSV/JSONL files, no code needed.
-flags.DEFINE_string(
-    "train_file", None, "custom task: training file (.tsv, .csv or .jsonl)."
-)
-flags.DEFINE_string("dev_file", None, "custom task: dev file.")
-flags.DEFINE_string("test_file", None, "custom task: test file.")
-flags.DEFINE_string(
-    "text_a_column", "0", "custom task: first text column (name or index)."
-)
-flags.DEFINE_string("text_b_column", None, "custom task: second text column, if any.")
-flags.DEFINE_string("label_column", "1", "custom task: label column (name or index).")
-flags.DEFINE_bool(
-    "has_header", True, "custom task: .tsv/.csv files start with a header."
-)
-flags.DEFINE_bool("is_regression", False, "custom task: the label is a real number.")
-common_flags.define_common_flags(max_seq_length=128)
-common_flags.define_finetuning_flags()
+classification.define_flags()
 
 
 def main(_):
-    from bert_tf.tasks import classification
-
     classification.run(flags.FLAGS)
 
 

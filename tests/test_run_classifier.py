@@ -272,3 +272,43 @@ def test_regression_task_writes_single_scores(tmp_path):
     assert float(results["pearson"]) > 0.8
     scores = np.loadtxt(output / "test_results.tsv")
     assert scores.shape == (10,)
+
+
+def test_mnli_reports_matched_and_mismatched(tmp_path):
+    data = write_task(tmp_path / "data")
+    header = (
+        "index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+        "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label"
+    )
+    labels = ["contradiction", "entailment", "neutral"]
+    rng = np.random.default_rng(1)
+    for name, count in (("train", 48), ("dev_matched", 12), ("dev_mismatched", 9)):
+        rows = [header]
+        for i in range(count):
+            label = labels[i % 3]
+            a = " ".join(rng.choice(WORDS, size=4))
+            rows.append(
+                f"{i}\t0\t0\tfiction\t-\t-\t-\t-\t{a}\tthe movie\t{label}\t{label}"
+            )
+        (data / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    output = tmp_path / "out"
+    run_cli(
+        "--task_name=MNLI",
+        f"--data_dir={data}",
+        f"--vocab_file={data / 'vocab.txt'}",
+        f"--bert_config_file={data / 'bert_config.json'}",
+        f"--output_dir={output}",
+        "--max_seq_length=32",
+        "--do_train=true",
+        "--do_eval=true",
+        "--num_train_epochs=1",
+        "--train_batch_size=16",
+    )
+    results = dict(
+        line.split(" = ")
+        for line in (output / "eval_results.txt").read_text().splitlines()
+    )
+    assert {"eval_accuracy", "eval_accuracy_mismatched", "eval_loss_mismatched"} <= set(
+        results
+    )
+    assert int(results["global_step"]) == 3

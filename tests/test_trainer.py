@@ -137,3 +137,11 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     # ... on the same batches, so the weights equal the uninterrupted run's.
     assert resumed["weights_sum"] == pytest.approx(reference["weights_sum"], rel=1e-6)
     assert resumed["losses"][-1] == pytest.approx(reference["losses"][-1], abs=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_trains_like_float32(one_device, tmp_path, dtype):
+    mixed = run_worker("mirrored", tmp_path, 6, "--logical-cpus", 2, "--dtype", dtype)
+    assert mixed["step"] == 6  # float16: no step skipped at this scale
+    tolerance = 0.02 if dtype == "mixed_float16" else 0.05  # bfloat16 has 8 bits
+    assert mixed["losses"] == pytest.approx(one_device["losses"], abs=tolerance)

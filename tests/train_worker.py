@@ -25,6 +25,7 @@ def main():
     parser.add_argument("--logical-cpus", type=int, default=1)
     parser.add_argument("--accumulation", type=int, default=1)
     parser.add_argument("--save-every", type=int, default=1000)
+    parser.add_argument("--dtype", default="float32")
     args = parser.parse_args()
 
     if args.logical_cpus > 1:
@@ -38,6 +39,8 @@ def main():
     from bert_tf.training import Trainer
     from bert_tf.training import create_strategy
 
+    if args.dtype != "float32":
+        keras.mixed_precision.set_global_policy(args.dtype)
     strategy = create_strategy(args.strategy)
     config = bert_tf.BertConfig(
         vocab_size=99,
@@ -54,6 +57,8 @@ def main():
         keras.utils.set_random_seed(1)
         model = bert_tf.BertClassifier(config, num_labels=2, dropout_rate=0.0)
         optimizer = keras.optimizers.SGD(0.5)
+        if args.dtype == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
 
     rng = np.random.default_rng(0)
     ids = rng.integers(1, 99, size=(64, 12)).astype("int32")

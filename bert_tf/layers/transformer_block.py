@@ -10,20 +10,16 @@ from bert_tf.layers.activations import get_activation
 from bert_tf.layers.fast_dropout import FastDropout
 
 
-def dense(x, layer, activation=None, scale=None):
+def dense(x, layer, activation=None):
     """`activation(x @ kernel + bias)` for a `keras.layers.Dense` weight holder.
 
     Written with `tf.nn.bias_add` rather than `+` on purpose: TensorFlow's
     graph optimizer fuses MatMul + BiasAdd (+ GELU/ReLU/tanh) into a single
     oneDNN kernel on CPU and cuBLASLt epilogue on GPU, which it does not do
     for a plain add. On 2 CPU cores this makes the GELU almost free.
-    `scale` multiplies the result (folded into the weights).
     """
     dtype = x.dtype
     kernel, bias = tf.cast(layer.kernel, dtype), tf.cast(layer.bias, dtype)
-    if scale is not None:
-        # (x @ W + b) * s == x @ (W * s) + b * s, at the cost of scaling W.
-        kernel, bias = kernel * scale, bias * scale
     y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return y if activation is None else activation(y)
 
@@ -162,14 +158,15 @@ class TransformerBlock(keras.layers.Layer):
             return ops.transpose(t, (0, 2, 1, 3))
 
         # === Attention ===
-        # Scaling the query kernel (hidden*hidden values) instead of the
-        # scores (batch*heads*seq*seq values) is the same math, less work.
-        query = dense(x_query, self.query, scale=1.0 / math.sqrt(head_size))
-        query = split_heads(query, query_length)
+        query = split_heads(dense(x_query, self.query), query_length)
         key = split_heads(dense(x, self.key), seq_length)
         value = split_heads(dense(x, self.value), seq_length)
+        # The original's order, (q k^T) * scale + mask, is also the pattern
+        # TensorFlow fuses into one oneDNN batched matmul with both post-ops.
         scores = tf.matmul(query, key, transpose_b=True)
-        scores = scores + ops.cast(attention_bias, scores.dtype)
+        scores = scores * (1.0 / math.sqrt(head_size)) + ops.cast(
+            attention_bias, scores.dtype
+        )
         probs = tf.nn.softmax(ops.cast(scores, "float32"), axis=-1)
         probs = self.attention_probs_dropout(
             ops.cast(probs, x.dtype), training=training

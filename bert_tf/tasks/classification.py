@@ -15,6 +15,7 @@ import shutil
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import flags
 from absl import logging
 
 from bert_tf import tokenization
@@ -28,6 +29,7 @@ from bert_tf.models import BertClassifier
 from bert_tf.optimization import create_optimizer
 from bert_tf.training import Trainer
 from bert_tf.training import create_strategy
+from bert_tf.training import flags as common_flags
 from bert_tf.training.strategy import is_chief
 from data_prep import glue
 from data_prep.classifier_records import record_dataset
@@ -108,6 +110,62 @@ def write_test_results(probabilities, path):
     with tf.io.gfile.GFile(path, "w") as writer:
         for row in probabilities:
             writer.write("\t".join(str(float(p)) for p in row) + "\n")
+
+
+def define_flags():
+    """Defines run_classifier.py's flags: the original's, the shared new ones, and
+    the task options (custom files, bad rows, batching)."""
+    flags.DEFINE_string(
+        "data_dir",
+        None,
+        "The input data dir. Should contain the .tsv files (or other data files) for the task.",
+    )
+    flags.DEFINE_string("task_name", None, "The name of the task to train.")
+    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+    flags.DEFINE_bool(
+        "skip_bad_rows",
+        False,
+        "Skip malformed data rows (counted and logged) instead of stopping at the first.",
+    )
+    flags.DEFINE_bool(
+        "pad_to_longest",
+        True,
+        "Cut each batch to its longest example instead of max_seq_length (same "
+        "results, less work).",
+    )
+    flags.DEFINE_bool(
+        "length_bucketing",
+        True,
+        "Training: group examples of similar length into batches (within pools of "
+        "16 batches), so short sentences are not padded to long ones.",
+    )
+    flags.DEFINE_string(
+        "xnli_language", "zh", "Language of the XNLI task (the original: zh)."
+    )
+    # --task_name=custom: your own TSV/CSV/JSONL files, no code needed.
+    flags.DEFINE_string(
+        "train_file", None, "custom task: training file (.tsv, .csv or .jsonl)."
+    )
+    flags.DEFINE_string("dev_file", None, "custom task: dev file.")
+    flags.DEFINE_string("test_file", None, "custom task: test file.")
+    flags.DEFINE_string(
+        "text_a_column", "0", "custom task: first text column (name or index)."
+    )
+    flags.DEFINE_string(
+        "text_b_column", None, "custom task: second text column, if any."
+    )
+    flags.DEFINE_string(
+        "label_column", "1", "custom task: label column (name or index)."
+    )
+    flags.DEFINE_bool(
+        "has_header", True, "custom task: .tsv/.csv files start with a header."
+    )
+    flags.DEFINE_bool(
+        "is_regression", False, "custom task: the label is a real number."
+    )
+    common_flags.define_common_flags(max_seq_length=128)
+    common_flags.define_finetuning_flags()
 
 
 def make_processor(flags_obj):
@@ -243,6 +301,8 @@ def run(flags_obj):
                 num_warmup_steps,
                 model,
             )
+            if flags_obj.dtype == "mixed_float16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         accumulation = flags_obj.gradient_accumulation_steps
         trainer = Trainer(
             strategy,
@@ -276,23 +336,33 @@ def run(flags_obj):
 
     results = None
     if flags_obj.do_eval and chief:
-        examples = processor.get_dev_examples(data_dir)
-        record_file = os.path.join(flags_obj.output_dir, "eval.tf_record")
-        _write_records(
-            examples, label_list, seq_length, tokenizer, record_file, is_regression
-        )
-        logging.info("***** Running evaluation *****")
-        logging.info("  Num examples = %d", len(examples))
-        dataset = record_dataset(
-            record_file,
-            seq_length,
-            is_regression,
-            flags_obj.eval_batch_size,
-            flags_obj.pad_to_longest,
-        )
-        results = evaluate(
-            model, dataset, flags_obj.task_name.lower(), is_regression, global_step
-        )
+
+        def evaluate_split(examples, record_name):
+            record_file = os.path.join(flags_obj.output_dir, record_name)
+            _write_records(
+                examples, label_list, seq_length, tokenizer, record_file, is_regression
+            )
+            logging.info("***** Running evaluation *****")
+            logging.info("  Num examples = %d", len(examples))
+            dataset = record_dataset(
+                record_file,
+                seq_length,
+                is_regression,
+                flags_obj.eval_batch_size,
+                flags_obj.pad_to_longest,
+            )
+            task = flags_obj.task_name.lower()
+            return evaluate(model, dataset, task, is_regression, global_step)
+
+        results = evaluate_split(processor.get_dev_examples(data_dir), "eval.tf_record")
+        if isinstance(processor, glue.MnliProcessor) and processor.matched:
+            # GLUE reports MNLI on both dev sets; the original read only matched.
+            mismatched = evaluate_split(
+                processor.get_dev_examples(data_dir, matched=False),
+                "eval_mismatched.tf_record",
+            )
+            results["eval_accuracy_mismatched"] = mismatched["eval_accuracy"]
+            results["eval_loss_mismatched"] = mismatched["eval_loss"]
         write_eval_results(
             results, os.path.join(flags_obj.output_dir, "eval_results.txt")
         )

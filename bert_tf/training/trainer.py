@@ -118,6 +118,10 @@ class Trainer:
         accumulation = self.gradient_accumulation_steps
         replicas = strategy.num_replicas_in_sync
         variables = model.trainable_variables
+        # mixed_float16: the loss is scaled up for the backward pass; the
+        # gradient is unscaled before clipping and scaled back for the
+        # LossScaleOptimizer, which skips steps with inf/nan and adapts the scale.
+        loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
 
         def replica_step(micro_batches):
             total_loss = 0.0
@@ -128,6 +132,8 @@ class Trainer:
                     loss = tf.cast(self.loss_fn(batch, outputs), tf.float32)
                     # Gradients of the mean over micro-batches and replicas.
                     scaled = loss / (accumulation * replicas)
+                    if loss_scaled:
+                        scaled = optimizer.scale_loss(scaled)
                 grads = tape.gradient(scaled, variables)
                 grads = [
                     tf.convert_to_tensor(g) if g is not None else None for g in grads
@@ -142,6 +148,9 @@ class Trainer:
             present = [g for g in summed if g is not None]
             reduced = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
             summed = [next(reduced) if g is not None else None for g in summed]
+            if loss_scaled:
+                scale = tf.cast(optimizer.dynamic_scale, tf.float32)
+                summed = [g / scale if g is not None else None for g in summed]
             if self.clip_norm:
                 # As the original: clip the whole (all-replica) gradient.
                 clipped, _ = tf.clip_by_global_norm(
