@@ -57,6 +57,11 @@ def test_gradient_accumulation_matches_the_full_batch(one_device, tmp_path):
     assert_same_run(accumulated, one_device)
 
 
+def test_xla_compiled_step_matches(one_device, tmp_path):
+    compiled = run_worker("one_device", tmp_path, 6, "--xla")
+    assert compiled["losses"] == pytest.approx(one_device["losses"], abs=1e-4)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

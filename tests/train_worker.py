@@ -26,6 +26,7 @@ def main():
     parser.add_argument("--accumulation", type=int, default=1)
     parser.add_argument("--save-every", type=int, default=1000)
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--xla", action="store_true")
     args = parser.parse_args()
 
     if args.logical_cpus > 1:
@@ -103,6 +104,7 @@ def main():
         save_checkpoints_steps=args.save_every,
         gradient_accumulation_steps=args.accumulation,
         clip_norm=1.0,
+        use_xla=args.xla,
     )
     original = trainer._make_train_loop
 

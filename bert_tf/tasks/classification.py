@@ -91,7 +91,11 @@ def evaluate(model, dataset, task_name, is_regression, global_step):
     else:
         predictions = np.argmax(logits, axis=-1)
         results["eval_accuracy"] = accuracy(labels, predictions, weights)
-    for name, value in glue_metrics(task_name, labels[keep], predictions[keep]).items():
+    # Any regression task (STS-B, custom) is scored as GLUE scores STS-B.
+    metrics_task = "sts-b" if is_regression else task_name
+    for name, value in glue_metrics(
+        metrics_task, labels[keep], predictions[keep]
+    ).items():
         results.setdefault(f"eval_{name}" if name == "accuracy" else name, value)
     return results
 

@@ -158,6 +158,8 @@ class Trainer:
                 )
                 clipped = iter(clipped)
                 summed = [next(clipped) if g is not None else None for g in summed]
+            if loss_scaled:
+                summed = [g * scale if g is not None else None for g in summed]
             # Keras' optimizer sums gradients over replicas once more: give it
             # each replica's equal share so that sum is the clipped gradient.
             optimizer.apply(
