@@ -52,6 +52,9 @@ _POSITIVE_INT_KEYS = (
 
 _DEFAULT_LAYER_NORM_EPS = 1e-12
 
+# Keys only Hugging Face's config.json has.
+_HF_MARKER_KEYS = ("model_type", "architectures", "transformers_version")
+
 
 class BertConfig:
     """The architecture of a BERT encoder.
@@ -159,6 +162,10 @@ class BertConfig:
         converted["hidden_act"] = _HF_ACTIVATIONS[act]
         # HF's class default is 2, not the original's 16.
         converted.setdefault("type_vocab_size", 2)
+        # Written back, this is a Google-format config: drop the keys that mark
+        # an HF file, or "gelu_exact" would be read as an HF activation name.
+        for key in _HF_MARKER_KEYS:
+            converted.pop(key, None)
         return cls.from_dict(converted, source=source)
 
     @classmethod
@@ -237,6 +244,4 @@ class BertConfig:
 
 
 def is_hf_config_dict(data):
-    return isinstance(data, dict) and any(
-        k in data for k in ("model_type", "architectures", "transformers_version")
-    )
+    return isinstance(data, dict) and any(k in data for k in _HF_MARKER_KEYS)

@@ -20,9 +20,10 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_data")
 
 DEFAULT_SENTENCES = (
     "The battery died after two days and support never answered.",
-    "I love this kettle, it boils water in no time.",
+    "I love this kettle, it is quick and looks great.",
     "Cheap plastic, the lid cracked the first time I used it.",
     "Setup took five minutes and it has worked flawlessly since.",
+    "Not what I hoped for: it rattles and the screen flickers.",
 )
 
 

@@ -167,3 +167,12 @@ def test_invalid_json_names_the_file(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="broken.json"):
         BertConfig.from_json_file(path)
+
+
+def test_hf_config_written_back_reads_the_same(minilm_dir, tmp_path):
+    config = BertConfig.from_json_file(os.path.join(minilm_dir, "config.json"))
+    config.to_json_file(tmp_path / "bert_config.json")
+    written = json.loads((tmp_path / "bert_config.json").read_text())
+    assert "model_type" not in written and written["hidden_act"] == "gelu_exact"
+    again = BertConfig.from_json_file(tmp_path / "bert_config.json")
+    assert again == config
