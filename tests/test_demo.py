@@ -4,8 +4,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -27,12 +25,10 @@ def test_demo_fine_tunes_and_classifies_raw_sentences(minilm_dir):
         for line in out.splitlines()
         if line.startswith("  ") and line.split()[0] in ("positive", "negative")
     }
-    assert predictions == pytest.approx(
-        {
-            "The battery died after two days and support never answered.": "negative",
-            "I love this kettle, it is quick and looks great.": "positive",
-            "Cheap plastic, the lid cracked the first time I used it.": "negative",
-            "Setup took five minutes and it has worked flawlessly since.": "positive",
-            "Not what I hoped for: it rattles and the screen flickers.": "negative",
-        }
-    )
+    assert predictions == {
+        "The battery died after two days and support never answered.": "negative",
+        "I love this kettle, it is quick and looks great.": "positive",
+        "Cheap plastic, the lid cracked the first time I used it.": "negative",
+        "Setup took five minutes and it has worked flawlessly since.": "positive",
+        "Not what I hoped for: it rattles and the screen flickers.": "negative",
+    }
