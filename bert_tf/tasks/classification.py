@@ -338,24 +338,26 @@ def run(flags_obj):
     else:
         global_step = _restore_latest(model, flags_obj.output_dir)
 
+    def examples_dataset(examples, record_name, batch_size, what):
+        """Writes the examples' records (as the original) and batches them."""
+        record_file = os.path.join(flags_obj.output_dir, record_name)
+        _write_records(
+            examples, label_list, seq_length, tokenizer, record_file, is_regression
+        )
+        logging.info("***** Running %s *****", what)
+        logging.info("  Num examples = %d", len(examples))
+        return record_dataset(
+            record_file, seq_length, is_regression, batch_size, flags_obj.pad_to_longest
+        )
+
     results = None
     if flags_obj.do_eval and chief:
+        task = flags_obj.task_name.lower()
 
         def evaluate_split(examples, record_name):
-            record_file = os.path.join(flags_obj.output_dir, record_name)
-            _write_records(
-                examples, label_list, seq_length, tokenizer, record_file, is_regression
+            dataset = examples_dataset(
+                examples, record_name, flags_obj.eval_batch_size, "evaluation"
             )
-            logging.info("***** Running evaluation *****")
-            logging.info("  Num examples = %d", len(examples))
-            dataset = record_dataset(
-                record_file,
-                seq_length,
-                is_regression,
-                flags_obj.eval_batch_size,
-                flags_obj.pad_to_longest,
-            )
-            task = flags_obj.task_name.lower()
             return evaluate(model, dataset, task, is_regression, global_step)
 
         results = evaluate_split(processor.get_dev_examples(data_dir), "eval.tf_record")
@@ -373,18 +375,8 @@ def run(flags_obj):
 
     if flags_obj.do_predict and chief:
         examples = processor.get_test_examples(data_dir)
-        record_file = os.path.join(flags_obj.output_dir, "predict.tf_record")
-        _write_records(
-            examples, label_list, seq_length, tokenizer, record_file, is_regression
-        )
-        logging.info("***** Running prediction *****")
-        logging.info("  Num examples = %d", len(examples))
-        dataset = record_dataset(
-            record_file,
-            seq_length,
-            is_regression,
-            flags_obj.predict_batch_size,
-            flags_obj.pad_to_longest,
+        dataset = examples_dataset(
+            examples, "predict.tf_record", flags_obj.predict_batch_size, "prediction"
         )
         logits, _, _ = predict_logits(model, dataset)
         rows = logits if is_regression else tf.nn.softmax(logits, axis=-1).numpy()
