@@ -93,9 +93,8 @@ class Trainer:
         # every worker must take part in saving, only the chief's copy counts.
         checkpoint_dir = os.path.join(output_dir, "checkpoints")
         if not self.chief:
-            checkpoint_dir = os.path.join(
-                output_dir, "worker_tmp", str(id(self)), "checkpoints"
-            )
+            task_id = getattr(strategy.cluster_resolver, "task_id", 0)
+            checkpoint_dir = os.path.join(output_dir, "worker_tmp", f"worker_{task_id}")
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, checkpoint_dir, max_to_keep=max_checkpoints
         )
