@@ -1,0 +1,102 @@
+"""Create masked LM/next sentence masked_lm TF examples for BERT.
+
+The original create_pretraining_data.py on TF2: every flag keeps its name,
+default and meaning, and with the default ``--num_workers=1`` the records are
+those of the original for the same inputs and seed. ``--num_workers=N`` adds
+sharded generation (one shard per input file, bounded memory); see
+``data_prep/pretraining.py``.
+
+    python create_pretraining_data.py \
+      --input_file=./sample_text.txt --output_file=/tmp/tf_examples.tfrecord \
+      --vocab_file=$BERT_BASE_DIR/vocab.txt --do_lower_case=True \
+      --max_seq_length=128 --max_predictions_per_seq=20 --masked_lm_prob=0.15 \
+      --random_seed=12345 --dupe_factor=5
+"""
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from data_prep import pretraining
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string(
+    "input_file",
+    None,
+    "Input raw text file (or comma-separated list of files).",
+)
+flags.DEFINE_string(
+    "output_file",
+    None,
+    "Output TF example file (or comma-separated list of files).",
+)
+flags.DEFINE_string(
+    "vocab_file",
+    None,
+    "The vocabulary file that the BERT model was trained on.",
+)
+flags.DEFINE_bool(
+    "do_lower_case",
+    True,
+    "Whether to lower case the input text. Should be True for uncased "
+    "models and False for cased models.",
+)
+flags.DEFINE_bool(
+    "do_whole_word_mask",
+    False,
+    "Whether to use whole word masking rather than per-WordPiece masking.",
+)
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer(
+    "max_predictions_per_seq",
+    20,
+    "Maximum number of masked LM predictions per sequence.",
+)
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer(
+    "dupe_factor",
+    10,
+    "Number of times to duplicate the input data (with different masks).",
+)
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float(
+    "short_seq_prob",
+    0.1,
+    "Probability of creating sequences which are shorter than the maximum length.",
+)
+flags.DEFINE_integer(
+    "num_workers",
+    1,
+    "Worker processes. 1 = the original's algorithm over the whole corpus "
+    "(held in memory). >1 = sharded: each input file is a shard, processed on "
+    "its own with an RNG derived from (random_seed, shard index), at most "
+    "num_workers shards in memory; the output does not depend on the number "
+    "of workers.",
+    lower_bound=1,
+)
+
+
+def main(_):
+    logging.set_verbosity(logging.INFO)
+    pretraining.create_pretraining_data(
+        input_files=pretraining.expand_input_files(FLAGS.input_file),
+        output_files=FLAGS.output_file.split(","),
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed,
+        dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob,
+        num_workers=FLAGS.num_workers,
+    )
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("input_file")
+    flags.mark_flag_as_required("output_file")
+    flags.mark_flag_as_required("vocab_file")
+    app.run(main)

@@ -1,0 +1,637 @@
+"""SQuAD reading, feature conversion and TFRecords of ``run_squad.py``.
+
+Reproduces the data side of google-research/bert's ``run_squad.py`` (spec §5):
+``SquadExample``, ``read_squad_examples``, ``InputFeatures``,
+``convert_examples_to_features`` (query truncation, sliding document windows,
+``_improve_answer_span``, ``_check_is_max_context``, training targets) and
+``FeatureWriter``, which writes the TFRecord schema of spec §2.3:
+
+===============  =======  ==============  ==========================
+feature          dtype    shape           written
+===============  =======  ==============  ==========================
+unique_ids       int64    scalar          always (from 1000000000)
+input_ids        int64    [seq_length]    always
+input_mask       int64    [seq_length]    always
+segment_ids      int64    [seq_length]    always
+start_positions  int64    scalar          training
+end_positions    int64    scalar          training
+is_impossible    int64    scalar          training (never parsed)
+===============  =======  ==============  ==========================
+
+On every file the original can read, examples and features are identical.
+Differences, all on inputs where the original crashed or said nothing:
+
+* Malformed JSON, a missing field or an answer offset outside its context
+  raises ``ValueError`` naming the file and the question id (or the article and
+  paragraph index where there is no id), instead of a bare KeyError/IndexError.
+* Answers skipped because their text is not in the context (as the original
+  does) are counted: the returned list has ``num_skipped_answers`` and
+  ``skipped_answers`` (question ids), and the count is logged at the end.
+* ``first_answer_only=True`` reads training targets from the first gold answer
+  of questions that have several (dev sets), for oracle tests and for training
+  on dev-style files; the original required exactly one answer.
+* A window budget ``max_seq_length - len(query) - 3`` below 1 raises instead of
+  looping forever.
+"""
+
+import collections
+import dataclasses
+import json
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import tokenization
+
+__all__ = [
+    "FIRST_UNIQUE_ID",
+    "FeatureWriter",
+    "InputFeatures",
+    "SquadExample",
+    "SquadExamples",
+    "convert_examples_to_features",
+    "feature_spec",
+    "is_whitespace",
+    "parse_squad_record",
+    "read_squad_examples",
+]
+
+FIRST_UNIQUE_ID = 1000000000
+
+# How many examples convert_examples_to_features logs in full, as the original.
+_NUM_LOGGED_EXAMPLES = 20
+
+
+@dataclasses.dataclass
+class SquadExample:
+    """One question with its (whitespace-split) context.
+
+    For prediction examples, or impossible ones, ``orig_answer_text`` is None
+    (resp. "") and positions are None (resp. -1). Positions index
+    ``doc_tokens`` (whitespace words), inclusive.
+    """
+
+    qas_id: str
+    question_text: str
+    doc_tokens: list
+    orig_answer_text: str | None = None
+    start_position: int | None = None
+    end_position: int | None = None
+    is_impossible: bool = False
+
+    def __str__(self):
+        parts = [
+            f"qas_id: {tokenization.printable_text(self.qas_id)}",
+            f"question_text: {tokenization.printable_text(self.question_text)}",
+            f"doc_tokens: [{' '.join(self.doc_tokens)}]",
+        ]
+        if self.start_position is not None:
+            parts.append(f"start_position: {self.start_position}")
+            parts.append(f"end_position: {self.end_position}")
+            parts.append(f"is_impossible: {self.is_impossible}")
+        return ", ".join(parts)
+
+
+class SquadExamples(list):
+    """The list of examples read from a file, with what was skipped.
+
+    Attributes:
+      num_skipped_answers: answers whose text was not found in the context;
+        their questions are not in the list (the original's behaviour).
+      skipped_answers: the question ids of those.
+    """
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.skipped_answers = []
+
+    @property
+    def num_skipped_answers(self):
+        return len(self.skipped_answers)
+
+
+def is_whitespace(c):
+    """The original's whitespace for splitting contexts (not str.isspace)."""
+    return c in (" ", "\t", "\r", "\n") or ord(c) == 0x202F
+
+
+def _split_context(paragraph_text):
+    """Returns (doc_tokens, char_to_word_offset) of a context."""
+    doc_tokens = []
+    char_to_word_offset = []
+    prev_is_whitespace = True
+    for c in paragraph_text:
+        if is_whitespace(c):
+            prev_is_whitespace = True
+        else:
+            if prev_is_whitespace:
+                doc_tokens.append(c)
+            else:
+                doc_tokens[-1] += c
+            prev_is_whitespace = False
+        # Whitespace maps to the word before it (-1 before the first word).
+        char_to_word_offset.append(len(doc_tokens) - 1)
+    return doc_tokens, char_to_word_offset
+
+
+def _field(obj, key, input_file, where, kind=None):
+    """obj[key], or a ValueError naming the file and `where`."""
+    if not isinstance(obj, dict):
+        raise ValueError(
+            f"{input_file}: {where}: expected a JSON object, got {type(obj).__name__}"
+        )
+    if key not in obj:
+        raise ValueError(f"{input_file}: {where}: missing field {key!r}")
+    value = obj[key]
+    if kind is not None and not isinstance(value, kind):
+        raise ValueError(
+            f"{input_file}: {where}: field {key!r} has type {type(value).__name__}"
+        )
+    return value
+
+
+def _load_json(input_file):
+    with tf.io.gfile.GFile(input_file, "r") as reader:
+        text = reader.read()
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{input_file}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}"
+        ) from exc
+
+
+def read_squad_examples(
+    input_file, is_training, version_2_with_negative=False, first_answer_only=False
+):
+    """Reads a SQuAD json file into a list of `SquadExample`.
+
+    Args:
+      input_file: SQuAD json path (``{"data": [{"paragraphs": [...]}]}``).
+      is_training: read answers and compute word positions. A question must
+        then have exactly one answer unless it is impossible (ValueError).
+        In prediction mode answers are not read at all.
+      version_2_with_negative: read ``is_impossible`` (SQuAD 2.0) when
+        training; impossible questions get positions -1 and text "".
+      first_answer_only: when training, take the first of several gold
+        answers instead of raising (for dev files, e.g. oracle tests).
+
+    Returns:
+      A `SquadExamples` list; answers not found in their context are skipped
+      with a warning, and counted in ``num_skipped_answers``.
+
+    Raises:
+      ValueError: malformed JSON, a missing field, a wrong answer count or an
+        answer offset outside the context, naming the file and question id.
+    """
+    input_data = _field(_load_json(input_file), "data", input_file, "top level", list)
+    examples = SquadExamples()
+    for article_index, entry in enumerate(input_data):
+        article_where = f"data[{article_index}]"
+        paragraphs = _field(entry, "paragraphs", input_file, article_where, list)
+        for paragraph_index, paragraph in enumerate(paragraphs):
+            where = f"{article_where}.paragraphs[{paragraph_index}]"
+            paragraph_text = _field(paragraph, "context", input_file, where, str)
+            qas = _field(paragraph, "qas", input_file, where, list)
+            doc_tokens, char_to_word_offset = _split_context(paragraph_text)
+            for qa_index, qa in enumerate(qas):
+                qa_where = f"{where}.qas[{qa_index}]"
+                qas_id = _field(qa, "id", input_file, qa_where)
+                qa_where = f"question id {qas_id!r}"
+                question_text = _field(qa, "question", input_file, qa_where, str)
+                start_position = None
+                end_position = None
+                orig_answer_text = None
+                is_impossible = False
+                if is_training:
+                    if version_2_with_negative:
+                        is_impossible = bool(
+                            _field(qa, "is_impossible", input_file, qa_where)
+                        )
+                    if not is_impossible:
+                        answers = _field(qa, "answers", input_file, qa_where, list)
+                        if len(answers) != 1 and not (first_answer_only and answers):
+                            raise ValueError(
+                                f"{input_file}: {qa_where}: for training, each "
+                                "question should have exactly 1 answer, got "
+                                f"{len(answers)}"
+                            )
+                        answer = answers[0]
+                        orig_answer_text = _field(
+                            answer, "text", input_file, qa_where, str
+                        )
+                        answer_offset = _field(
+                            answer, "answer_start", input_file, qa_where, int
+                        )
+                        answer_end = answer_offset + len(orig_answer_text) - 1
+                        if (
+                            not orig_answer_text
+                            or answer_offset < 0
+                            or answer_end >= len(char_to_word_offset)
+                        ):
+                            raise ValueError(
+                                f"{input_file}: {qa_where}: answer "
+                                f"{orig_answer_text!r} at {answer_offset} is "
+                                f"outside the context ({len(paragraph_text)} "
+                                "characters)"
+                            )
+                        start_position = char_to_word_offset[answer_offset]
+                        end_position = char_to_word_offset[answer_end]
+                        # Only answers recoverable from the document are kept:
+                        # a mismatch means an offset or normalisation problem
+                        # in the data, which would train on the wrong span.
+                        actual_text = " ".join(
+                            doc_tokens[start_position : end_position + 1]
+                        )
+                        cleaned_answer_text = " ".join(
+                            tokenization.whitespace_tokenize(orig_answer_text)
+                        )
+                        if start_position < 0 or (
+                            actual_text.find(cleaned_answer_text) == -1
+                        ):
+                            logging.warning(
+                                "Could not find answer: '%s' vs. '%s' (%s)",
+                                actual_text,
+                                cleaned_answer_text,
+                                qas_id,
+                            )
+                            examples.skipped_answers.append(qas_id)
+                            continue
+                    else:
+                        start_position = -1
+                        end_position = -1
+                        orig_answer_text = ""
+                examples.append(
+                    SquadExample(
+                        qas_id=qas_id,
+                        question_text=question_text,
+                        # Shared by the questions of a paragraph, which lets
+                        # feature conversion tokenize each context once.
+                        doc_tokens=doc_tokens,
+                        orig_answer_text=orig_answer_text,
+                        start_position=start_position,
+                        end_position=end_position,
+                        is_impossible=is_impossible,
+                    )
+                )
+    if examples.skipped_answers:
+        logging.warning(
+            "%s: skipped %d question(s) whose answer text is not in the "
+            "context (first: %s)",
+            input_file,
+            examples.num_skipped_answers,
+            ", ".join(str(q) for q in examples.skipped_answers[:5]),
+        )
+    logging.info("%s: read %d examples", input_file, len(examples))
+    return examples
+
+
+@dataclasses.dataclass
+class InputFeatures:
+    """One window of one example, padded to max_seq_length.
+
+    ``token_to_orig_map`` and ``token_is_max_context`` are keyed by position in
+    ``tokens`` and hold doc tokens only. Positions are None in prediction mode.
+    """
+
+    unique_id: int
+    example_index: int
+    doc_span_index: int
+    tokens: list
+    token_to_orig_map: dict
+    token_is_max_context: dict
+    input_ids: list
+    input_mask: list
+    segment_ids: list
+    start_position: int | None = None
+    end_position: int | None = None
+    is_impossible: bool | None = None
+
+
+DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
+
+
+def _improve_answer_span(
+    doc_tokens, input_start, input_end, tokenizer, orig_answer_text
+):
+    """Returns token positions that better match the annotated answer.
+
+    Word positions cover whole whitespace words, e.g. "(1895-1943)." for the
+    answer "1895". The first (leftmost start, then longest) sub-span of the
+    word span whose WordPieces equal the answer's is returned; otherwise the
+    input span.
+    """
+    tok_answer_text = " ".join(tokenizer.tokenize(orig_answer_text))
+    for new_start in range(input_start, input_end + 1):
+        for new_end in range(input_end, new_start - 1, -1):
+            text_span = " ".join(doc_tokens[new_start : new_end + 1])
+            if text_span == tok_answer_text:
+                return new_start, new_end
+    return input_start, input_end
+
+
+def _check_is_max_context(doc_spans, cur_span_index, position):
+    """Whether `cur_span_index` is the best window for token `position`.
+
+    A token appears in several windows; the one that scores best gives it the
+    most context: min(left, right) context plus 0.01 * window length (the
+    length breaks ties in favour of longer windows; the first wins a full tie).
+    """
+    best_score = None
+    best_span_index = None
+    for span_index, doc_span in enumerate(doc_spans):
+        end = doc_span.start + doc_span.length - 1
+        if position < doc_span.start or position > end:
+            continue
+        num_left_context = position - doc_span.start
+        num_right_context = end - position
+        score = min(num_left_context, num_right_context) + 0.01 * doc_span.length
+        if best_score is None or score > best_score:
+            best_score = score
+            best_span_index = span_index
+    return cur_span_index == best_span_index
+
+
+def _doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
+    """The sliding windows over `num_tokens` document tokens."""
+    doc_spans = []
+    start_offset = 0
+    while start_offset < num_tokens:
+        length = min(num_tokens - start_offset, max_tokens_for_doc)
+        doc_spans.append(DocSpan(start=start_offset, length=length))
+        if start_offset + length == num_tokens:
+            break
+        start_offset += min(length, doc_stride)
+    return doc_spans
+
+
+def convert_examples_to_features(
+    examples,
+    tokenizer,
+    max_seq_length,
+    doc_stride,
+    max_query_length,
+    is_training,
+    output_fn,
+):
+    """Converts examples to windowed `InputFeatures`, passed to `output_fn`.
+
+    Args:
+      examples: `SquadExample`s.
+      tokenizer: a ``tokenization.FullTokenizer``.
+      max_seq_length: total length of [CLS] query [SEP] doc [SEP] + padding.
+      doc_stride: how far each window starts after the previous one.
+      max_query_length: questions are cut to this many WordPieces.
+      is_training: compute start/end targets (0/0 when the answer is not
+        entirely in the window, which is still kept, or is impossible).
+      output_fn: called with each `InputFeatures`, in order.
+
+    Returns:
+      The number of features.
+    """
+    unique_id = FIRST_UNIQUE_ID
+    cached_doc = (None, None)
+    for example_index, example in enumerate(examples):
+        query_tokens = tokenizer.tokenize(example.question_text)
+        if len(query_tokens) > max_query_length:
+            query_tokens = query_tokens[0:max_query_length]
+
+        # Questions of one paragraph share doc_tokens (see read_squad_examples):
+        # tokenize it once. Same result as tokenizing per question.
+        if cached_doc[0] is example.doc_tokens:
+            tok_to_orig_index, orig_to_tok_index, all_doc_tokens = cached_doc[1]
+        else:
+            tok_to_orig_index = []
+            orig_to_tok_index = []
+            all_doc_tokens = []
+            for i, token in enumerate(example.doc_tokens):
+                orig_to_tok_index.append(len(all_doc_tokens))
+                for sub_token in tokenizer.tokenize(token):
+                    tok_to_orig_index.append(i)
+                    all_doc_tokens.append(sub_token)
+            cached_doc = (
+                example.doc_tokens,
+                (tok_to_orig_index, orig_to_tok_index, all_doc_tokens),
+            )
+
+        tok_start_position = None
+        tok_end_position = None
+        if is_training and example.is_impossible:
+            tok_start_position = -1
+            tok_end_position = -1
+        if is_training and not example.is_impossible:
+            tok_start_position = orig_to_tok_index[example.start_position]
+            if example.end_position < len(example.doc_tokens) - 1:
+                tok_end_position = orig_to_tok_index[example.end_position + 1] - 1
+            else:
+                tok_end_position = len(all_doc_tokens) - 1
+            tok_start_position, tok_end_position = _improve_answer_span(
+                all_doc_tokens,
+                tok_start_position,
+                tok_end_position,
+                tokenizer,
+                example.orig_answer_text,
+            )
+
+        # The -3 accounts for [CLS], [SEP] and [SEP].
+        max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
+        if max_tokens_for_doc < 1:
+            raise ValueError(
+                f"question {example.qas_id}: max_seq_length={max_seq_length} "
+                f"leaves no room for the document after a {len(query_tokens)}"
+                "-token query (need max_seq_length > max_query_length + 3)"
+            )
+        doc_spans = _doc_spans(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
+
+        for doc_span_index, doc_span in enumerate(doc_spans):
+            tokens = ["[CLS]", *query_tokens, "[SEP]"]
+            segment_ids = [0] * len(tokens)
+            token_to_orig_map = {}
+            token_is_max_context = {}
+            for i in range(doc_span.length):
+                split_token_index = doc_span.start + i
+                token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
+                token_is_max_context[len(tokens)] = _check_is_max_context(
+                    doc_spans, doc_span_index, split_token_index
+                )
+                tokens.append(all_doc_tokens[split_token_index])
+                segment_ids.append(1)
+            tokens.append("[SEP]")
+            segment_ids.append(1)
+
+            input_ids = tokenizer.convert_tokens_to_ids(tokens)
+            # The mask has 1 for real tokens and 0 for padding tokens.
+            input_mask = [1] * len(input_ids)
+            padding = max_seq_length - len(input_ids)
+            input_ids = input_ids + [0] * padding
+            input_mask = input_mask + [0] * padding
+            segment_ids = segment_ids + [0] * padding
+
+            start_position = None
+            end_position = None
+            if is_training and not example.is_impossible:
+                doc_start = doc_span.start
+                doc_end = doc_span.start + doc_span.length - 1
+                if tok_start_position >= doc_start and tok_end_position <= doc_end:
+                    doc_offset = len(query_tokens) + 2
+                    start_position = tok_start_position - doc_start + doc_offset
+                    end_position = tok_end_position - doc_start + doc_offset
+                else:
+                    # Kept with the [CLS] target, as the original (whose
+                    # comment says such windows are thrown out) does.
+                    start_position = 0
+                    end_position = 0
+            if is_training and example.is_impossible:
+                start_position = 0
+                end_position = 0
+
+            if example_index < _NUM_LOGGED_EXAMPLES:
+                _log_feature(
+                    unique_id,
+                    example_index,
+                    doc_span_index,
+                    tokens,
+                    token_to_orig_map,
+                    token_is_max_context,
+                    input_ids,
+                    input_mask,
+                    segment_ids,
+                    example if is_training else None,
+                    start_position,
+                    end_position,
+                )
+
+            output_fn(
+                InputFeatures(
+                    unique_id=unique_id,
+                    example_index=example_index,
+                    doc_span_index=doc_span_index,
+                    tokens=tokens,
+                    token_to_orig_map=token_to_orig_map,
+                    token_is_max_context=token_is_max_context,
+                    input_ids=input_ids,
+                    input_mask=input_mask,
+                    segment_ids=segment_ids,
+                    start_position=start_position,
+                    end_position=end_position,
+                    is_impossible=example.is_impossible,
+                )
+            )
+            unique_id += 1
+    return unique_id - FIRST_UNIQUE_ID
+
+
+def _log_feature(
+    unique_id,
+    example_index,
+    doc_span_index,
+    tokens,
+    token_to_orig_map,
+    token_is_max_context,
+    input_ids,
+    input_mask,
+    segment_ids,
+    training_example,
+    start_position,
+    end_position,
+):
+    # Only the first examples reach here; skip the string building entirely
+    # when INFO is not shown.
+    if logging.get_verbosity() < logging.INFO:
+        return
+    logging.info("*** Example ***")
+    logging.info("unique_id: %s", unique_id)
+    logging.info("example_index: %s", example_index)
+    logging.info("doc_span_index: %s", doc_span_index)
+    logging.info("tokens: %s", " ".join(tokens))
+    logging.info(
+        "token_to_orig_map: %s",
+        " ".join(f"{x}:{y}" for x, y in token_to_orig_map.items()),
+    )
+    logging.info(
+        "token_is_max_context: %s",
+        " ".join(f"{x}:{y}" for x, y in token_is_max_context.items()),
+    )
+    logging.info("input_ids: %s", " ".join(str(x) for x in input_ids))
+    logging.info("input_mask: %s", " ".join(str(x) for x in input_mask))
+    logging.info("segment_ids: %s", " ".join(str(x) for x in segment_ids))
+    if training_example is not None:
+        if training_example.is_impossible:
+            logging.info("impossible example")
+        else:
+            answer_text = " ".join(tokens[start_position : end_position + 1])
+            logging.info("start_position: %d", start_position)
+            logging.info("end_position: %d", end_position)
+            logging.info("answer: %s", tokenization.printable_text(answer_text))
+
+
+def _int_feature(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+class FeatureWriter:
+    """Writes `InputFeatures` to a TFRecord file (spec §2.3).
+
+    Use as ``writer.process_feature`` for ``output_fn``; ``close()`` (or a
+    ``with`` block) flushes the file. ``num_features`` counts records.
+    """
+
+    def __init__(self, filename, is_training):
+        self.filename = filename
+        self.is_training = is_training
+        self.num_features = 0
+        self._writer = tf.io.TFRecordWriter(str(filename))
+
+    def process_feature(self, feature):
+        """Serializes one `InputFeatures` and appends it to the file."""
+        self.num_features += 1
+        features = collections.OrderedDict()
+        features["unique_ids"] = _int_feature([feature.unique_id])
+        features["input_ids"] = _int_feature(feature.input_ids)
+        features["input_mask"] = _int_feature(feature.input_mask)
+        features["segment_ids"] = _int_feature(feature.segment_ids)
+        if self.is_training:
+            features["start_positions"] = _int_feature([feature.start_position])
+            features["end_positions"] = _int_feature([feature.end_position])
+            features["is_impossible"] = _int_feature([int(bool(feature.is_impossible))])
+        example = tf.train.Example(features=tf.train.Features(feature=features))
+        self._writer.write(example.SerializeToString())
+
+    __call__ = process_feature
+
+    def close(self):
+        self._writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def feature_spec(seq_length, is_training):
+    """The ``tf.io.FixedLenFeature`` dict read back (no ``is_impossible``)."""
+    spec = {
+        "unique_ids": tf.io.FixedLenFeature([], tf.int64),
+        "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+    }
+    if is_training:
+        spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
+        spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    return spec
+
+
+def parse_squad_record(serialized, seq_length, is_training):
+    """Parses one serialized record; int64 features become int32.
+
+    As the original's input_fn_builder, ``is_impossible`` is not parsed.
+    """
+    example = tf.io.parse_single_example(
+        serialized, feature_spec(seq_length, is_training)
+    )
+    # tf.Example only supports tf.int64, but the TPU only supports tf.int32.
+    return {name: tf.cast(tensor, tf.int32) for name, tensor in example.items()}
