@@ -1,0 +1,363 @@
+"""What run_pretraining.py does: pre-train BERT on masked LM + next sentence.
+
+The flags, input pipeline, losses and eval metrics are the original's (spec
+§1.3, §2.1, §3.3): records from create_pretraining_data.py, MLM loss
+Σ(w·CE) / (Σw + 1e-5), NSP loss the mean CE, total loss their sum, and
+`eval_results.txt` with masked_lm_accuracy, masked_lm_loss,
+next_sentence_accuracy, next_sentence_loss, loss and global_step. On top: any
+tf.distribute strategy, mixed precision, gradient accumulation, LAMB,
+resuming a killed run, and a final checkpoint without optimizer slots under
+the original variable names (`model.ckpt-<step>` + `bert_config.json`).
+"""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import flags
+from absl import logging
+
+from bert_tf.checkpoints import save_tf1_checkpoint
+from bert_tf.config import BertConfig
+from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.optimization import create_optimizer
+from bert_tf.training import Trainer
+from bert_tf.training import create_strategy
+from bert_tf.training import flags as common_flags
+from bert_tf.training.strategy import is_chief
+from data_prep.pretraining import expand_input_files
+from data_prep.pretraining import parse_pretraining_record
+
+MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
+
+
+def define_flags():
+    """Defines run_pretraining.py's flags: the original's and the shared new ones."""
+    flags.DEFINE_string(
+        "input_file",
+        None,
+        "Input TF example files (can be a glob or comma separated).",
+    )
+    flags.DEFINE_integer(
+        "max_predictions_per_seq",
+        20,
+        "Maximum number of masked LM predictions per sequence. "
+        "Must match data generation.",
+    )
+    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+    flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
+    flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
+    flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+    common_flags.define_common_flags(max_seq_length=128)
+
+
+# --------------------------------------------------------------------------
+# Losses and metrics (spec §3.3)
+# --------------------------------------------------------------------------
+
+
+def _labels(batch):
+    ids = tf.cast(batch["masked_lm_ids"], tf.int32)
+    weights = tf.cast(batch["masked_lm_weights"], tf.float32)
+    nsp = tf.reshape(tf.cast(batch["next_sentence_labels"], tf.int32), [-1])
+    return ids, weights, nsp
+
+
+def _per_prediction_losses(batch, outputs):
+    """(MLM CE [B, P], MLM weights [B, P], NSP CE [B]) in float32."""
+    ids, weights, nsp = _labels(batch)
+    mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
+    nsp_logits = tf.cast(outputs["nsp_logits"], tf.float32)
+    mlm_ce = tf.nn.sparse_softmax_cross_entropy_with_logits(ids, mlm_logits)
+    nsp_ce = tf.nn.sparse_softmax_cross_entropy_with_logits(nsp, nsp_logits)
+    return mlm_ce, weights, nsp_ce
+
+
+def pretraining_loss(batch, outputs):
+    """The original's total_loss: Σ(w·CE)/(Σw + 1e-5) + mean(NSP CE)."""
+    mlm_ce, weights, nsp_ce = _per_prediction_losses(batch, outputs)
+    mlm_loss = tf.reduce_sum(weights * mlm_ce) / (tf.reduce_sum(weights) + 1e-5)
+    return mlm_loss + tf.reduce_mean(nsp_ce)
+
+
+def evaluate(model, dataset, global_step):
+    """The original's eval metrics, accumulated over every batch as tf.metrics."""
+
+    @tf.function
+    def step(batch):
+        outputs = model({k: batch[k] for k in MODEL_INPUTS}, training=False)
+        mlm_ce, weights, nsp_ce = _per_prediction_losses(batch, outputs)
+        ids, _, nsp = _labels(batch)
+        mlm_pred = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
+        nsp_pred = tf.argmax(outputs["nsp_logits"], axis=-1, output_type=tf.int32)
+        mlm_loss = tf.reduce_sum(weights * mlm_ce) / (tf.reduce_sum(weights) + 1e-5)
+        return {
+            "mlm_correct": tf.reduce_sum(
+                weights * tf.cast(mlm_pred == ids, tf.float32)
+            ),
+            "mlm_ce": tf.reduce_sum(weights * mlm_ce),
+            "mlm_weight": tf.reduce_sum(weights),
+            "nsp_correct": tf.reduce_sum(tf.cast(nsp_pred == nsp, tf.float32)),
+            "nsp_ce": tf.reduce_sum(nsp_ce),
+            "nsp_count": tf.cast(tf.size(nsp), tf.float32),
+            "loss": mlm_loss + tf.reduce_mean(nsp_ce),
+        }
+
+    sums = {}
+    batches = 0
+    for batch in dataset:
+        for key, value in step(batch).items():
+            sums[key] = sums.get(key, 0.0) + float(value)
+        batches += 1
+    if not batches:
+        raise ValueError(
+            "No eval batch: the input files hold fewer records than --eval_batch_size"
+        )
+
+    def ratio(a, b):
+        return float(np.float32(sums[a] / sums[b])) if sums[b] else 0.0
+
+    return {
+        "masked_lm_accuracy": ratio("mlm_correct", "mlm_weight"),
+        "masked_lm_loss": ratio("mlm_ce", "mlm_weight"),
+        "next_sentence_accuracy": ratio("nsp_correct", "nsp_count"),
+        "next_sentence_loss": ratio("nsp_ce", "nsp_count"),
+        # The Estimator's `loss`: the mean of the batches' total losses.
+        "loss": float(np.float32(sums["loss"] / batches)),
+        "global_step": int(global_step),
+    }
+
+
+def write_eval_results(results, path):
+    """`key = value` lines sorted by key, as the original's eval_results.txt."""
+    with tf.io.gfile.GFile(path, "w") as writer:
+        logging.info("***** Eval results *****")
+        for key in sorted(results):
+            logging.info("  %s = %s", key, results[key])
+            writer.write(f"{key} = {results[key]}\n")
+
+
+# --------------------------------------------------------------------------
+# Input (spec §2.1)
+# --------------------------------------------------------------------------
+
+
+def _parser(max_seq_length, max_predictions_per_seq):
+    return lambda record: parse_pretraining_record(
+        record, max_seq_length, max_predictions_per_seq
+    )
+
+
+def training_dataset_fn(
+    input_files, max_seq_length, max_predictions_per_seq, batch_size, seed
+):
+    """`dataset_fn(input_context, skip_batches)` for the Trainer.
+
+    As the original's training input_fn: the file list shuffled and repeated,
+    read `cycle_length=min(4, n_files)` files at a time, shuffled with a
+    buffer of 100 records, parsed and batched with drop_remainder. Seeded and
+    deterministic, so a resumed run skips exactly the batches it consumed.
+    """
+    files = list(input_files)
+
+    def dataset_fn(context, skip_batches):
+        per_replica = context.get_per_replica_batch_size(batch_size)
+        dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files))
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.repeat()
+        dataset = dataset.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=min(4, len(files)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        dataset = dataset.shuffle(100, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.map(
+            _parser(max_seq_length, max_predictions_per_seq),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        dataset = dataset.batch(per_replica, drop_remainder=True)
+        # Whole batches go to input pipelines in turn: the same batches as one.
+        dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
+        dataset = dataset.skip(skip_batches)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    return dataset_fn
+
+
+def eval_dataset(
+    input_files, max_seq_length, max_predictions_per_seq, batch_size, max_eval_steps
+):
+    """As the original: the files in order, repeated, `max_eval_steps` batches."""
+    dataset = tf.data.TFRecordDataset(list(input_files)).repeat()
+    dataset = dataset.map(_parser(max_seq_length, max_predictions_per_seq))
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.take(max_eval_steps).prefetch(tf.data.AUTOTUNE)
+
+
+# --------------------------------------------------------------------------
+# Run
+# --------------------------------------------------------------------------
+
+
+def validate_flags(flags_obj):
+    """The original's checks, with the flag named in each message."""
+    if not (flags_obj.do_train or flags_obj.do_eval):
+        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    for name in ("bert_config_file", "input_file", "output_dir"):
+        if not getattr(flags_obj, name):
+            raise ValueError(f"Flag --{name} must be specified.")
+    for name in (
+        "max_seq_length",
+        "max_predictions_per_seq",
+        "train_batch_size",
+        "eval_batch_size",
+        "max_eval_steps",
+    ):
+        if getattr(flags_obj, name) < 1:
+            raise ValueError(f"--{name} must be ≥ 1, got {getattr(flags_obj, name)}")
+    if flags_obj.do_train and flags_obj.num_train_steps < 1:
+        raise ValueError(
+            f"--num_train_steps must be ≥ 1, got {flags_obj.num_train_steps}"
+        )
+    if flags_obj.num_warmup_steps < 0:
+        raise ValueError(
+            f"--num_warmup_steps must be ≥ 0, got {flags_obj.num_warmup_steps}"
+        )
+    if flags_obj.gradient_accumulation_steps < 1:
+        raise ValueError(
+            "--gradient_accumulation_steps must be ≥ 1, got "
+            f"{flags_obj.gradient_accumulation_steps}"
+        )
+    if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
+        raise ValueError(
+            f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
+            f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
+        )
+    if flags_obj.export_dir:
+        raise ValueError(
+            "--export_dir is not available yet (SavedModel export is in progress)"
+        )
+
+
+def run(flags_obj):
+    """Runs run_pretraining.py with the parsed flags; returns the eval results."""
+    validate_flags(flags_obj)
+    keras.utils.set_random_seed(flags_obj.seed)
+    if flags_obj.dtype != "float32":
+        keras.mixed_precision.set_global_policy(flags_obj.dtype)
+    config = BertConfig.from_json_file(flags_obj.bert_config_file)
+    if flags_obj.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"Cannot use sequence length {flags_obj.max_seq_length} because the BERT model "
+            f"was only trained up to sequence length {config.max_position_embeddings} "
+            "(--max_seq_length > max_position_embeddings)"
+        )
+    input_files = expand_input_files(flags_obj.input_file)
+    tf.io.gfile.makedirs(flags_obj.output_dir)
+    logging.info("*** Input Files ***")
+    for path in input_files:
+        logging.info("  %s", path)
+
+    strategy = create_strategy(
+        flags_obj.distribution_strategy,
+        num_gpus=flags_obj.num_gpus,
+        use_tpu=flags_obj.use_tpu,
+        tpu_name=flags_obj.tpu_name,
+        tpu_zone=flags_obj.tpu_zone,
+        gcp_project=flags_obj.gcp_project,
+        master=flags_obj.master,
+    )
+    chief = is_chief(strategy)
+    with strategy.scope():
+        if flags_obj.init_checkpoint:
+            model = BertPretrainer.from_checkpoint(
+                flags_obj.init_checkpoint, config=config
+            )
+        else:
+            model = BertPretrainer(config)
+
+    if flags_obj.do_train:
+        logging.info("***** Running training *****")
+        logging.info("  Batch size = %d", flags_obj.train_batch_size)
+        logging.info("  Num steps = %d", flags_obj.num_train_steps)
+        with strategy.scope():
+            optimizer = create_optimizer(
+                flags_obj.optimizer,
+                flags_obj.learning_rate,
+                flags_obj.num_train_steps,
+                flags_obj.num_warmup_steps,
+                model,
+            )
+            if flags_obj.dtype == "mixed_float16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        accumulation = flags_obj.gradient_accumulation_steps
+        trainer = Trainer(
+            strategy,
+            model,
+            optimizer,
+            pretraining_loss,
+            training_dataset_fn(
+                input_files,
+                flags_obj.max_seq_length,
+                flags_obj.max_predictions_per_seq,
+                flags_obj.train_batch_size // accumulation,
+                flags_obj.seed,
+            ),
+            flags_obj.output_dir,
+            num_train_steps=flags_obj.num_train_steps,
+            global_batch_size=flags_obj.train_batch_size,
+            save_checkpoints_steps=flags_obj.save_checkpoints_steps,
+            gradient_accumulation_steps=accumulation,
+            use_xla=flags_obj.use_xla,
+            steps_per_loop=flags_obj.iterations_per_loop if flags_obj.use_tpu else 1,
+        )
+        trainer.train()
+        global_step = trainer.global_step
+        if chief:
+            _save_final_checkpoint(model, flags_obj.output_dir, global_step)
+    else:
+        global_step = _restore_latest(model, flags_obj.output_dir)
+
+    results = None
+    if flags_obj.do_eval and chief:
+        logging.info("***** Running evaluation *****")
+        logging.info("  Batch size = %d", flags_obj.eval_batch_size)
+        dataset = eval_dataset(
+            input_files,
+            flags_obj.max_seq_length,
+            flags_obj.max_predictions_per_seq,
+            flags_obj.eval_batch_size,
+            flags_obj.max_eval_steps,
+        )
+        results = evaluate(model, dataset, global_step)
+        write_eval_results(
+            results, os.path.join(flags_obj.output_dir, "eval_results.txt")
+        )
+    return results
+
+
+def _save_final_checkpoint(model, output_dir, global_step):
+    """Weights only (no Adam slots), original names, next to bert_config.json."""
+    prefix = os.path.join(output_dir, f"model.ckpt-{global_step}")
+    for stale in tf.io.gfile.glob(os.path.join(output_dir, "model.ckpt-*")):
+        tf.io.gfile.remove(stale)
+    save_tf1_checkpoint(model, prefix)
+    logging.info("Saved the pre-trained weights to %s", prefix)
+
+
+def _restore_latest(model, output_dir):
+    """Eval without training: the newest weights in output_dir, if any."""
+    latest = tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
+    if latest:
+        tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+        step = int(latest.rsplit("-", 1)[1])
+        logging.info("Evaluating %s (step %d)", latest, step)
+        return step
+    logging.info(
+        "No checkpoint in %s: evaluating the initial (or --init_checkpoint) weights",
+        output_dir,
+    )
+    return 0
