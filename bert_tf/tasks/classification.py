@@ -10,7 +10,6 @@ slots under the original variable names.
 """
 
 import os
-import shutil
 
 import keras
 import numpy as np
@@ -20,16 +19,18 @@ from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
-from bert_tf.checkpoints import save_tf1_checkpoint
-from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
-from bert_tf.config import BertConfig
 from bert_tf.models import BertClassifier
 from bert_tf.optimization import create_optimizer
 from bert_tf.training import Trainer
-from bert_tf.training import create_strategy
 from bert_tf.training import flags as common_flags
+from bert_tf.training.run_setup import build_model
+from bert_tf.training.run_setup import load_config
+from bert_tf.training.run_setup import prepare_run
+from bert_tf.training.run_setup import restore_latest
+from bert_tf.training.run_setup import save_final_checkpoint
+from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.strategy import is_chief
 from data_prep import glue
 from data_prep.classifier_records import record_dataset
@@ -226,33 +227,12 @@ def _is_custom(flags_obj):
     return (flags_obj.task_name or "").lower() == "custom"
 
 
-def load_config(flags_obj):
-    if flags_obj.bert_config_file:
-        return BertConfig.from_json_file(flags_obj.bert_config_file)
-    if flags_obj.init_checkpoint:
-        return BertConfig.from_json_file(
-            find_checkpoint(flags_obj.init_checkpoint).config_file
-        )
-    raise ValueError(
-        "Flag --bert_config_file must be specified (or an --init_checkpoint with one)."
-    )
-
-
 def run(flags_obj):
     """Runs run_classifier.py with the parsed flags; returns the eval results."""
     validate_flags(flags_obj)
-    keras.utils.set_random_seed(flags_obj.seed)
-    if flags_obj.dtype != "float32":
-        keras.mixed_precision.set_global_policy(flags_obj.dtype)
     config = load_config(flags_obj)
-    if flags_obj.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {flags_obj.max_seq_length} because the BERT model "
-            f"was only trained up to sequence length {config.max_position_embeddings} "
-            "(--max_seq_length > max_position_embeddings)"
-        )
+    prepare_run(flags_obj, config)
     check_vocab_matches_config(flags_obj.vocab_file, config)
-    tf.io.gfile.makedirs(flags_obj.output_dir)
 
     processor = make_processor(flags_obj)
     data_dir = flags_obj.data_dir
@@ -264,23 +244,15 @@ def run(flags_obj):
     )
     seq_length = flags_obj.max_seq_length
 
-    strategy = create_strategy(
-        flags_obj.distribution_strategy,
-        num_gpus=flags_obj.num_gpus,
-        use_tpu=flags_obj.use_tpu,
-        tpu_name=flags_obj.tpu_name,
-        tpu_zone=flags_obj.tpu_zone,
-        gcp_project=flags_obj.gcp_project,
-        master=flags_obj.master,
-    )
+    strategy = strategy_from_flags(flags_obj)
     chief = is_chief(strategy)
-    with strategy.scope():
-        if flags_obj.init_checkpoint:
-            model = BertClassifier.from_checkpoint(
-                flags_obj.init_checkpoint, config=config, num_labels=num_labels
-            )
-        else:
-            model = BertClassifier(config, num_labels=num_labels)
+    model = build_model(
+        strategy,
+        BertClassifier,
+        config,
+        flags_obj.init_checkpoint,
+        num_labels=num_labels,
+    )
 
     global_step = 0
     if flags_obj.do_train:
@@ -334,9 +306,11 @@ def run(flags_obj):
         trainer.train()
         global_step = trainer.global_step
         if chief:
-            _save_final_checkpoint(model, flags_obj, global_step)
+            save_final_checkpoint(
+                model, flags_obj.output_dir, global_step, flags_obj.vocab_file
+            )
     else:
-        global_step = _restore_latest(model, flags_obj.output_dir)
+        global_step = restore_latest(model, flags_obj.output_dir)
 
     def examples_dataset(examples, record_name, batch_size, what):
         """Writes the examples' records (as the original) and batches them."""
@@ -390,27 +364,3 @@ def _write_records(examples, label_list, seq_length, tokenizer, path, is_regress
         examples, label_list, seq_length, tokenizer
     )
     write_classifier_records(features, path, is_regression=is_regression)
-
-
-def _save_final_checkpoint(model, flags_obj, global_step):
-    """Weights only (no Adam slots), original names, next to bert_config.json."""
-    prefix = os.path.join(flags_obj.output_dir, f"model.ckpt-{global_step}")
-    for stale in tf.io.gfile.glob(os.path.join(flags_obj.output_dir, "model.ckpt-*")):
-        tf.io.gfile.remove(stale)
-    save_tf1_checkpoint(model, prefix)
-    vocab = os.path.join(flags_obj.output_dir, "vocab.txt")
-    if not tf.io.gfile.exists(vocab):
-        shutil.copyfile(flags_obj.vocab_file, vocab)
-    logging.info("Saved the fine-tuned weights to %s", prefix)
-
-
-def _restore_latest(model, output_dir):
-    """Eval/predict without training: the newest weights in output_dir, if any."""
-    latest = tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
-    if latest:
-        tf.train.Checkpoint(model=model).restore(latest).expect_partial()
-        step = int(latest.rsplit("-", 1)[1])
-        logging.info("Evaluating %s (step %d)", latest, step)
-        return step
-    logging.info("No checkpoint in %s: evaluating the initial weights", output_dir)
-    return 0

@@ -18,13 +18,16 @@ import tensorflow as tf
 from absl import flags
 from absl import logging
 
-from bert_tf.checkpoints import save_tf1_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.optimization import create_optimizer
 from bert_tf.training import Trainer
-from bert_tf.training import create_strategy
 from bert_tf.training import flags as common_flags
+from bert_tf.training.run_setup import build_model
+from bert_tf.training.run_setup import prepare_run
+from bert_tf.training.run_setup import restore_latest
+from bert_tf.training.run_setup import save_final_checkpoint
+from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.strategy import is_chief
 from data_prep.pretraining import expand_input_files
 from data_prep.pretraining import parse_pretraining_record
@@ -245,39 +248,17 @@ def validate_flags(flags_obj):
 def run(flags_obj):
     """Runs run_pretraining.py with the parsed flags; returns the eval results."""
     validate_flags(flags_obj)
-    keras.utils.set_random_seed(flags_obj.seed)
-    if flags_obj.dtype != "float32":
-        keras.mixed_precision.set_global_policy(flags_obj.dtype)
     config = BertConfig.from_json_file(flags_obj.bert_config_file)
-    if flags_obj.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {flags_obj.max_seq_length} because the BERT model "
-            f"was only trained up to sequence length {config.max_position_embeddings} "
-            "(--max_seq_length > max_position_embeddings)"
-        )
+    prepare_run(flags_obj, config)
     input_files = expand_input_files(flags_obj.input_file)
     tf.io.gfile.makedirs(flags_obj.output_dir)
     logging.info("*** Input Files ***")
     for path in input_files:
         logging.info("  %s", path)
 
-    strategy = create_strategy(
-        flags_obj.distribution_strategy,
-        num_gpus=flags_obj.num_gpus,
-        use_tpu=flags_obj.use_tpu,
-        tpu_name=flags_obj.tpu_name,
-        tpu_zone=flags_obj.tpu_zone,
-        gcp_project=flags_obj.gcp_project,
-        master=flags_obj.master,
-    )
+    strategy = strategy_from_flags(flags_obj)
     chief = is_chief(strategy)
-    with strategy.scope():
-        if flags_obj.init_checkpoint:
-            model = BertPretrainer.from_checkpoint(
-                flags_obj.init_checkpoint, config=config
-            )
-        else:
-            model = BertPretrainer(config)
+    model = build_model(strategy, BertPretrainer, config, flags_obj.init_checkpoint)
 
     if flags_obj.do_train:
         logging.info("***** Running training *****")
@@ -317,9 +298,9 @@ def run(flags_obj):
         trainer.train()
         global_step = trainer.global_step
         if chief:
-            _save_final_checkpoint(model, flags_obj.output_dir, global_step)
+            save_final_checkpoint(model, flags_obj.output_dir, global_step)
     else:
-        global_step = _restore_latest(model, flags_obj.output_dir)
+        global_step = restore_latest(model, flags_obj.output_dir)
 
     results = None
     if flags_obj.do_eval and chief:
@@ -337,27 +318,3 @@ def run(flags_obj):
             results, os.path.join(flags_obj.output_dir, "eval_results.txt")
         )
     return results
-
-
-def _save_final_checkpoint(model, output_dir, global_step):
-    """Weights only (no Adam slots), original names, next to bert_config.json."""
-    prefix = os.path.join(output_dir, f"model.ckpt-{global_step}")
-    for stale in tf.io.gfile.glob(os.path.join(output_dir, "model.ckpt-*")):
-        tf.io.gfile.remove(stale)
-    save_tf1_checkpoint(model, prefix)
-    logging.info("Saved the pre-trained weights to %s", prefix)
-
-
-def _restore_latest(model, output_dir):
-    """Eval without training: the newest weights in output_dir, if any."""
-    latest = tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
-    if latest:
-        tf.train.Checkpoint(model=model).restore(latest).expect_partial()
-        step = int(latest.rsplit("-", 1)[1])
-        logging.info("Evaluating %s (step %d)", latest, step)
-        return step
-    logging.info(
-        "No checkpoint in %s: evaluating the initial (or --init_checkpoint) weights",
-        output_dir,
-    )
-    return 0

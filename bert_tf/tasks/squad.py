@@ -16,7 +16,6 @@ scores the predictions as evaluate-v1.1.py / evaluate-v2.0.py do and writes
 import json
 import os
 import random
-import shutil
 
 import keras
 import numpy as np
@@ -27,14 +26,16 @@ from absl import logging
 from bert_tf import squad_postprocessing
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
-from bert_tf.checkpoints import save_tf1_checkpoint
-from bert_tf.checkpoints.loading import find_checkpoint
-from bert_tf.config import BertConfig
 from bert_tf.models import BertSpanLabeler
 from bert_tf.optimization import create_optimizer
 from bert_tf.training import Trainer
-from bert_tf.training import create_strategy
 from bert_tf.training import flags as common_flags
+from bert_tf.training.run_setup import build_model
+from bert_tf.training.run_setup import load_config
+from bert_tf.training.run_setup import prepare_run
+from bert_tf.training.run_setup import restore_latest
+from bert_tf.training.run_setup import save_final_checkpoint
+from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.strategy import is_chief
 from data_prep import squad as squad_data
 
@@ -156,18 +157,6 @@ def validate_flags_or_throw(flags_obj, bert_config=None):
         )
 
 
-def load_config(flags_obj):
-    if flags_obj.bert_config_file:
-        return BertConfig.from_json_file(flags_obj.bert_config_file)
-    if flags_obj.init_checkpoint:
-        return BertConfig.from_json_file(
-            find_checkpoint(flags_obj.init_checkpoint).config_file
-        )
-    raise ValueError(
-        "Flag --bert_config_file must be specified (or an --init_checkpoint with one)."
-    )
-
-
 def span_loss(batch, outputs):
     """The original's loss: (CE(start) + CE(end)) / 2, averaged over the batch.
 
@@ -268,13 +257,10 @@ def evaluate_predictions(predict_file, predictions, null_odds=None, version_2=Fa
 def run(flags_obj):
     """Runs run_squad.py with the parsed flags; returns the eval results (or None)."""
     validate_flags_or_throw(flags_obj)
-    keras.utils.set_random_seed(flags_obj.seed)
-    if flags_obj.dtype != "float32":
-        keras.mixed_precision.set_global_policy(flags_obj.dtype)
     config = load_config(flags_obj)
     validate_flags_or_throw(flags_obj, config)
+    prepare_run(flags_obj, config)
     check_vocab_matches_config(flags_obj.vocab_file, config)
-    tf.io.gfile.makedirs(flags_obj.output_dir)
 
     tokenizer = tokenization.FullTokenizer(
         flags_obj.vocab_file, flags_obj.do_lower_case
@@ -282,23 +268,9 @@ def run(flags_obj):
     seq_length = flags_obj.max_seq_length
     version_2 = flags_obj.version_2_with_negative
 
-    strategy = create_strategy(
-        flags_obj.distribution_strategy,
-        num_gpus=flags_obj.num_gpus,
-        use_tpu=flags_obj.use_tpu,
-        tpu_name=flags_obj.tpu_name,
-        tpu_zone=flags_obj.tpu_zone,
-        gcp_project=flags_obj.gcp_project,
-        master=flags_obj.master,
-    )
+    strategy = strategy_from_flags(flags_obj)
     chief = is_chief(strategy)
-    with strategy.scope():
-        if flags_obj.init_checkpoint:
-            model = BertSpanLabeler.from_checkpoint(
-                flags_obj.init_checkpoint, config=config
-            )
-        else:
-            model = BertSpanLabeler(config)
+    model = build_model(strategy, BertSpanLabeler, config, flags_obj.init_checkpoint)
 
     def convert(examples, record_file, is_training):
         features = []
@@ -376,9 +348,11 @@ def run(flags_obj):
         )
         trainer.train()
         if chief:
-            _save_final_checkpoint(model, flags_obj, trainer.global_step)
+            save_final_checkpoint(
+                model, flags_obj.output_dir, trainer.global_step, flags_obj.vocab_file
+            )
     else:
-        _restore_latest(model, flags_obj.output_dir)
+        restore_latest(model, flags_obj.output_dir)
 
     results = None
     if flags_obj.do_predict and chief:
@@ -434,27 +408,3 @@ def write_eval_results(results, path):
         logging.info("  %s = %s", key, results[key])
     with tf.io.gfile.GFile(path, "w") as writer:
         writer.write(json.dumps(results, indent=4) + "\n")
-
-
-def _save_final_checkpoint(model, flags_obj, global_step):
-    """Weights only (no Adam slots), original names, next to bert_config.json."""
-    prefix = os.path.join(flags_obj.output_dir, f"model.ckpt-{global_step}")
-    for stale in tf.io.gfile.glob(os.path.join(flags_obj.output_dir, "model.ckpt-*")):
-        tf.io.gfile.remove(stale)
-    save_tf1_checkpoint(model, prefix)
-    vocab = os.path.join(flags_obj.output_dir, "vocab.txt")
-    if not tf.io.gfile.exists(vocab):
-        shutil.copyfile(flags_obj.vocab_file, vocab)
-    logging.info("Saved the fine-tuned weights to %s", prefix)
-
-
-def _restore_latest(model, output_dir):
-    """Predict without training: the newest weights in output_dir, if any."""
-    latest = tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
-    if latest:
-        tf.train.Checkpoint(model=model).restore(latest).expect_partial()
-        step = int(latest.rsplit("-", 1)[1])
-        logging.info("Predicting with %s (step %d)", latest, step)
-        return step
-    logging.info("No checkpoint in %s: predicting with the initial weights", output_dir)
-    return 0
