@@ -1,0 +1,177 @@
+"""What extract_features.py does: per-token layer outputs as JSON lines.
+
+The original's flags, input format (one example per line, `A ||| B` for a
+pair) and output (spec §2.4): one JSON object per input line,
+`{"linex_index": i, "features": [{"token": t, "layers": [{"index": l,
+"values": [...]}]}]}` with values rounded to 6 places, real tokens only
+([CLS] and [SEP] included). The key is spelled `linex_index`, as the original.
+"""
+
+import collections
+import json
+import re
+
+import numpy as np
+import tensorflow as tf
+from absl import flags
+from absl import logging
+
+from bert_tf import tokenization
+from bert_tf.models import BertEncoder
+from bert_tf.training.run_setup import load_config
+
+_PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+def define_flags():
+    """The original extract_features.py flags, names and defaults unchanged."""
+    flags.DEFINE_string("input_file", None, "")
+    flags.DEFINE_string("output_file", None, "")
+    flags.DEFINE_string("layers", "-1,-2,-3,-4", "")
+    flags.DEFINE_string(
+        "bert_config_file",
+        None,
+        "The config json file corresponding to the pre-trained BERT model. "
+        "This specifies the model architecture.",
+    )
+    flags.DEFINE_integer(
+        "max_seq_length",
+        128,
+        "The maximum total input sequence length after WordPiece tokenization. "
+        "Sequences longer than this will be truncated, and sequences shorter than this "
+        "will be padded.",
+    )
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "Initial checkpoint (usually from a pre-trained BERT model).",
+    )
+    flags.DEFINE_string(
+        "vocab_file", None, "The vocabulary file that the BERT model was trained on."
+    )
+    flags.DEFINE_bool(
+        "do_lower_case",
+        True,
+        "Whether to lower case the input text. Should be True for uncased models and "
+        "False for cased models.",
+    )
+    flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
+    flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+    flags.DEFINE_string("master", None, "If using a TPU, the address of the master.")
+    flags.DEFINE_integer(
+        "num_tpu_cores",
+        8,
+        "Only used if `use_tpu` is True. Total number of TPU cores to use.",
+    )
+    flags.DEFINE_bool(
+        "use_one_hot_embeddings",
+        False,
+        "If True, tf.one_hot will be used for embedding lookups, otherwise tf.nn.embedding_lookup "
+        "will be used. On TPUs, this should be True since it is much faster.",
+    )
+
+
+def read_examples(input_file):
+    """(unique_id, text_a, text_b) per line; `A ||| B` is a pair."""
+    examples = []
+    with tf.io.gfile.GFile(input_file, "rb") as reader:
+        for index, raw in enumerate(reader):
+            line = tokenization.convert_to_unicode(raw).strip()
+            match = _PAIR.match(line)
+            examples.append((index, *match.groups()) if match else (index, line, None))
+    return examples
+
+
+def example_tokens(tokenizer, text_a, text_b, max_seq_length):
+    """[CLS] A [SEP] (B [SEP]) and the segment ids, truncated as the original."""
+    tokens_a = tokenizer.tokenize(text_a)
+    tokens_b = tokenizer.tokenize(text_b) if text_b else None
+    if tokens_b:
+        tokenization.truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+    else:
+        tokens_a = tokens_a[: max_seq_length - 2]
+    tokens = ["[CLS]", *tokens_a, "[SEP]"]
+    segments = [0] * len(tokens)
+    if tokens_b:
+        tokens += [*tokens_b, "[SEP]"]
+        segments += [1] * (len(tokens_b) + 1)
+    return tokens, segments
+
+
+def extract_features(encoder, tokenizer, examples, layers, max_seq_length, batch_size):
+    """Yields one JSON-ready dict per example, in input order."""
+    run = tf.function(lambda inputs: encoder(inputs)["encoder_outputs"])
+    for start in range(0, len(examples), batch_size):
+        batch = examples[start : start + batch_size]
+        rows = [example_tokens(tokenizer, a, b, max_seq_length) for _, a, b in batch]
+        ids = np.zeros((len(rows), max_seq_length), "int32")
+        segments = np.zeros_like(ids)
+        for i, (tokens, segment_ids) in enumerate(rows):
+            ids[i, : len(tokens)] = tokenizer.convert_tokens_to_ids(tokens)
+            segments[i, : len(tokens)] = segment_ids
+        outputs = run(
+            {
+                "input_ids": ids,
+                "input_mask": (ids > 0).astype("int32"),
+                "segment_ids": segments,
+            }
+        )
+        outputs = [outputs[layer].numpy() for layer in layers]
+        for i, ((unique_id, _, _), (tokens, _)) in enumerate(
+            zip(batch, rows, strict=True)
+        ):
+            features = []
+            for position, token in enumerate(tokens):
+                features.append(
+                    collections.OrderedDict(
+                        token=token,
+                        layers=[
+                            collections.OrderedDict(
+                                index=layer,
+                                values=[
+                                    round(float(x), 6) for x in output[i, position]
+                                ],
+                            )
+                            for layer, output in zip(layers, outputs, strict=True)
+                        ],
+                    )
+                )
+            yield collections.OrderedDict(linex_index=unique_id, features=features)
+
+
+def run(flags_obj):
+    for name in ("input_file", "output_file", "init_checkpoint", "vocab_file"):
+        if not getattr(flags_obj, name):
+            raise ValueError(f"Flag --{name} must be specified.")
+    config = load_config(flags_obj)
+    layers = [int(x) for x in flags_obj.layers.split(",")]
+    for layer in layers:
+        if not -config.num_hidden_layers <= layer < config.num_hidden_layers:
+            raise ValueError(
+                f"--layers={flags_obj.layers}: {layer} is not a layer of a "
+                f"{config.num_hidden_layers}-layer model"
+            )
+    if flags_obj.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"--max_seq_length={flags_obj.max_seq_length} > max_position_embeddings "
+            f"({config.max_position_embeddings})"
+        )
+    encoder = BertEncoder.from_checkpoint(flags_obj.init_checkpoint, config=config)
+    tokenizer = tokenization.FullTokenizer(
+        flags_obj.vocab_file, flags_obj.do_lower_case
+    )
+    examples = read_examples(flags_obj.input_file)
+    count = 0
+    with tf.io.gfile.GFile(flags_obj.output_file, "w") as writer:
+        for record in extract_features(
+            encoder,
+            tokenizer,
+            examples,
+            layers,
+            flags_obj.max_seq_length,
+            flags_obj.batch_size,
+        ):
+            writer.write(json.dumps(record) + "\n")
+            count += 1
+    logging.info("Wrote features of %d examples to %s", count, flags_obj.output_file)
+    return count
