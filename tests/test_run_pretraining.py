@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from cli_script import run_script
+from cli_script import script_env as env
 
 import bert_tf
 
@@ -42,22 +44,8 @@ ORIGINAL_FLAGS = {
 }
 
 
-def env():
-    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}
-
-
 def run_cli(*flags, check=True, timeout=400):
-    result = subprocess.run(
-        [sys.executable, SCRIPT, *flags],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env(),
-    )
-    if check:
-        assert result.returncode == 0, result.stderr[-4000:]
-    return result
+    return run_script(SCRIPT, *flags, check=check, timeout=timeout)
 
 
 def read_results(path):

@@ -31,6 +31,7 @@ from bert_tf.training.run_setup import prepare_run
 from bert_tf.training.run_setup import restore_latest
 from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
+from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import glue
 from data_prep.classifier_records import record_dataset
@@ -99,15 +100,6 @@ def evaluate(model, dataset, task_name, is_regression, global_step):
     ).items():
         results.setdefault(f"eval_{name}" if name == "accuracy" else name, value)
     return results
-
-
-def write_eval_results(results, path):
-    """`key = value` lines sorted by key, as the original's eval_results.txt."""
-    with tf.io.gfile.GFile(path, "w") as writer:
-        logging.info("***** Eval results *****")
-        for key in sorted(results):
-            logging.info("  %s = %s", key, results[key])
-            writer.write(f"{key} = {results[key]}\n")
 
 
 def write_test_results(probabilities, path):

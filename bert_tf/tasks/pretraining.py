@@ -28,6 +28,7 @@ from bert_tf.training.run_setup import prepare_run
 from bert_tf.training.run_setup import restore_latest
 from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
+from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep.pretraining import expand_input_files
 from data_prep.pretraining import parse_pretraining_record
@@ -131,15 +132,6 @@ def evaluate(model, dataset, global_step):
         "loss": float(np.float32(sums["loss"] / batches)),
         "global_step": int(global_step),
     }
-
-
-def write_eval_results(results, path):
-    """`key = value` lines sorted by key, as the original's eval_results.txt."""
-    with tf.io.gfile.GFile(path, "w") as writer:
-        logging.info("***** Eval results *****")
-        for key in sorted(results):
-            logging.info("  %s = %s", key, results[key])
-            writer.write(f"{key} = {results[key]}\n")
 
 
 # --------------------------------------------------------------------------

@@ -97,3 +97,12 @@ def restore_latest(model, output_dir):
         return step
     logging.info("No checkpoint in %s: using the initial weights", output_dir)
     return 0
+
+
+def write_eval_results(results, path):
+    """`key = value` lines sorted by key, as the original's eval_results.txt."""
+    with tf.io.gfile.GFile(path, "w") as writer:
+        logging.info("***** Eval results *****")
+        for key in sorted(results):
+            logging.info("  %s = %s", key, results[key])
+            writer.write(f"{key} = {results[key]}\n")
