@@ -1,5 +1,6 @@
 """Running the repository's CLI scripts in a subprocess, for the end-to-end tests."""
 
+import json
 import os
 import subprocess
 import sys
@@ -25,3 +26,21 @@ def run_script(script, *flags, check=True, timeout=300):
     if check:
         assert result.returncode == 0, result.stderr[-4000:]
     return result
+
+
+def script_flag_defaults(module):
+    """{flag name: default} of a CLI script (e.g. "run_squad"), read in a fresh process."""
+    code = (
+        f"import json, sys; sys.argv=['{module}.py']; import {module}; "
+        "from absl import flags; flags.FLAGS(['x']); "
+        "print(json.dumps({k: flags.FLAGS[k].default for k in flags.FLAGS}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=script_env(),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])

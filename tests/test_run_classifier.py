@@ -1,6 +1,5 @@
 """run_classifier.py end to end, through its command line, on small real runs."""
 
-import json
 import os
 import re
 import signal
@@ -11,6 +10,7 @@ import time
 import numpy as np
 from cli_script import run_script
 from cli_script import script_env as env
+from cli_script import script_flag_defaults
 
 import bert_tf
 
@@ -107,20 +107,7 @@ def custom_flags(data, output, *extra):
 
 
 def test_every_original_flag_with_its_default():
-    code = (
-        "import json, sys; sys.argv=['run_classifier.py']; import run_classifier; "
-        "from absl import flags; flags.FLAGS(['x']); "
-        "print(json.dumps({k: flags.FLAGS[k].default for k in flags.FLAGS}))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env(),
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    defaults = json.loads(out.stdout.strip().splitlines()[-1])
+    defaults = script_flag_defaults("run_classifier")
     for name, default in ORIGINAL_FLAGS.items():
         assert name in defaults, name
         assert defaults[name] == default, (name, defaults[name])

@@ -3,13 +3,11 @@
 import json
 import os
 import random
-import subprocess
-import sys
 import types
 
 import pytest
 from cli_script import run_script
-from cli_script import script_env as env
+from cli_script import script_flag_defaults
 
 import bert_tf
 
@@ -146,20 +144,7 @@ def question_ids(path):
 
 
 def test_every_original_flag_with_its_default():
-    code = (
-        "import json, sys; sys.argv=['run_squad.py']; import run_squad; "
-        "from absl import flags; flags.FLAGS(['x']); "
-        "print(json.dumps({k: flags.FLAGS[k].default for k in flags.FLAGS}))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env(),
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    defaults = json.loads(out.stdout.strip().splitlines()[-1])
+    defaults = script_flag_defaults("run_squad")
     for name, default in ORIGINAL_FLAGS.items():
         assert name in defaults, name
         assert defaults[name] == default, (name, defaults[name])

@@ -11,7 +11,6 @@ slots under the original variable names.
 
 import os
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import flags
@@ -22,11 +21,11 @@ from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
 from bert_tf.models import BertClassifier
-from bert_tf.optimization import create_optimizer
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import load_config
+from bert_tf.training.run_setup import optimizer_from_flags
 from bert_tf.training.run_setup import prepare_run
 from bert_tf.training.run_setup import restore_latest
 from bert_tf.training.run_setup import save_final_checkpoint
@@ -261,16 +260,9 @@ def run(flags_obj):
         logging.info("  Num examples = %d", len(examples))
         logging.info("  Batch size = %d", flags_obj.train_batch_size)
         logging.info("  Num steps = %d", num_train_steps)
-        with strategy.scope():
-            optimizer = create_optimizer(
-                flags_obj.optimizer,
-                flags_obj.learning_rate,
-                num_train_steps,
-                num_warmup_steps,
-                model,
-            )
-            if flags_obj.dtype == "mixed_float16":
-                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        optimizer = optimizer_from_flags(
+            flags_obj, strategy, model, num_train_steps, num_warmup_steps
+        )
         accumulation = flags_obj.gradient_accumulation_steps
         trainer = Trainer(
             strategy,

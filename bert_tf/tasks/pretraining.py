@@ -12,7 +12,6 @@ the original variable names (`model.ckpt-<step>` + `bert_config.json`).
 
 import os
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import flags
@@ -20,10 +19,10 @@ from absl import logging
 
 from bert_tf.config import BertConfig
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from bert_tf.optimization import create_optimizer
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
+from bert_tf.training.run_setup import optimizer_from_flags
 from bert_tf.training.run_setup import prepare_run
 from bert_tf.training.run_setup import restore_latest
 from bert_tf.training.run_setup import save_final_checkpoint
@@ -256,16 +255,13 @@ def run(flags_obj):
         logging.info("***** Running training *****")
         logging.info("  Batch size = %d", flags_obj.train_batch_size)
         logging.info("  Num steps = %d", flags_obj.num_train_steps)
-        with strategy.scope():
-            optimizer = create_optimizer(
-                flags_obj.optimizer,
-                flags_obj.learning_rate,
-                flags_obj.num_train_steps,
-                flags_obj.num_warmup_steps,
-                model,
-            )
-            if flags_obj.dtype == "mixed_float16":
-                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        optimizer = optimizer_from_flags(
+            flags_obj,
+            strategy,
+            model,
+            flags_obj.num_train_steps,
+            flags_obj.num_warmup_steps,
+        )
         accumulation = flags_obj.gradient_accumulation_steps
         trainer = Trainer(
             strategy,

@@ -17,7 +17,6 @@ import json
 import os
 import random
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import flags
@@ -27,11 +26,11 @@ from bert_tf import squad_postprocessing
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.models import BertSpanLabeler
-from bert_tf.optimization import create_optimizer
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import load_config
+from bert_tf.training.run_setup import optimizer_from_flags
 from bert_tf.training.run_setup import prepare_run
 from bert_tf.training.run_setup import restore_latest
 from bert_tf.training.run_setup import save_final_checkpoint
@@ -315,16 +314,9 @@ def run(flags_obj):
         logging.info("  Num split examples = %d", num_features)
         logging.info("  Batch size = %d", flags_obj.train_batch_size)
         logging.info("  Num steps = %d", num_train_steps)
-        with strategy.scope():
-            optimizer = create_optimizer(
-                flags_obj.optimizer,
-                flags_obj.learning_rate,
-                num_train_steps,
-                num_warmup_steps,
-                model,
-            )
-            if flags_obj.dtype == "mixed_float16":
-                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        optimizer = optimizer_from_flags(
+            flags_obj, strategy, model, num_train_steps, num_warmup_steps
+        )
         accumulation = flags_obj.gradient_accumulation_steps
         trainer = Trainer(
             strategy,

@@ -16,6 +16,7 @@ from absl import logging
 from bert_tf.checkpoints import save_tf1_checkpoint
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.config import BertConfig
+from bert_tf.optimization import create_optimizer
 from bert_tf.training.strategy import create_strategy
 
 
@@ -64,6 +65,21 @@ def build_model(strategy, model_class, config, init_checkpoint=None, **kwargs):
         if init_checkpoint:
             return model_class.from_checkpoint(init_checkpoint, config=config, **kwargs)
         return model_class(config, **kwargs)
+
+
+def optimizer_from_flags(flags_obj, strategy, model, num_train_steps, num_warmup_steps):
+    """--optimizer with the original's schedule, loss-scaled for mixed_float16."""
+    with strategy.scope():
+        optimizer = create_optimizer(
+            flags_obj.optimizer,
+            flags_obj.learning_rate,
+            num_train_steps,
+            num_warmup_steps,
+            model,
+        )
+        if flags_obj.dtype == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
 
 
 def save_final_checkpoint(model, output_dir, global_step, vocab_file=None):
