@@ -1,0 +1,321 @@
+"""`BertPreprocessor`: raw strings to BERT inputs, inside the TensorFlow graph.
+
+What a SavedModel needs to take text: the original's `FullTokenizer` and the
+packing of `run_classifier.convert_single_example`, rebuilt from ops that the
+stock TF Serving model server links in (tensorflow-text's BertTokenizer op
+family since TF Serving 2.3, plus core TF ops), so no Python runs at serving
+time.
+"""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as text
+
+from bert_tf import tokenization
+
+# Python's str.split() after the original's _clean_text: tab/newline/CR and Zs
+# became " "; U+2028/U+2029 are the only other separators that survive
+# cleaning (the remaining Python whitespace characters are Cc and are dropped).
+_WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]+"
+# _clean_text drops NUL, U+FFFD and controls (Cc, Cf); \t\n\r are split on
+# before this runs.
+_CONTROL = r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]"
+_NONSPACING_MARK = r"\p{Mn}"
+# _is_punctuation (the four ASCII symbol ranges and every Unicode P*) and
+# _is_chinese_char: each such character is a token of its own.
+_ASCII_SYMBOLS = r"\x{21}-\x{2F}\x{3A}-\x{40}\x{5B}-\x{60}\x{7B}-\x{7E}"
+_CJK = (
+    r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
+    r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}"
+)
+_OWN_TOKEN = rf"[{_ASCII_SYMBOLS}\p{{P}}{_CJK}]"
+# The original's WordpieceTokenizer turns words longer than this many code
+# points into [UNK]; tensorflow-text counts bytes instead, so the character
+# rule is applied before it and its byte limit is set out of the way.
+_MAX_INPUT_CHARS_PER_WORD = 200
+_MAX_BYTES_PER_WORD = 4 * _MAX_INPUT_CHARS_PER_WORD + 1
+
+TOKENIZERS = ("bert", "fast_bert")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertPreprocessor(keras.layers.Layer):
+    """Tokenizes and packs one or two string segments into BERT inputs.
+
+    The ids equal `tokenization.FullTokenizer` followed by the original's
+    packing: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, segment ids 0 then 1,
+    zero padding to `seq_length`, and the original truncation (a single
+    segment is cut to `seq_length - 2`; a pair loses tokens from the end of
+    the longer segment, the second one on ties, until it fits).
+
+    With `tokenizer="bert"` (default) only ops that stock TF Serving has
+    shipped since 2.3 are used: `RegexSplitWithOffsets`, `NormalizeUTF8`,
+    `WordpieceTokenizeWithOffsets`, and core string, lookup and ragged ops.
+    `tokenizer="fast_bert"` uses `text.FastBertTokenizer` (needs TF Serving
+    >= 2.12; its normalisation differs from the original on rare characters).
+
+    Args:
+        vocab_file: str. The model's vocab.txt.
+        do_lower_case: bool. Lower-case and strip accents, as the original.
+        seq_length: int. Length of the packed outputs.
+        tokenizer: "bert" or "fast_bert".
+
+    Call arguments: `inputs`, a string tensor [batch] (one segment) or a
+    tuple/list of two (a pair).
+
+    Returns: a dict of int32 [batch, seq_length] tensors `input_ids`,
+    `input_mask` and `segment_ids`.
+
+    Example:
+    >>> preprocessor = bert_tf.BertPreprocessor("vocab.txt", True, 128)
+    >>> preprocessor(tf.constant(["hello world"]))["input_ids"][0, :4]
+    [101, 7592, 2088, 102]
+    """
+
+    def __init__(
+        self, vocab_file, do_lower_case=True, seq_length=128, tokenizer="bert", **kw
+    ):
+        super().__init__(**kw)
+        if tokenizer not in TOKENIZERS:
+            raise ValueError(
+                f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}"
+            )
+        if seq_length < 3:
+            raise ValueError(f"seq_length must be >= 3, got {seq_length}")
+        self.vocab_file = vocab_file
+        self.do_lower_case = do_lower_case
+        self.seq_length = seq_length
+        self.tokenizer = tokenizer
+        # The same token -> id map as FullTokenizer (stripped lines, the last
+        # occurrence of a duplicate wins), stored in the graph as constants.
+        vocab = tokenization.load_vocab(vocab_file)
+        for token in ("[CLS]", "[SEP]", "[UNK]"):
+            if token not in vocab:
+                raise ValueError(f"{vocab_file}: the vocabulary has no {token}")
+        self.cls_id = vocab["[CLS]"]
+        self.sep_id = vocab["[SEP]"]
+        self.vocab_size = len(vocab)
+        tokens = list(vocab)
+        self._table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(tokens),
+                tf.constant([vocab[t] for t in tokens], tf.int64),
+            ),
+            default_value=-1,
+        )
+        if tokenizer == "bert":
+            self._wordpiece = text.WordpieceTokenizer(
+                self._table,
+                suffix_indicator="##",
+                max_bytes_per_word=_MAX_BYTES_PER_WORD,
+                token_out_type=tf.int64,
+                unknown_token="[UNK]",
+            )
+        else:
+            ids = [vocab[t] for t in tokens]
+            if ids != list(range(len(ids))):
+                raise ValueError(
+                    f"{vocab_file}: tokenizer='fast_bert' needs one token per line "
+                    "without duplicates"
+                )
+            self._fast = text.FastBertTokenizer(
+                vocab=tokens,
+                suffix_indicator="##",
+                max_bytes_per_word=_MAX_INPUT_CHARS_PER_WORD,
+                token_out_type=tf.int64,
+                unknown_token="[UNK]",
+                lower_case_nfd_strip_accents=do_lower_case,
+            )
+        # No weights: usable (and exportable) without a build step.
+        self.built = True
+
+    # --- tokenization -------------------------------------------------------
+
+    def tokenize_with_offsets(self, texts):
+        """Word pieces of `texts` [batch] and where they come from.
+
+        Returns `(ids, starts, ends)`, int64 ragged [batch, tokens]: the ids,
+        and for each token the byte span in its (UTF-8-cleaned) input string
+        of the smallest piece of text it maps back to — its punctuation-split
+        piece when normalisation kept the word's length in bytes, else its
+        whitespace-delimited word (as the original's tok_to_orig_index).
+        """
+        texts = repair_utf8(texts)
+        if self.tokenizer == "fast_bert":
+            ids, starts, ends = self._fast.tokenize_with_offsets(texts)
+            return (
+                ids.merge_dims(1, -1),
+                starts.merge_dims(1, -1),
+                ends.merge_dims(1, -1),
+            )
+        words, word_starts, word_ends = text.regex_split_with_offsets(
+            texts, _WHITESPACE, ""
+        )
+        cleaned = tf.strings.regex_replace(words, _CONTROL, "")
+        normalized = cleaned
+        if self.do_lower_case:
+            normalized = tf.strings.lower(normalized, encoding="utf-8")
+            normalized = text.normalize_utf8(normalized, "NFD")
+            normalized = tf.strings.regex_replace(normalized, _NONSPACING_MARK, "")
+        # [batch, words, pieces]
+        pieces, piece_starts, piece_ends = text.regex_split_with_offsets(
+            normalized, _OWN_TOKEN, _OWN_TOKEN
+        )
+        too_long = (
+            tf.strings.length(pieces.flat_values, unit="UTF8_CHAR")
+            > _MAX_INPUT_CHARS_PER_WORD
+        )
+        pieces = pieces.with_flat_values(
+            tf.where(too_long, "[UNK]", pieces.flat_values)
+        )
+        # [batch, words, pieces, word pieces]
+        ids = self._wordpiece.tokenize(pieces)
+        # Byte spans: piece-level where the word's bytes did not move.
+        same_length = tf.strings.length(normalized) == tf.strings.length(words)
+        word_starts = tf.cast(word_starts, tf.int64)
+        word_ends = tf.cast(word_ends, tf.int64)
+        piece_word = pieces.values.value_rowids()
+        piece_word_start = tf.gather(word_starts.flat_values, piece_word)
+        piece_word_end = tf.gather(word_ends.flat_values, piece_word)
+        piece_exact = tf.gather(same_length.flat_values, piece_word)
+        flat_start = tf.where(
+            piece_exact,
+            piece_word_start + tf.cast(piece_starts.flat_values, tf.int64),
+            piece_word_start,
+        )
+        flat_end = tf.where(
+            piece_exact,
+            piece_word_start + tf.cast(piece_ends.flat_values, tf.int64),
+            piece_word_end,
+        )
+        del piece_word_end
+        flat_start = tf.gather(flat_start, ids.values.values.value_rowids())
+        flat_end = tf.gather(flat_end, ids.values.values.value_rowids())
+        ids = ids.merge_dims(1, -1)
+        return ids, ids.with_flat_values(flat_start), ids.with_flat_values(flat_end)
+
+    def tokenize(self, texts):
+        """Word-piece ids of `texts` [batch]: int64 ragged [batch, tokens]."""
+        return self.tokenize_with_offsets(texts)[0]
+
+    # --- packing ----------------------------------------------------------
+
+    def pack(self, segments, lengths=None):
+        """Truncates and packs 1 or 2 ragged id segments as the original.
+
+        `lengths` (int64 [batch] per segment) overrides the truncation rule.
+        """
+        budget = self.seq_length - 1 - len(segments)
+        if lengths is not None:
+            pass
+        elif len(segments) == 1:
+            lengths = [tf.minimum(segments[0].row_lengths(), budget)]
+        else:
+            lengths = truncated_pair_lengths(
+                segments[0].row_lengths(), segments[1].row_lengths(), budget
+            )
+        batch = tf.shape(segments[0].row_lengths(), out_type=tf.int64)[0]
+        cls = tf.RaggedTensor.from_tensor(
+            tf.fill([batch, 1], tf.constant(self.cls_id, tf.int64))
+        )
+        sep = tf.RaggedTensor.from_tensor(
+            tf.fill([batch, 1], tf.constant(self.sep_id, tf.int64))
+        )
+        parts, types = [cls], [cls * 0]
+        for index, (segment, length) in enumerate(zip(segments, lengths, strict=True)):
+            for piece in (take_prefix(segment, length), sep):
+                parts.append(piece)
+                types.append(piece * 0 + index)
+        ids = tf.concat(parts, axis=1)
+        type_ids = tf.concat(types, axis=1)
+        shape = [None, self.seq_length]
+        input_ids = ids.to_tensor(0, shape=shape)
+        input_mask = tf.ones_like(ids).to_tensor(0, shape=shape)
+        segment_ids = type_ids.to_tensor(0, shape=shape)
+        return {
+            "input_ids": tf.cast(input_ids, tf.int32),
+            "input_mask": tf.cast(input_mask, tf.int32),
+            "segment_ids": tf.cast(segment_ids, tf.int32),
+        }
+
+    def call(self, inputs):
+        if isinstance(inputs, (list, tuple)):
+            segments = list(inputs)
+        else:
+            segments = [inputs]
+        if not 1 <= len(segments) <= 2:
+            raise ValueError(
+                f"BertPreprocessor takes 1 or 2 segments, got {len(segments)}"
+            )
+        return self.pack([self.tokenize(_as_strings(s)) for s in segments])
+
+    def compute_output_spec(self, inputs):
+        spec = keras.KerasTensor((None, self.seq_length), dtype="int32")
+        return {"input_ids": spec, "input_mask": spec, "segment_ids": spec}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocab_file": self.vocab_file,
+                "do_lower_case": self.do_lower_case,
+                "seq_length": self.seq_length,
+                "tokenizer": self.tokenizer,
+            }
+        )
+        return config
+
+
+def truncated_pair_lengths(length_a, length_b, budget):
+    """Segment lengths after the original's `_truncate_seq_pair`.
+
+    The original pops from the longer segment (from b on ties) until the pair
+    fits `budget`. In closed form: nothing changes if it fits; a segment no
+    longer than half the budget (b: floor, a: floor) keeps its length and the
+    other gets the rest; otherwise a keeps ceil(budget/2) and b floor(budget/2).
+    """
+    length_a = tf.cast(length_a, tf.int64)
+    length_b = tf.cast(length_b, tf.int64)
+    budget = tf.cast(budget, tf.int64)
+    half_down = budget // 2
+    half_up = budget - half_down
+    fits = length_a + length_b <= budget
+    new_a = tf.where(
+        fits | (length_a <= half_down),
+        length_a,
+        tf.where(length_b <= half_down, budget - length_b, half_up),
+    )
+    new_b = tf.where(
+        fits | (length_b <= half_down),
+        length_b,
+        tf.where(length_a <= half_down, budget - length_a, half_down),
+    )
+    return [new_a, new_b]
+
+
+def take_prefix(ragged, lengths):
+    """The first `lengths[i]` values of each row of a 2-D ragged tensor."""
+    positions = tf.ragged.range(ragged.row_lengths())
+    return tf.ragged.boolean_mask(ragged, positions < tf.expand_dims(lengths, 1))
+
+
+def repair_utf8(texts):
+    # As the original's convert_to_unicode: bytes.decode("utf-8", "ignore").
+    texts = tf.strings.unicode_transcode(
+        texts, "UTF-8", "UTF-8", errors="ignore", replace_control_characters=False
+    )
+    # RegexSplitWithOffsets stops at a NUL byte; the original drops NULs anyway.
+    return tf.strings.regex_replace(texts, r"\x{0}", "")
+
+
+def _as_strings(inputs):
+    inputs = tf.convert_to_tensor(inputs)
+    if inputs.dtype != tf.string:
+        raise TypeError(f"BertPreprocessor expects strings, got {inputs.dtype.name}")
+    if inputs.shape.rank == 2 and inputs.shape[1] == 1:
+        inputs = tf.squeeze(inputs, axis=1)
+    if inputs.shape.rank != 1:
+        raise ValueError(
+            f"BertPreprocessor expects a [batch] string tensor, got {inputs.shape}"
+        )
+    return inputs
