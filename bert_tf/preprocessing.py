@@ -203,39 +203,45 @@ class BertPreprocessor(keras.layers.Layer):
     def pack(self, segments, lengths=None):
         """Truncates and packs 1 or 2 ragged id segments as the original.
 
-        `lengths` (int64 [batch] per segment) overrides the truncation rule.
+        As the original's convert_single_example, a second segment with no
+        tokens makes a single-segment row (no second [SEP], cut to
+        seq_length - 2). `lengths` (int64 [batch] per segment) replaces the
+        truncation rule; every segment then ends with [SEP].
         """
-        budget = self.seq_length - 1 - len(segments)
-        if lengths is not None:
-            pass
-        elif len(segments) == 1:
-            lengths = [tf.minimum(segments[0].row_lengths(), budget)]
-        else:
-            lengths = truncated_pair_lengths(
-                segments[0].row_lengths(), segments[1].row_lengths(), budget
+        seq_length = self.seq_length
+        row_lengths = [segment.row_lengths() for segment in segments]
+        with_sep = [tf.ones_like(row_lengths[0])] * len(segments)
+        if lengths is None and len(segments) == 1:
+            lengths = [tf.minimum(row_lengths[0], seq_length - 2)]
+        elif lengths is None:
+            has_b = row_lengths[1] > 0
+            pair_a, pair_b = truncated_pair_lengths(
+                row_lengths[0], row_lengths[1], seq_length - 3
             )
-        batch = tf.shape(segments[0].row_lengths(), out_type=tf.int64)[0]
-        cls = tf.RaggedTensor.from_tensor(
-            tf.fill([batch, 1], tf.constant(self.cls_id, tf.int64))
-        )
-        sep = tf.RaggedTensor.from_tensor(
-            tf.fill([batch, 1], tf.constant(self.sep_id, tf.int64))
-        )
-        parts, types = [cls], [cls * 0]
-        for index, (segment, length) in enumerate(zip(segments, lengths, strict=True)):
-            for piece in (take_prefix(segment, length), sep):
+            lengths = [
+                tf.where(has_b, pair_a, tf.minimum(row_lengths[0], seq_length - 2)),
+                pair_b,
+            ]
+            with_sep[1] = tf.cast(has_b, tf.int64)
+        ones = tf.ones_like(row_lengths[0])
+        parts = [tf.RaggedTensor.from_row_lengths(ones * self.cls_id, ones)]
+        types = [parts[0] * 0]
+        for index, segment in enumerate(segments):
+            sep = tf.RaggedTensor.from_row_lengths(
+                tf.repeat(ones * self.sep_id, with_sep[index]), with_sep[index]
+            )
+            for piece in (take_prefix(segment, lengths[index]), sep):
                 parts.append(piece)
                 types.append(piece * 0 + index)
         ids = tf.concat(parts, axis=1)
         type_ids = tf.concat(types, axis=1)
-        shape = [None, self.seq_length]
-        input_ids = ids.to_tensor(0, shape=shape)
-        input_mask = tf.ones_like(ids).to_tensor(0, shape=shape)
-        segment_ids = type_ids.to_tensor(0, shape=shape)
+        shape = [None, seq_length]
         return {
-            "input_ids": tf.cast(input_ids, tf.int32),
-            "input_mask": tf.cast(input_mask, tf.int32),
-            "segment_ids": tf.cast(segment_ids, tf.int32),
+            "input_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
+            "input_mask": tf.cast(
+                tf.ones_like(ids).to_tensor(0, shape=shape), tf.int32
+            ),
+            "segment_ids": tf.cast(type_ids.to_tensor(0, shape=shape), tf.int32),
         }
 
     def call(self, inputs):

@@ -1,0 +1,609 @@
+"""SavedModel export: what TF Serving and its users see.
+
+Small random-weight models with the real uncased BERT vocabulary are exported
+once per module; the references are the Keras models fed by the Python
+tokenizer and the original's packing (data_prep.glue), and a fresh process
+that can import TensorFlow and tensorflow-text but not bert_tf.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import bert_tf
+from bert_tf import export
+from bert_tf import tokenization
+from data_prep import glue
+
+SEQ_LENGTH = 32
+LABELS = ["not_equivalent", "equivalent"]
+EDGE_TEXTS = [
+    "",
+    "word " * 20000,  # 100,000 characters
+    "Ελληνικά, русский, 中文字, العربية, हिन्दी, 🙂 Ünïcödé",
+    "The quick brown fox.",
+]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def vocab_file(shared_data):
+    path = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@pytest.fixture(scope="module")
+def models():
+    keras.utils.set_random_seed(3)
+    config = bert_tf.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+    )
+    return {
+        "classifier": bert_tf.BertClassifier(config, num_labels=2),
+        "span": bert_tf.BertSpanLabeler(config),
+        "encoder": bert_tf.BertEncoder(config),
+    }
+
+
+@pytest.fixture(scope="module")
+def exported(models, vocab_file, tmp_path_factory):
+    base = tmp_path_factory.mktemp("export")
+    options = {
+        "classifier": {"label_list": LABELS, "text_pair": True},
+        "span": {"max_query_length": 8, "max_answer_length": 5},
+        "encoder": {},
+    }
+    return {
+        kind: export.export_saved_model(
+            models[kind],
+            str(base / kind),
+            vocab_file,
+            True,
+            SEQ_LENGTH,
+            **options[kind],
+        )
+        for kind in models
+    }
+
+
+def _packed(vocab_file, texts_a, texts_b=None):
+    """The original's features for the texts (FullTokenizer + packing)."""
+    tokenizer = tokenization.FullTokenizer(vocab_file, True)
+    texts_b = texts_b or [None] * len(texts_a)
+    examples = [
+        glue.InputExample(guid=str(i), text_a=a, text_b=b, label=LABELS[0])
+        for i, (a, b) in enumerate(zip(texts_a, texts_b, strict=True))
+    ]
+    features = glue.convert_examples_to_features(
+        examples, LABELS, SEQ_LENGTH, tokenizer
+    )
+    return {
+        name: np.array([getattr(f, name) for f in features], np.int32)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
+
+
+def _keras_probabilities(models, vocab_file, texts_a, texts_b):
+    logits = models["classifier"](
+        _packed(vocab_file, texts_a, texts_b), training=False
+    )["logits"]
+    return tf.nn.softmax(logits).numpy()
+
+
+LOADER = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+
+    class NoBertTf(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("bert_tf", "data_prep"):
+                raise ImportError("the SavedModel must not need " + name)
+
+    sys.meta_path.insert(0, NoBertTf())
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops TF Serving links in)
+
+    calls = json.load(open(sys.argv[1]))
+    results = {}
+    for i, call in enumerate(calls):
+        model = tf.saved_model.load(call["dir"])
+        signature = model.signatures[call["signature"]]
+        kwargs = {
+            k: tf.constant(v, dtype=tf.string if isinstance(v[0], str) else tf.int32)
+            for k, v in call["inputs"].items()
+        }
+        for name, value in signature(**kwargs).items():
+            results[f"{i}/{name}"] = value.numpy()
+    np.savez(sys.argv[2], **results)
+    """
+)
+
+
+def _call_in_fresh_process(tmp_path, calls):
+    script = tmp_path / "load.py"
+    script.write_text(LOADER)
+    (tmp_path / "calls.json").write_text(json.dumps(calls))
+    out = tmp_path / "out.npz"
+    env = {**os.environ, "PYTHONPATH": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "calls.json"), str(out)],
+        check=True,
+        cwd=str(tmp_path),
+        env=env,
+        timeout=600,
+    )
+    results = np.load(out, allow_pickle=True)
+    return [
+        {k.split("/", 1)[1]: results[k] for k in results if k.startswith(f"{i}/")}
+        for i in range(len(calls))
+    ]
+
+
+def test_every_signature_in_a_process_without_bert_tf(
+    exported, models, vocab_file, tmp_path
+):
+    texts_b = ["a short second segment", "b", "", "c " * 50]
+    tokens = _packed(vocab_file, EDGE_TEXTS, texts_b)
+    token_inputs = {k: v.tolist() for k, v in tokens.items()}
+    questions = ["Who wrote it?", "", "什么?", "x " * 300]
+    calls = [
+        {
+            "dir": exported["classifier"],
+            "signature": "serving_default",
+            "inputs": {"text_a": EDGE_TEXTS, "text_b": texts_b},
+        },
+        {
+            "dir": exported["classifier"],
+            "signature": "serve_tokenized",
+            "inputs": token_inputs,
+        },
+        {
+            "dir": exported["span"],
+            "signature": "serving_default",
+            "inputs": {"question": questions, "context": EDGE_TEXTS},
+        },
+        {
+            "dir": exported["span"],
+            "signature": "serve_tokenized",
+            "inputs": token_inputs,
+        },
+        {
+            "dir": exported["encoder"],
+            "signature": "serving_default",
+            "inputs": {"text_a": EDGE_TEXTS},
+        },
+        {
+            "dir": exported["encoder"],
+            "signature": "serve_tokenized",
+            "inputs": token_inputs,
+        },
+    ]
+    results = _call_in_fresh_process(tmp_path, calls)
+    classifier_text, classifier_tokens, span_text, span_tokens = results[:4]
+    encoder_text, encoder_tokens = results[4:]
+
+    expected = _keras_probabilities(models, vocab_file, EDGE_TEXTS, texts_b)
+    for outputs in (classifier_text, classifier_tokens):
+        np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
+        np.testing.assert_array_equal(outputs["label_ids"], expected.argmax(-1))
+        assert [s.decode() for s in outputs["labels"]] == [
+            LABELS[i] for i in expected.argmax(-1)
+        ]
+
+    keras_span = models["span"](tokens, training=False)
+    np.testing.assert_allclose(
+        span_tokens["start_logits"], keras_span["start_logits"], atol=1e-5
+    )
+    _check_best_spans(span_text, EDGE_TEXTS, max_answer_length=5)
+
+    single = _packed(vocab_file, EDGE_TEXTS)
+    keras_encoder = models["encoder"](single, training=False)
+    np.testing.assert_allclose(
+        encoder_text["pooled_output"], keras_encoder["pooled_output"], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        encoder_text["sequence_output"], keras_encoder["sequence_output"], atol=1e-5
+    )
+    paired = models["encoder"](tokens, training=False)
+    np.testing.assert_allclose(
+        encoder_tokens["pooled_output"], paired["pooled_output"], atol=1e-5
+    )
+
+
+def _check_best_spans(outputs, contexts, max_answer_length):
+    """The signature's answer is the brute-force best span of its logits."""
+    starts, ends = outputs["token_start"], outputs["token_end"]
+    for row, context in enumerate(contexts):
+        data = context.encode("utf-8")
+        positions = np.flatnonzero(starts[row] >= 0)
+        best, best_score = None, -np.inf
+        for i in positions:
+            for j in positions:
+                if i <= j < i + max_answer_length:
+                    score = (
+                        outputs["start_logits"][row, i] + outputs["end_logits"][row, j]
+                    )
+                    if score > best_score:
+                        best, best_score = (i, j), score
+        if best is None:
+            assert outputs["answer_text"][row] == b""
+            assert outputs["answer_score"][row] == -np.inf
+            continue
+        start, end = starts[row, best[0]], ends[row, best[1]]
+        assert (outputs["answer_start"][row], outputs["answer_end"][row]) == (
+            start,
+            end,
+        )
+        assert outputs["answer_text"][row] == data[start:end]
+        np.testing.assert_allclose(outputs["answer_score"][row], best_score, rtol=1e-6)
+
+
+def test_span_offsets_recover_the_answer_words(exported, vocab_file):
+    span = tf.saved_model.load(exported["span"]).signatures["serving_default"]
+    context = "Steve Smith's car, Ünïcödé-test isn't red."
+    out = span(question=tf.constant(["q"]), context=tf.constant([context]))
+    data = context.encode("utf-8")
+    spans = [
+        data[s:e].decode()
+        for s, e in zip(
+            out["token_start"][0].numpy(), out["token_end"][0].numpy(), strict=True
+        )
+        if s >= 0
+    ]
+    # Punctuation-level pieces; a whitespace word whose bytes change when
+    # lower-cased and stripped of accents maps back whole, once per piece.
+    assert spans[:6] == ["Steve", "Smith", "'", "s", "car", ","]
+    assert spans.count("Ünïcödé-test") >= 3 and spans[-1] == "."
+    pieces = set(re.findall(r"\w+|[^\w\s]", context))
+    assert set(spans) <= pieces | {"Ünïcödé-test"}
+
+
+def test_batch_sizes_one_and_256(exported, models, vocab_file):
+    classifier = tf.saved_model.load(exported["classifier"])
+    signature = classifier.signatures["serving_default"]
+    for batch in (1, 256):
+        texts_a = [f"sentence number {i} of the batch" for i in range(batch)]
+        texts_b = [f"and its pair {i}" for i in range(batch)]
+        out = signature(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+        assert out["probabilities"].shape == (batch, 2)
+        expected = _keras_probabilities(models, vocab_file, texts_a[:4], texts_b[:4])
+        np.testing.assert_allclose(out["probabilities"][:4], expected, atol=1e-5)
+
+
+def test_wrong_dtype_is_a_clear_error(exported):
+    signature = tf.saved_model.load(exported["classifier"]).signatures[
+        "serve_tokenized"
+    ]
+    ids = tf.constant([[101, 102]], tf.int64)
+    with pytest.raises((tf.errors.InvalidArgumentError, TypeError, ValueError)) as e:
+        signature(input_ids=ids, input_mask=ids, segment_ids=ids)
+    assert "int32" in str(e.value) and "int64" in str(e.value)
+    with pytest.raises((tf.errors.InvalidArgumentError, TypeError, ValueError)) as e:
+        classifier = tf.saved_model.load(exported["classifier"])
+        classifier.signatures["serving_default"](
+            text_a=tf.constant([1.0]), text_b=tf.constant([2.0])
+        )
+    assert "string" in str(e.value)
+
+
+def test_saved_model_cli_show_lists_signatures(exported):
+    shown = subprocess.run(
+        ["saved_model_cli", "show", "--all", "--dir", exported["classifier"]],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    signatures = _parse_saved_model_cli_show(shown)
+    assert signatures["serving_default"]["inputs"] == {
+        "text_a": ("DT_STRING", "(-1)"),
+        "text_b": ("DT_STRING", "(-1)"),
+    }
+    assert signatures["serve_tokenized"]["inputs"] == {
+        name: ("DT_INT32", "(-1, -1)") for name in export.MODEL_INPUTS
+    }
+    for name in ("serving_default", "serve_tokenized"):
+        assert signatures[name]["method"] == "tensorflow/serving/predict"
+        assert signatures[name]["outputs"] == {
+            "probabilities": ("DT_FLOAT", "(-1, 2)"),
+            "label_ids": ("DT_INT32", "(-1)"),
+            "labels": ("DT_STRING", "(-1)"),
+        }
+
+
+def _parse_saved_model_cli_show(text):
+    """{signature: {"inputs"/"outputs": {name: (dtype, shape)}, "method": ...}}"""
+    signatures = {}
+    current = section = name = None
+    for line in text.splitlines():
+        line = line.strip()
+        if match := re.match(r"signature_def\['(\w+)'\]", line):
+            current = signatures.setdefault(
+                match.group(1), {"inputs": {}, "outputs": {}}
+            )
+        elif "following input(s):" in line:
+            section = "inputs"
+        elif "following output(s):" in line:
+            section = "outputs"
+        elif line.startswith("Method name is:"):
+            current["method"] = line.split(":", 1)[1].strip()
+        elif match := re.match(r"\w+\['(\w+)'\] tensor_info:", line):
+            name = match.group(1)
+            current[section][name] = ()
+        elif line.startswith(("dtype:", "shape:")) and name:
+            current[section][name] += (line.split(":", 1)[1].strip(),)
+    return signatures
+
+
+def test_saved_model_cli_run_on_raw_strings(exported, models, vocab_file, tmp_path):
+    """The README's saved_model_cli command (with tensorflow-text's ops loaded,
+    as the model server has them) returns the Keras model's probabilities."""
+    texts_a = ["The cat sat on the mat.", "Ünïcödé and 中文"]
+    texts_b = ["A cat was sitting.", ""]
+    outdir = tmp_path / "cli"
+    subprocess.run(
+        [
+            *SAVED_MODEL_CLI_WITH_TEXT_OPS,
+            "run",
+            "--dir",
+            exported["classifier"],
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serving_default",
+            "--input_exprs",
+            f"text_a={texts_a!r};text_b={texts_b!r}",
+            "--outdir",
+            str(outdir),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    got = np.load(outdir / "probabilities.npy")
+    expected = _keras_probabilities(models, vocab_file, texts_a, texts_b)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+SAVED_MODEL_CLI_WITH_TEXT_OPS = [
+    sys.executable,
+    "-c",
+    "import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; "
+    "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()",
+]
+
+
+def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path):
+    version_dir = exported["encoder"]
+    base = os.path.dirname(version_dir)
+    assert os.path.basename(version_dir).isdigit()
+    assert sorted(os.listdir(base)) == [os.path.basename(version_dir)]
+    assert os.path.exists(os.path.join(version_dir, "saved_model.pb"))
+    assert os.path.exists(os.path.join(version_dir, export.WARMUP_FILE))
+    with open(os.path.join(exported["classifier"], export.METADATA_FILE)) as f:
+        metadata = json.load(f)
+    assert metadata["model"] == "classifier" and metadata["labels"] == LABELS
+    assert metadata["signatures"]["serving_default"] == ["text_a", "text_b"]
+
+    # A newer export gets a higher version; an existing one is refused.
+    newer = export.export_saved_model(
+        models["encoder"], base, vocab_file, True, SEQ_LENGTH, save_keras=False
+    )
+    assert int(os.path.basename(newer)) > int(os.path.basename(version_dir))
+    with pytest.raises(FileExistsError, match=os.path.basename(newer)):
+        export.export_saved_model(
+            models["encoder"],
+            base,
+            vocab_file,
+            True,
+            SEQ_LENGTH,
+            version=int(os.path.basename(newer)),
+        )
+
+    # A failure half-way leaves neither a version nor a temporary directory.
+    failing = str(tmp_path / "failing")
+
+    class Boom(RuntimeError):
+        pass
+
+    def fail(*args, **kwargs):
+        raise Boom("disk full")
+
+    original = export.write_warmup_requests
+    export.write_warmup_requests = fail
+    try:
+        with pytest.raises(Boom):
+            export.export_saved_model(
+                models["encoder"], failing, vocab_file, True, SEQ_LENGTH
+            )
+    finally:
+        export.write_warmup_requests = original
+    assert os.listdir(failing) == []
+
+
+def test_keras_file_in_the_export_loads_with_identical_outputs(
+    exported, models, vocab_file
+):
+    tokens = _packed(vocab_file, ["a first text", "another"], ["b", "c"])
+    for kind in ("classifier", "span"):
+        path = os.path.join(exported[kind], export.KERAS_FILE)
+        revived = keras.saving.load_model(path)
+        assert type(revived) is type(models[kind])
+        want = models[kind](tokens, training=False)
+        got = revived(tokens, training=False)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_warmup_requests_decode_as_prediction_logs(exported):
+    """Decoded with message classes built here from the field numbers of
+    tensorflow_serving/apis (prediction_log, predict, model .proto), then
+    replayed against the loaded signatures."""
+    prediction_log = _serving_message_classes()
+    path = os.path.join(exported["classifier"], export.WARMUP_FILE)
+    records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
+    assert len(records) == 2
+    model = tf.saved_model.load(exported["classifier"])
+    seen = []
+    for record in records:
+        log = prediction_log.FromString(record)
+        request = log.predict_log.request
+        name = request.model_spec.signature_name
+        inputs = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
+        signature = model.signatures[name]
+        expected_names = set(signature.structured_input_signature[1])
+        assert set(inputs) == expected_names
+        outputs = signature(**{k: tf.constant(v) for k, v in inputs.items()})
+        assert outputs["probabilities"].shape[0] == len(export.WARMUP_TEXTS)
+        seen.append(name)
+    assert seen == ["serving_default", "serve_tokenized"]
+
+
+def _serving_message_classes():
+    from google.protobuf import descriptor_pb2
+    from google.protobuf import descriptor_pool
+    from google.protobuf import message_factory
+    from tensorflow.core.framework import tensor_pb2
+
+    pool = descriptor_pool.DescriptorPool()
+    tensor_file = descriptor_pb2.FileDescriptorProto()
+    tensor_pb2.DESCRIPTOR.CopyToProto(tensor_file)
+    for dependency in tensor_pb2.DESCRIPTOR.dependencies:
+        _add_with_dependencies(pool, dependency)
+    pool.Add(tensor_file)
+
+    serving = descriptor_pb2.FileDescriptorProto(
+        name="serving_test.proto",
+        package="tensorflow.serving",
+        dependency=[tensor_file.name],
+        syntax="proto3",
+    )
+    label = descriptor_pb2.FieldDescriptorProto
+    string, message = label.TYPE_STRING, label.TYPE_MESSAGE
+    optional, repeated = label.LABEL_OPTIONAL, label.LABEL_REPEATED
+
+    def add(name, fields, options=None):
+        msg = serving.message_type.add(name=name)
+        for field_name, number, field_type, type_name, field_label in fields:
+            msg.field.add(
+                name=field_name,
+                number=number,
+                type=field_type,
+                type_name=type_name,
+                label=field_label,
+            )
+        if options:
+            msg.options.map_entry = True
+        return msg
+
+    add(
+        "ModelSpec",
+        [
+            ("name", 1, string, None, optional),
+            ("signature_name", 3, string, None, optional),
+        ],
+    )
+    add(
+        "InputsEntry",
+        [
+            ("key", 1, string, None, optional),
+            ("value", 2, message, ".tensorflow.TensorProto", optional),
+        ],
+    )
+    add(
+        "PredictRequest",
+        [
+            ("model_spec", 1, message, ".tensorflow.serving.ModelSpec", optional),
+            ("inputs", 2, message, ".tensorflow.serving.InputsEntry", repeated),
+        ],
+    )
+    add(
+        "PredictLog",
+        [("request", 1, message, ".tensorflow.serving.PredictRequest", optional)],
+    )
+    add(
+        "PredictionLog",
+        [("predict_log", 6, message, ".tensorflow.serving.PredictLog", optional)],
+    )
+    pool.Add(serving)
+    descriptor = pool.FindMessageTypeByName("tensorflow.serving.PredictionLog")
+    log_class = message_factory.GetMessageClass(descriptor)
+
+    class Log:
+        @staticmethod
+        def FromString(data):
+            parsed = log_class.FromString(data)
+            return _LogView(parsed)
+
+    return Log
+
+
+class _LogView:
+    """PredictionLog with request.inputs as a dict (the map field is declared
+    as repeated key/value entries above)."""
+
+    def __init__(self, parsed):
+        self.predict_log = self
+        self.request = self
+        self.model_spec = parsed.predict_log.request.model_spec
+        self.inputs = {
+            entry.key: entry.value for entry in parsed.predict_log.request.inputs
+        }
+
+
+def _add_with_dependencies(pool, file_descriptor):
+    from google.protobuf import descriptor_pb2
+
+    for dependency in file_descriptor.dependencies:
+        _add_with_dependencies(pool, dependency)
+    proto = descriptor_pb2.FileDescriptorProto()
+    file_descriptor.CopyToProto(proto)
+    try:
+        pool.Add(proto)
+    except TypeError:
+        pass  # already added through another path
+
+
+def test_readme_rest_request_matches_the_signature(exported, models, vocab_file):
+    """The README's TF Serving request bodies use our signature and input
+    names; each row answers the same as the Keras model."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    bodies = re.findall(r"```json\n(.*?)```", readme, flags=re.S)
+    requests = [json.loads(b) for b in bodies if '"signature_name"' in b]
+    assert requests, "README.md documents no TF Serving request JSON"
+    classifier = tf.saved_model.load(exported["classifier"])
+    for body in requests:
+        signature = classifier.signatures[body["signature_name"]]
+        names = set(signature.structured_input_signature[1])
+        # REST "instances" (row format): one object per example, its keys the
+        # signature's inputs; the server batches them into columns.
+        rows = body["instances"]
+        assert all(set(row) == names for row in rows), (set(rows[0]), names)
+        columns = {name: tf.constant([row[name] for row in rows]) for name in names}
+        outputs = signature(**columns)
+        if body["signature_name"] == "serving_default":
+            expected = _keras_probabilities(
+                models,
+                vocab_file,
+                [r["text_a"] for r in rows],
+                [r["text_b"] for r in rows],
+            )
+            np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)

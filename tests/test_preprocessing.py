@@ -1,0 +1,183 @@
+"""BertPreprocessor against the Python FullTokenizer and the original packing.
+
+The reference is `tokenization.FullTokenizer` (itself checked against the
+original's behaviour in test_tokenization*.py) and
+`data_prep.glue.convert_single_example` (the original's packing), on the
+same >= 5,000-string torture set as the tokenizer tests, per casing and
+released vocabulary.
+"""
+
+import functools
+import itertools
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tokenizer_torture import generate_torture_strings
+from tokenizer_torture import load_squad_sentences
+
+from bert_tf import tokenization
+from bert_tf.preprocessing import BertPreprocessor
+from bert_tf.preprocessing import truncated_pair_lengths
+from data_prep import glue
+
+N_STRINGS = 6000
+VOCABS = ("bert-base-uncased", "bert-base-cased")
+CONFIGS = [(v, lower) for v in VOCABS for lower in (True, False)]
+
+
+def _vocab(shared_data, name):
+    path = os.path.join(shared_data, "vocab", name, "vocab.txt")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@functools.cache
+def _strings(data_dir):
+    return tuple(generate_torture_strings(N_STRINGS, 0, data_dir=data_dir))
+
+
+def _mismatches(preprocessor, tokenizer, strings):
+    ids = preprocessor.tokenize(tf.constant(list(strings))).to_list()
+    return [
+        (s, tokenizer.tokenize(s), tokenizer.convert_ids_to_tokens(got))
+        for s, got in zip(strings, ids, strict=True)
+        if tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) != got
+    ]
+
+
+@pytest.mark.parametrize("vocab_name,lower", CONFIGS)
+def test_ids_equal_full_tokenizer_on_torture_strings(shared_data, vocab_name, lower):
+    vocab = _vocab(shared_data, vocab_name)
+    strings = _strings(shared_data)
+    assert len(strings) >= 5000
+    bad = _mismatches(
+        BertPreprocessor(vocab, lower, 128),
+        tokenization.FullTokenizer(vocab, lower),
+        strings,
+    )
+    assert not bad, f"{len(bad)} of {len(strings)} differ, e.g. {bad[:3]}"
+
+
+@pytest.mark.parametrize("vocab_name,lower", CONFIGS)
+def test_packing_equals_the_original_for_singles_and_pairs(
+    shared_data, vocab_name, lower
+):
+    vocab = _vocab(shared_data, vocab_name)
+    strings = _strings(shared_data)[:1200]
+    tokenizer = tokenization.FullTokenizer(vocab, lower)
+    for seq_length in (5, 16, 48):
+        preprocessor = BertPreprocessor(vocab, lower, seq_length)
+        for pair in (False, True):
+            texts_b = strings[1:] + strings[:1] if pair else [None] * len(strings)
+            examples = [
+                glue.InputExample(guid=str(i), text_a=a, text_b=b, label="0")
+                for i, (a, b) in enumerate(zip(strings, texts_b, strict=True))
+            ]
+            expected = glue.convert_examples_to_features(
+                examples, ["0"], seq_length, tokenizer
+            )
+            inputs = tf.constant(list(strings))
+            if pair:
+                inputs = (inputs, tf.constant(list(texts_b)))
+            got = {k: v.numpy() for k, v in preprocessor(inputs).items()}
+            for name in ("input_ids", "input_mask", "segment_ids"):
+                want = np.array([getattr(f, name) for f in expected])
+                assert got[name].dtype == np.int32
+                rows = np.flatnonzero((got[name] != want).any(axis=1))
+                assert rows.size == 0, (
+                    f"seq {seq_length} pair={pair} {name}: {rows.size} rows differ, "
+                    f"first {strings[rows[0]]!r}"
+                )
+
+
+def test_truncation_closed_form_equals_the_popping_loop():
+    length_a, length_b, budgets = [], [], []
+    expected = []
+    for la, lb, budget in itertools.product(range(0, 23), range(0, 23), range(1, 21)):
+        a, b = list(range(la)), list(range(lb))
+        tokenization.truncate_seq_pair(a, b, budget)
+        length_a.append(la)
+        length_b.append(lb)
+        budgets.append(budget)
+        expected.append((len(a), len(b)))
+    new_a, new_b = truncated_pair_lengths(
+        tf.constant(length_a), tf.constant(length_b), tf.constant(budgets)
+    )
+    got = list(zip(new_a.numpy().tolist(), new_b.numpy().tolist(), strict=True))
+    assert got == expected
+
+
+def test_offsets_point_at_the_tokens_text(shared_data):
+    vocab = _vocab(shared_data, "bert-base-uncased")
+    sentences = load_squad_sentences(shared_data)[:400]
+    preprocessor = BertPreprocessor(vocab, True, 128)
+    ids, starts, ends = preprocessor.tokenize_with_offsets(tf.constant(sentences))
+    inverse = {i: t for t, i in tokenization.load_vocab(vocab).items()}
+    checked = 0
+    for text, row_ids, row_starts, row_ends in zip(
+        sentences, ids.to_list(), starts.to_list(), ends.to_list(), strict=True
+    ):
+        data = text.encode("utf-8")
+        for token_id, start, end in zip(row_ids, row_starts, row_ends, strict=True):
+            piece = inverse[token_id].removeprefix("##")
+            span = data[start:end].decode("utf-8")
+            if token_id == 100:  # [UNK] stands for the whole span
+                continue
+            # The span is the piece the token came from (or its whole word
+            # when normalisation changed the word's length in bytes).
+            normalized = tokenization.BasicTokenizer(True).tokenize(span)
+            assert piece in "".join(normalized), (text, piece, span)
+            checked += 1
+    assert checked > 5000
+
+
+def test_fast_bert_option_matches_on_plain_text(shared_data):
+    vocab = _vocab(shared_data, "bert-base-uncased")
+    strings = [s for s in _strings(shared_data) if s.isascii() and s.isprintable()]
+    assert len(strings) > 1000
+    for lower in (True, False):
+        bad = _mismatches(
+            BertPreprocessor(vocab, lower, 128, tokenizer="fast_bert"),
+            tokenization.FullTokenizer(vocab, lower),
+            strings,
+        )
+        assert not bad, bad[:3]
+
+
+def test_invalid_utf8_is_dropped_as_the_original(shared_data):
+    vocab = _vocab(shared_data, "bert-base-uncased")
+    raw = [b"caf\xc3\xa9 \xff\xfeok", b"a\x00b", b"\xe2\x82"]
+    tokenizer = tokenization.FullTokenizer(vocab, True)
+    got = BertPreprocessor(vocab, True, 16).tokenize(tf.constant(raw)).to_list()
+    assert got == [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(r)) for r in raw]
+
+
+def test_bad_inputs_are_refused(tmp_path, shared_data):
+    vocab = _vocab(shared_data, "bert-base-uncased")
+    preprocessor = BertPreprocessor(vocab, True, 16)
+    with pytest.raises(TypeError, match="strings"):
+        preprocessor(tf.constant([1, 2]))
+    with pytest.raises(ValueError, match="1 or 2 segments"):
+        preprocessor((tf.constant(["a"]),) * 3)
+    no_cls = tmp_path / "vocab.txt"
+    no_cls.write_text("[PAD]\n[UNK]\n[SEP]\nhello\n")
+    with pytest.raises(ValueError, match=r"vocab\.txt.*\[CLS\]"):
+        BertPreprocessor(str(no_cls), True, 16)
+    with pytest.raises(ValueError, match="tokenizer"):
+        BertPreprocessor(vocab, True, 16, tokenizer="sentencepiece")
+
+
+def test_config_round_trip_and_graph_mode(shared_data):
+    vocab = _vocab(shared_data, "bert-base-cased")
+    preprocessor = BertPreprocessor(vocab, False, 24, tokenizer="bert", name="pre")
+    clone = BertPreprocessor.from_config(preprocessor.get_config())
+    assert clone.get_config() == preprocessor.get_config()
+    texts = tf.constant(["Hello World!", "Grüße aus Köln"])
+    eager = preprocessor(texts)
+    graph = tf.function(clone)(texts)
+    for name in eager:
+        np.testing.assert_array_equal(eager[name], graph[name])
+        assert eager[name].shape == (2, 24)
