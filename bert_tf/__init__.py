@@ -20,6 +20,7 @@ from bert_tf.models import BertEncoder  # noqa: E402
 from bert_tf.models import BertPretrainer  # noqa: E402
 from bert_tf.models import BertSpanLabeler  # noqa: E402
 from bert_tf.models import BertTokenClassifier  # noqa: E402
+from bert_tf.preprocessing import BertPreprocessor  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -27,6 +28,7 @@ __all__ = [
     "BertClassifier",
     "BertConfig",
     "BertEncoder",
+    "BertPreprocessor",
     "BertPretrainer",
     "BertSpanLabeler",
     "BertTokenClassifier",

@@ -126,6 +126,7 @@ def test_fine_tunes_evaluates_and_predicts(tmp_path):
             "--learning_rate=2e-3",
             "--num_train_epochs=12",
             "--save_checkpoints_steps=10",
+            f"--export_dir={tmp_path / 'serving'}",
         )
     )
     lines = (output / "eval_results.txt").read_text().splitlines()
@@ -148,6 +149,24 @@ def test_fine_tunes_evaluates_and_predicts(tmp_path):
     assert os.path.exists(output / "model.ckpt-72.index")
     events = [f for _, _, files in os.walk(output / "tensorboard") for f in files]
     assert any(name.startswith("events.out.tfevents") for name in events)
+
+    # --export_dir: the SavedModel answers the raw test sentences as the
+    # Python pipeline did for test_results.tsv.
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the ops TF Serving links in)
+
+    (version,) = os.listdir(tmp_path / "serving")
+    served = tf.saved_model.load(str(tmp_path / "serving" / version))
+    sentences = [
+        line.split("\t")[0] for line in (data / "test.tsv").read_text().splitlines()[1:]
+    ]
+    signature = served.signatures["serving_default"]
+    assert set(signature.structured_input_signature[1]) == {"text_a"}
+    outputs = signature(text_a=tf.constant(sentences))
+    np.testing.assert_allclose(outputs["probabilities"], probabilities, atol=1e-5)
+    assert [s.decode() for s in outputs["labels"].numpy()] == [
+        str(i) for i in probabilities.argmax(axis=1)
+    ]
 
 
 def test_killed_training_resumes_and_ends_at_the_same_step(tmp_path):

@@ -24,6 +24,7 @@ from bert_tf.models import BertClassifier
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
+from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config
 from bert_tf.training.run_setup import optimizer_from_flags
 from bert_tf.training.run_setup import prepare_run
@@ -205,10 +206,6 @@ def validate_flags(flags_obj):
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
         )
-    if flags_obj.export_dir:
-        raise ValueError(
-            "--export_dir is not available yet (SavedModel export is in progress)"
-        )
     tokenization.validate_case_matches_checkpoint(
         flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
     )
@@ -340,7 +337,27 @@ def run(flags_obj):
         rows = logits if is_regression else tf.nn.softmax(logits, axis=-1).numpy()
         assert len(rows) == len(examples)
         write_test_results(rows, os.path.join(flags_obj.output_dir, "test_results.tsv"))
+    if flags_obj.export_dir and chief:
+        export_from_flags(
+            flags_obj,
+            model,
+            label_list=label_list,
+            text_pair=is_pair_task(processor, data_dir, flags_obj),
+        )
     return results
+
+
+def is_pair_task(processor, data_dir, flags_obj):
+    """Whether the task's examples have a text_b (the served signature then
+    takes text_b), judged on the first split the run had."""
+    for wanted, read in (
+        (flags_obj.do_train, processor.get_train_examples),
+        (flags_obj.do_eval, processor.get_dev_examples),
+        (flags_obj.do_predict, processor.get_test_examples),
+    ):
+        if wanted:
+            return any(example.text_b for example in read(data_dir))
+    return False
 
 
 def _write_records(examples, label_list, seq_length, tokenizer, path, is_regression):

@@ -232,7 +232,9 @@ def validate_flags(flags_obj):
         )
     if flags_obj.export_dir:
         raise ValueError(
-            "--export_dir is not available yet (SavedModel export is in progress)"
+            "--export_dir: run_pretraining.py has no --vocab_file to tokenize with; "
+            "export the pre-trained encoder with export_saved_model.py "
+            "--model_type=encoder --init_checkpoint=OUTPUT_DIR --vocab_file=..."
         )
 
 

@@ -29,6 +29,7 @@ from bert_tf.models import BertSpanLabeler
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
+from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config
 from bert_tf.training.run_setup import optimizer_from_flags
 from bert_tf.training.run_setup import prepare_run
@@ -149,10 +150,6 @@ def validate_flags_or_throw(flags_obj, bert_config=None):
         raise ValueError(
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
-        )
-    if flags_obj.export_dir:
-        raise ValueError(
-            "--export_dir is not available yet (SavedModel export is in progress)"
         )
 
 
@@ -391,6 +388,13 @@ def run(flags_obj):
                 flags_obj.predict_file, predictions, null_odds, version_2
             )
             write_eval_results(results, os.path.join(output_dir, "eval_results.json"))
+    if flags_obj.export_dir and chief:
+        export_from_flags(
+            flags_obj,
+            model,
+            max_query_length=flags_obj.max_query_length,
+            max_answer_length=flags_obj.max_answer_length,
+        )
     return results
 
 

@@ -141,8 +141,18 @@ def define_new_flags():
     flags.DEFINE_string(
         "export_dir",
         None,
-        "If set, export a SavedModel for TF Serving to export_dir/<version>/ after "
-        "training.",
+        "If set, export a SavedModel for TF Serving to export_dir/<version>/ at the "
+        "end (raw-text `serving_default` and int32 `serve_tokenized` signatures, "
+        "plus model.keras).",
+    )
+    flags.DEFINE_enum(
+        "serving_tokenizer",
+        "bert",
+        ["bert", "fast_bert"],
+        "In-graph tokenizer of the exported SavedModel: bert (tensorflow-text "
+        "BertTokenizer ops, TF Serving >= 2.3, ids equal to the original's) or "
+        "fast_bert (FastBertTokenizer, TF Serving >= 2.12, faster, differs on rare "
+        "Unicode).",
     )
     flags.DEFINE_integer(
         "seed", 12345, "Random seed for initialisation and data order."

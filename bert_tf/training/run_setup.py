@@ -115,6 +115,21 @@ def restore_latest(model, output_dir):
     return 0
 
 
+def export_from_flags(flags_obj, model, **kwargs):
+    """--export_dir: the SavedModel (and model.keras) for TF Serving."""
+    from bert_tf.export import export_saved_model
+
+    return export_saved_model(
+        model,
+        flags_obj.export_dir,
+        flags_obj.vocab_file,
+        flags_obj.do_lower_case,
+        flags_obj.max_seq_length,
+        tokenizer=flags_obj.serving_tokenizer,
+        **kwargs,
+    )
+
+
 def write_eval_results(results, path):
     """`key = value` lines sorted by key, as the original's eval_results.txt."""
     with tf.io.gfile.GFile(path, "w") as writer:
