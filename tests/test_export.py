@@ -607,3 +607,40 @@ def test_readme_rest_request_matches_the_signature(exported, models, vocab_file)
                 [r["text_b"] for r in rows],
             )
             np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
+
+
+def test_export_script_from_a_checkpoint(models, vocab_file, tmp_path):
+    from cli_script import run_script
+
+    checkpoint_dir = tmp_path / "mrpc_output"
+    checkpoint_dir.mkdir()
+    bert_tf.save_tf1_checkpoint(
+        models["classifier"], str(checkpoint_dir / "model.ckpt-7")
+    )
+    os.symlink(vocab_file, checkpoint_dir / "vocab.txt")
+    serving = tmp_path / "serving"
+    result = run_script(
+        os.path.join(REPO, "export_saved_model.py"),
+        "--model_type=classifier",
+        "--task_name=MRPC",
+        f"--init_checkpoint={checkpoint_dir}",
+        f"--max_seq_length={SEQ_LENGTH}",
+        f"--export_dir={serving}",
+        "--version=3",
+    )
+    assert result.stdout.strip() == str(serving / "3")
+    signature = tf.saved_model.load(str(serving / "3")).signatures["serving_default"]
+    texts_a, texts_b = ["He said so.", "Prices rose"], ["He did say it.", "Prices fell"]
+    outputs = signature(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+    expected = _keras_probabilities(models, vocab_file, texts_a, texts_b)
+    np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
+    assert {s.decode() for s in outputs["labels"].numpy()} <= {"0", "1"}
+
+    wrong = run_script(
+        os.path.join(REPO, "export_saved_model.py"),
+        "--model_type=classifier",
+        f"--init_checkpoint={checkpoint_dir}",
+        f"--export_dir={serving}",
+        check=False,
+    )
+    assert wrong.returncode != 0 and "--task_name or --labels" in wrong.stderr
