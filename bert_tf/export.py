@@ -180,11 +180,42 @@ def export_saved_model(
     return final_dir
 
 
-class _ClassifierModule:
-    def __init__(self, model, preprocessor, label_list, text_pair):
+class _TextModule:
+    """serving_default over text_a (and text_b); serve_tokenized over ids.
+    Subclasses turn the model's outputs into the signature's (`_outputs`)."""
+
+    def __init__(self, model, preprocessor, text_pair):
         self.model = model
         self.preprocessor = preprocessor
         self.text_pair = text_pair
+
+    def text_endpoint(self):
+        """The raw-text function and its input specs."""
+        names = ("text_a", "text_b") if self.text_pair else ("text_a",)
+        specs = [tf.TensorSpec([None], tf.string, name) for name in names]
+        if self.text_pair:
+
+            def serve_text(text_a, text_b):
+                return self._outputs(self.preprocessor((text_a, text_b)))
+
+        else:
+
+            def serve_text(text_a):
+                return self._outputs(self.preprocessor(text_a))
+
+        return serve_text, specs
+
+    def tokenize_for_warmup(self, inputs):
+        texts = tuple(inputs[name] for name in sorted(inputs))
+        return self.preprocessor(texts if self.text_pair else texts[0])
+
+    def serve_tokenized(self, input_ids, input_mask, segment_ids):
+        return self._outputs(_model_inputs(input_ids, input_mask, segment_ids))
+
+
+class _ClassifierModule(_TextModule):
+    def __init__(self, model, preprocessor, label_list, text_pair):
+        super().__init__(model, preprocessor, text_pair)
         self.regression = model.num_labels == 1
         if label_list is None:
             label_list = [str(i) for i in range(model.num_labels)]
@@ -195,16 +226,7 @@ class _ClassifierModule:
                 f"{model.num_labels} outputs"
             )
 
-    def text_endpoint(self):
-        return _text_endpoint(self.preprocessor, self._predict, self.text_pair)
-
-    def tokenize_for_warmup(self, inputs):
-        return _tokenize_texts(self.preprocessor, inputs)
-
-    def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        return self._predict(_model_inputs(input_ids, input_mask, segment_ids))
-
-    def _predict(self, inputs):
+    def _outputs(self, inputs):
         logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
         if self.regression:
             return {"predictions": logits[:, 0]}
@@ -216,22 +238,8 @@ class _ClassifierModule:
         }
 
 
-class _EncoderModule:
-    def __init__(self, model, preprocessor, text_pair):
-        self.model = model
-        self.preprocessor = preprocessor
-        self.text_pair = text_pair
-
-    def text_endpoint(self):
-        return _text_endpoint(self.preprocessor, self._encode, self.text_pair)
-
-    def tokenize_for_warmup(self, inputs):
-        return _tokenize_texts(self.preprocessor, inputs)
-
-    def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        return self._encode(_model_inputs(input_ids, input_mask, segment_ids))
-
-    def _encode(self, inputs):
+class _EncoderModule(_TextModule):
+    def _outputs(self, inputs):
         outputs = self.model(inputs, training=False)
         return {
             "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
@@ -328,28 +336,6 @@ class _SpanModule:
             "token_start": token_start,
             "token_end": token_end,
         }
-
-
-def _text_endpoint(preprocessor, predict, text_pair):
-    """serving_default over text_a (and text_b): the function and its specs."""
-    if text_pair:
-
-        def serve_text(text_a, text_b):
-            return predict(preprocessor((text_a, text_b)))
-
-        names = ("text_a", "text_b")
-    else:
-
-        def serve_text(text_a):
-            return predict(preprocessor(text_a))
-
-        names = ("text_a",)
-    return serve_text, [tf.TensorSpec([None], tf.string, name) for name in names]
-
-
-def _tokenize_texts(preprocessor, inputs):
-    texts = tuple(inputs[name] for name in sorted(inputs))
-    return preprocessor(texts if len(texts) == 2 else texts[0])
 
 
 def _model_inputs(input_ids, input_mask, segment_ids):
