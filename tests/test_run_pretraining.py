@@ -1,6 +1,7 @@
 """run_pretraining.py end to end, through its command line, on real sample text."""
 
 import os
+import re
 
 import pytest
 from cli_script import run_script
@@ -195,3 +196,141 @@ def test_flag_errors_name_the_flag(sample_records, tmp_path):
     )
     assert result.returncode != 0
     assert "--gradient_accumulation_steps=3" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def full_length_records(shared_data, tmp_path_factory):
+    """sample_text records of >= 124 real tokens: 19 predictions each, fixed or
+    dynamic, so every replica's MLM loss has the same normaliser Σw and the
+    per-replica losses average to the one-device loss. Dropout off."""
+    import tensorflow as tf
+
+    from data_prep.pretraining import create_pretraining_data
+    from data_prep.pretraining import parse_pretraining_record
+
+    folder = tmp_path_factory.mktemp("full_length")
+    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    create_pretraining_data(
+        os.path.join(shared_data, "bert_sample_text", "sample_text.txt"),
+        str(folder / "all.tfrecord"),
+        vocab,
+        do_lower_case=True,
+        max_seq_length=128,
+        max_predictions_per_seq=20,
+        random_seed=12345,
+        dupe_factor=10,
+    )
+    kept = 0
+    with tf.io.TFRecordWriter(str(folder / "full.tfrecord")) as writer:
+        for record in tf.data.TFRecordDataset(str(folder / "all.tfrecord")):
+            features = parse_pretraining_record(record, 128, 20)
+            if int(tf.reduce_sum(features["input_mask"])) >= 124:
+                assert float(tf.reduce_sum(features["masked_lm_weights"])) == 19.0
+                writer.write(record.numpy())
+                kept += 1
+    assert kept >= 48
+    bert_tf.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        type_vocab_size=2,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    ).to_json_file(folder / "bert_config.json")
+    return folder, vocab
+
+
+def _pretraining_flags(folder, vocab, output, *extra):
+    return [
+        f"--input_file={folder / 'full.tfrecord'}",
+        f"--bert_config_file={folder / 'bert_config.json'}",
+        f"--output_dir={output}",
+        f"--vocab_file={vocab}",
+        "--dynamic_masking=true",
+        "--do_train=true",
+        "--train_batch_size=8",
+        "--num_train_steps=24",
+        "--num_warmup_steps=2",
+        "--learning_rate=1e-3",
+        "--save_checkpoints_steps=4",
+        *extra,
+    ]
+
+
+def _final_weights(output, step=24):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(output / f"model.ckpt-{step}"))
+    return {
+        name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+    }
+
+
+def _assert_same_weights(a, b, rtol):
+    import numpy as np
+
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], rtol=rtol, atol=1e-6, err_msg=name)
+
+
+def test_mirrored_and_a_killed_run_match_one_device(full_length_records, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli_script import script_env
+
+    folder, vocab = full_length_records
+    reference = _final_weights_of_run(folder, vocab, tmp_path / "one")
+
+    # MirroredStrategy over 2 logical CPU devices: 2 replicas of 4 examples.
+    mirrored = tmp_path / "mirrored"
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "tests", "split_cpu_run.py"),
+            "2",
+            SCRIPT,
+            *_pretraining_flags(
+                folder, vocab, mirrored, "--distribution_strategy=mirrored"
+            ),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=400,
+        env=script_env(),
+    )
+    _assert_same_weights(_final_weights(mirrored), reference, rtol=1e-4)
+
+    # A real kill once checkpoint 8 is written (so 4 or 8 is recorded), then
+    # the same command again.
+    killed = tmp_path / "killed"
+    flags = _pretraining_flags(folder, vocab, killed)
+    process = subprocess.Popen(
+        [sys.executable, SCRIPT, *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=script_env(),
+    )
+    deadline = time.time() + 240
+    while not (killed / "checkpoints" / "ckpt-8.index").exists():
+        assert process.poll() is None, "training ended before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (killed / "model.ckpt-24.index").exists()
+    result = run_cli(*flags)
+    assert re.search(r"Resumed from .*ckpt-(4|8) at step (4|8)", result.stderr)
+    # Same batches, same dynamic masks, same weights as never stopping.
+    _assert_same_weights(_final_weights(killed), reference, rtol=1e-5)
+
+
+def _final_weights_of_run(folder, vocab, output):
+    run_cli(*_pretraining_flags(folder, vocab, output))
+    return _final_weights(output)

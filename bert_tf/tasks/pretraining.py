@@ -29,6 +29,8 @@ from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
+from data_prep.dynamic_masking import mask_dynamically
+from data_prep.dynamic_masking import special_token_ids
 from data_prep.pretraining import expand_input_files
 from data_prep.pretraining import parse_pretraining_record
 
@@ -53,6 +55,21 @@ def define_flags():
     flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
     flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
     flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+    flags.DEFINE_bool(
+        "dynamic_masking",
+        False,
+        "Draw new masked-LM predictions each time a record is read (per epoch) "
+        "instead of using the masks in the records. Needs --vocab_file.",
+    )
+    flags.DEFINE_string(
+        "vocab_file",
+        None,
+        "--dynamic_masking: the vocabulary of the records (for the [CLS], [SEP] "
+        "and [MASK] ids).",
+    )
+    flags.DEFINE_float(
+        "masked_lm_prob", 0.15, "--dynamic_masking: share of tokens to predict."
+    )
     common_flags.define_common_flags(max_seq_length=128)
 
 
@@ -145,7 +162,12 @@ def _parser(max_seq_length, max_predictions_per_seq):
 
 
 def training_dataset_fn(
-    input_files, max_seq_length, max_predictions_per_seq, batch_size, seed
+    input_files,
+    max_seq_length,
+    max_predictions_per_seq,
+    batch_size,
+    seed,
+    dynamic_masking=None,
 ):
     """`dataset_fn(input_context, skip_batches)` for the Trainer.
 
@@ -153,6 +175,8 @@ def training_dataset_fn(
     read `cycle_length=min(4, n_files)` files at a time, shuffled with a
     buffer of 100 records, parsed and batched with drop_remainder. Seeded and
     deterministic, so a resumed run skips exactly the batches it consumed.
+    `dynamic_masking`: keyword arguments of `mask_dynamically` (special_ids,
+    vocab_size, masked_lm_prob) to re-mask every element as it is read.
     """
     files = list(input_files)
 
@@ -172,6 +196,17 @@ def training_dataset_fn(
             _parser(max_seq_length, max_predictions_per_seq),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
+        if dynamic_masking:
+            # Keyed by the element's index in the endless stream: new masks
+            # each epoch, the same ones after a resume.
+            dataset = dataset.enumerate().map(
+                lambda index, features: mask_dynamically(
+                    features,
+                    tf.stack([tf.cast(seed, tf.int64), index]),
+                    **dynamic_masking,
+                ),
+                num_parallel_calls=tf.data.AUTOTUNE,
+            )
         dataset = dataset.batch(per_replica, drop_remainder=True)
         # Whole batches go to input pipelines in turn: the same batches as one.
         dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
@@ -194,6 +229,17 @@ def eval_dataset(
 # --------------------------------------------------------------------------
 # Run
 # --------------------------------------------------------------------------
+
+
+def dynamic_masking_options(flags_obj, config):
+    """mask_dynamically's options for --dynamic_masking, else None."""
+    if not flags_obj.dynamic_masking:
+        return None
+    return {
+        "special_ids": special_token_ids(flags_obj.vocab_file),
+        "vocab_size": config.vocab_size,
+        "masked_lm_prob": flags_obj.masked_lm_prob,
+    }
 
 
 def validate_flags(flags_obj):
@@ -230,10 +276,16 @@ def validate_flags(flags_obj):
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
         )
+    if flags_obj.dynamic_masking and not flags_obj.vocab_file:
+        raise ValueError("--dynamic_masking needs --vocab_file (for the [MASK] id)")
+    if not 0.0 < flags_obj.masked_lm_prob < 1.0:
+        raise ValueError(
+            f"--masked_lm_prob must be in (0, 1), got {flags_obj.masked_lm_prob}"
+        )
     if flags_obj.export_dir:
         raise ValueError(
-            "--export_dir: run_pretraining.py has no --vocab_file to tokenize with; "
-            "export the pre-trained encoder with export_saved_model.py "
+            "--export_dir: run_pretraining.py trains the pre-training heads; export "
+            "the pre-trained encoder with export_saved_model.py "
             "--model_type=encoder --init_checkpoint=OUTPUT_DIR --vocab_file=..."
         )
 
@@ -276,6 +328,7 @@ def run(flags_obj):
                 flags_obj.max_predictions_per_seq,
                 flags_obj.train_batch_size // accumulation,
                 flags_obj.seed,
+                dynamic_masking=dynamic_masking_options(flags_obj, config),
             ),
             flags_obj.output_dir,
             num_train_steps=flags_obj.num_train_steps,
