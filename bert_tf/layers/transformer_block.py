@@ -53,6 +53,10 @@ class TransformerBlock(keras.layers.Layer):
         hidden_states: float tensor [batch, seq, hidden_size].
         attention_bias: float tensor broadcastable to [batch, heads, seq, seq],
             0 for visible keys and -10000 for padded ones.
+        query_positions: optional int tensor [batch, num_queries]: compute
+            (and return) only these positions, e.g. [CLS] and the masked
+            positions in the pre-trainer's last layer. Keys and values still
+            cover the whole sequence, so the values are the full layer's.
 
     Example:
     >>> block = TransformerBlock(hidden_size=16, num_attention_heads=2,
@@ -134,14 +138,24 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden)
         self.built = True
 
-    def call(self, hidden_states, attention_bias, training=False):
+    def call(self, hidden_states, attention_bias, training=False, query_positions=None):
         batch_size = ops.shape(hidden_states)[0]
         seq_length = ops.shape(hidden_states)[1]
         heads, head_size = self.num_attention_heads, self.head_size
         # Everything dense runs on [batch * seq, hidden] matrices: one GEMM
         # per projection, as the original's reshape_to_matrix does.
         x = ops.reshape(hidden_states, (-1, self.hidden_size))
-        if self.output_range is None:
+        if query_positions is not None:
+            query_length = ops.shape(query_positions)[1]
+            x_query = ops.reshape(
+                ops.take_along_axis(
+                    hidden_states,
+                    ops.cast(query_positions, "int32")[:, :, None],
+                    axis=1,
+                ),
+                (-1, self.hidden_size),
+            )
+        elif self.output_range is None:
             query_length, x_query = seq_length, x
         else:
             # Only the first `output_range` positions are queries: keys and
@@ -189,9 +203,13 @@ class TransformerBlock(keras.layers.Layer):
         output = ops.cast(self.output_layer_norm(output + attention), x.dtype)
         return ops.reshape(output, (batch_size, query_length, self.hidden_size))
 
-    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
+    def compute_output_shape(
+        self, hidden_states_shape, attention_bias_shape=None, query_positions_shape=None
+    ):
         batch, seq, hidden = hidden_states_shape
-        if self.output_range is not None:
+        if query_positions_shape is not None:
+            seq = query_positions_shape[1]
+        elif self.output_range is not None:
             seq = None if seq is None else min(seq, self.output_range)
         return (batch, seq, hidden)
 

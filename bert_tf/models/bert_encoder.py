@@ -105,14 +105,8 @@ class BertEncoder(CheckpointMixin, keras.Model):
 
         # === Functional model ===
         inputs = encoder_inputs()
-        hidden_states = embeddings(inputs["input_ids"], inputs["segment_ids"])
-        # [batch, 1, 1, seq]: masks padded keys for every head and query.
-        visible = ops.cast(inputs["input_mask"], "float32")[:, None, None, :]
-        attention_bias = (1.0 - visible) * MASK_ADDER
-        encoder_outputs = []
-        for block in blocks:
-            hidden_states = block(hidden_states, attention_bias)
-            encoder_outputs.append(hidden_states)
+        encoder_outputs = run_layers(embeddings, blocks, inputs)
+        hidden_states = encoder_outputs[-1]
         pooled_output = pooler(hidden_states[:, 0, :])
         outputs = {
             "sequence_output": hidden_states,
@@ -153,3 +147,22 @@ class BertEncoder(CheckpointMixin, keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def run_layers(embeddings, blocks, inputs, query_positions=None):
+    """Every block's output on `inputs`; the last block computes only
+    `query_positions` when given (see `TransformerBlock`)."""
+    hidden_states = embeddings(inputs["input_ids"], inputs["segment_ids"])
+    # [batch, 1, 1, seq]: masks padded keys for every head and query.
+    visible = ops.cast(inputs["input_mask"], "float32")[:, None, None, :]
+    attention_bias = (1.0 - visible) * MASK_ADDER
+    outputs = []
+    for index, block in enumerate(blocks):
+        if query_positions is not None and index == len(blocks) - 1:
+            hidden_states = block(
+                hidden_states, attention_bias, query_positions=query_positions
+            )
+        else:
+            hidden_states = block(hidden_states, attention_bias)
+        outputs.append(hidden_states)
+    return outputs

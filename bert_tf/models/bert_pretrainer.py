@@ -1,12 +1,14 @@
 """`BertPretrainer`: the encoder with the masked-LM and next-sentence heads."""
 
 import keras
+from keras import ops
 
 from bert_tf.checkpoints.name_map import logits_head_variables
 from bert_tf.checkpoints.name_map import masked_lm_variables
 from bert_tf.layers.logits_head import LogitsHead
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.models.bert_encoder import encoder_inputs
+from bert_tf.models.bert_encoder import run_layers
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 
@@ -55,14 +57,18 @@ class BertPretrainer(BertTaskModel):
         inputs["masked_lm_positions"] = keras.Input(
             shape=(None,), dtype="int32", name="masked_lm_positions"
         )
-        encoded = encoder(
-            {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}
-        )
+        # The heads read only [CLS] and the masked positions, so the last
+        # block computes just those queries (same values, ~1/num_layers less
+        # work): row 0 is [CLS], rows 1.. the masked positions in order.
+        positions = inputs["masked_lm_positions"]
+        queries = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
+        last = run_layers(
+            encoder.embeddings, encoder.encoder_layers, inputs, query_positions=queries
+        )[-1]
+        in_order = ops.cumsum(ops.ones_like(positions), axis=1) - 1
         outputs = {
-            "mlm_logits": masked_lm(
-                encoded["sequence_output"], inputs["masked_lm_positions"]
-            ),
-            "nsp_logits": next_sentence(encoded["pooled_output"]),
+            "mlm_logits": masked_lm(last[:, 1:, :], in_order),
+            "nsp_logits": next_sentence(encoder.pooler(last[:, 0, :])),
         }
         kwargs.setdefault("name", "bert_pretrainer")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

@@ -1,0 +1,135 @@
+"""Pre-training step throughput: bert_tf's BertPretrainer against KerasHub's
+BertMaskedLM, in one run.
+
+One optimizer step (forward, backward, Adam update) at seq 128 with 20 masked
+positions per sequence, at the MiniLM size (L6 H384, batch 32) and the
+BERT-base size (L12 H768, batch 16), random weights and inputs. bert_tf runs
+the original's full objective (masked LM + next sentence, the pretraining
+loss of run_pretraining.py); KerasHub's BertMaskedLM has no next-sentence
+head, so it does slightly less work. Issue target: >= 1.2x KerasHub.
+
+    python benchmarks/pretraining_throughput.py [--sizes minilm base] [--seconds 20]
+"""
+
+import argparse
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+from encoder_throughput import SEQ  # noqa: E402
+from encoder_throughput import SIZES  # noqa: E402
+from encoder_throughput import VOCAB  # noqa: E402
+from encoder_throughput import time_it  # noqa: E402
+
+PREDICTIONS = 20
+
+
+def make_batch(batch, seed=0):
+    rng = np.random.default_rng(seed)
+    positions = np.sort(
+        np.stack([rng.choice(np.arange(1, SEQ - 1), PREDICTIONS, replace=False)
+                  for _ in range(batch)]), axis=1,
+    ).astype("int32")  # fmt: skip
+    return {
+        "input_ids": rng.integers(1000, VOCAB, size=(batch, SEQ)).astype("int32"),
+        "input_mask": np.ones((batch, SEQ), "int32"),
+        "segment_ids": (np.arange(SEQ) >= SEQ // 2).astype("int32")[None].repeat(batch, 0),
+        "masked_lm_positions": positions,
+        "masked_lm_ids": rng.integers(1000, VOCAB, size=(batch, PREDICTIONS)).astype("int32"),
+        "masked_lm_weights": np.ones((batch, PREDICTIONS), "float32"),
+        "next_sentence_labels": rng.integers(0, 2, size=(batch, 1)).astype("int32"),
+    }  # fmt: skip
+
+
+def bench_bert_tf(size, seconds):
+    import keras
+    import tensorflow as tf
+
+    import bert_tf
+    from bert_tf.tasks.pretraining import MODEL_INPUTS
+    from bert_tf.tasks.pretraining import pretraining_loss
+
+    layers, hidden, heads, inter, _, batch = SIZES[size]
+    batch = 32 if size == "minilm" else 16
+    config = bert_tf.BertConfig(
+        vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
+        num_attention_heads=heads, intermediate_size=inter, type_vocab_size=2,
+    )  # fmt: skip
+    model = bert_tf.BertPretrainer(config)
+    optimizer = keras.optimizers.Adam(1e-5)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function
+    def train(data):
+        with tf.GradientTape() as tape:
+            outputs = model({k: data[k] for k in MODEL_INPUTS}, training=True)
+            loss = pretraining_loss(data, outputs)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(grads, model.trainable_variables)
+        return loss
+
+    data = {k: tf.constant(v) for k, v in make_batch(batch).items()}
+    return time_it(lambda: train(data).numpy(), batch, seconds), batch
+
+
+def bench_keras_hub(size, seconds):
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    layers, hidden, heads, inter, _, _ = SIZES[size]
+    batch = 32 if size == "minilm" else 16
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB, num_layers=layers, num_heads=heads,
+        hidden_dim=hidden, intermediate_dim=inter, max_sequence_length=512,
+    )  # fmt: skip
+    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    optimizer = keras.optimizers.Adam(1e-5)
+    optimizer.build(model.trainable_variables)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def train(features, labels, weights):
+        with tf.GradientTape() as tape:
+            logits = model(features, training=True)
+            loss = loss_fn(labels, logits, sample_weight=weights)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(grads, model.trainable_variables)
+        return loss
+
+    data = make_batch(batch)
+    features = {
+        "token_ids": tf.constant(data["input_ids"]),
+        "segment_ids": tf.constant(data["segment_ids"]),
+        "padding_mask": tf.constant(data["input_mask"]),
+        "mask_positions": tf.constant(data["masked_lm_positions"]),
+    }
+    labels = tf.constant(data["masked_lm_ids"])
+    weights = tf.constant(data["masked_lm_weights"])
+    return time_it(lambda: train(features, labels, weights).numpy(), batch, seconds)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", default=["minilm", "base"])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    print(f"pre-training steps, seq {SEQ}, {PREDICTIONS} predictions, "
+          f"{os.cpu_count()} cores (examples/s)")  # fmt: skip
+    for size in args.sizes:
+        ours, batch = bench_bert_tf(size, args.seconds)
+        line = f"  {size:7s} batch {batch:2d}  bert_tf (MLM+NSP) {ours:6.1f}"
+        try:
+            theirs = bench_keras_hub(size, args.seconds)
+            line += (
+                f"   KerasHub BertMaskedLM (MLM) {theirs:6.1f}   = {ours / theirs:.2f}x"
+            )
+        except ImportError:
+            line += "   (keras-hub not installed)"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
