@@ -90,9 +90,9 @@ def test_every_original_flag_with_its_default():
     for name, default in ORIGINAL_FLAGS.items():
         assert name in defaults, name
         assert defaults[name] == default, (name, defaults[name])
-    # As the original: no vocabulary or casing flags.
-    assert "vocab_file" not in defaults
+    # As the original: no casing flag; a vocabulary only for --dynamic_masking.
     assert "do_lower_case" not in defaults
+    assert defaults["vocab_file"] is None and defaults["dynamic_masking"] is False
 
 
 def test_pretrains_from_scratch_to_overfit_sample_text(sample_records, tmp_path):
