@@ -1,10 +1,12 @@
 """Create masked LM/next sentence masked_lm TF examples for BERT.
 
-The original create_pretraining_data.py on TF2: every flag keeps its name,
-default and meaning, and with the default ``--num_workers=1`` the records are
-those of the original for the same inputs and seed. ``--num_workers=N`` adds
-sharded generation (one shard per input file, bounded memory); see
-``data_prep/pretraining.py``.
+The original create_pretraining_data.py: every flag keeps its name, default
+and meaning, and with the default ``--num_workers=1`` (and no
+``--shard_size_mb``) the records are those of the original for the same inputs
+and seed. ``--num_workers=N`` / ``--shard_size_mb`` add sharded, streaming
+generation (shards of whole documents, memory bounded by the shard size, not by
+the corpus); see ``data_prep/pretraining.py``. TensorFlow is not imported for
+local files.
 
     python create_pretraining_data.py \
       --input_file=./sample_text.txt --output_file=/tmp/tf_examples.tfrecord \
@@ -68,17 +70,32 @@ flags.DEFINE_float(
 flags.DEFINE_integer(
     "num_workers",
     1,
-    "Worker processes. 1 = the original's algorithm over the whole corpus "
-    "(held in memory). >1 = sharded: each input file is a shard, processed on "
-    "its own with an RNG derived from (random_seed, shard index), at most "
-    "num_workers shards in memory; the output does not depend on the number "
-    "of workers.",
+    "Worker processes. 1 (without --shard_size_mb) = the original's algorithm "
+    "over the whole corpus, held in memory, same records as the original. >1 = "
+    "sharded and streaming: the input is cut into shards of whole documents "
+    "(see --shard_size_mb), each processed on its own in a worker with an RNG "
+    "derived from (random_seed, shard index); random next segments and the "
+    "shuffle stay within a shard; at most num_workers shards are in memory, "
+    "so memory does not grow with the corpus. The records do not depend on "
+    "the number of workers.",
     lower_bound=1,
+)
+flags.DEFINE_float(
+    "shard_size_mb",
+    None,
+    "Sharded mode: a shard ends at the first document end after this many MiB "
+    "of input text (a document is never split; each input file starts a new "
+    f"shard). Default: {pretraining.DEFAULT_SHARD_SIZE_MB:g} when "
+    "--num_workers>1. Giving it selects the sharded mode even with "
+    "--num_workers=1 (bounded memory on one core). The records depend on it "
+    "(and on random_seed and the input), not on num_workers.",
+    lower_bound=0.0,
 )
 
 
 def main(_):
     logging.set_verbosity(logging.INFO)
+    pretraining.release_large_blocks_to_os()
     pretraining.create_pretraining_data(
         input_files=pretraining.expand_input_files(FLAGS.input_file),
         output_files=FLAGS.output_file.split(","),
@@ -92,6 +109,7 @@ def main(_):
         masked_lm_prob=FLAGS.masked_lm_prob,
         short_seq_prob=FLAGS.short_seq_prob,
         num_workers=FLAGS.num_workers,
+        shard_size_mb=FLAGS.shard_size_mb,
     )
 
 

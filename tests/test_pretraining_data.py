@@ -8,8 +8,17 @@ only allow for a different Python ``random`` implementation: ±1% instances
 smaller: 3.4M tokens), ±1 point for the 80/10/10 split, random-next and short
 fractions (binomial sd over 22,936 instances / 342k predictions is < 0.35
 point), ±1 token for the mean length.
+
+The default mode's records are pinned by a SHA-256 taken from the writer this
+fast path replaced (tf.train.Example + tf.io.TFRecordWriter); the encoder and
+the TFRecord framing are also compared with TensorFlow's directly. The sharded
+mode is checked for records independent of the worker count, shard by shard
+equal to the original algorithm run on that shard, parseable with the
+original reader's feature spec, the original's statistics, and memory bounded
+by the shard (checked structurally: shards in flight, records per shard).
 """
 
+import hashlib
 import json
 import os
 import random
@@ -89,19 +98,22 @@ def _statistics(records, mask_id):
     }
 
 
-def _squad_corpus(shared_data, path):
-    """Spec §12: contexts split after . ! ? + whitespace; blank line per paragraph."""
+def _squad_corpus(shared_data, path, max_paragraphs=None, repeats=1):
+    """Spec §12: contexts split after . ! ? + whitespace; blank line per paragraph.
+
+    `max_paragraphs` keeps the first ones only; `repeats` writes them again
+    (as new documents) that many times.
+    """
     with open(
         os.path.join(shared_data, "squad", "dev-v1.1.json"), encoding="utf-8"
     ) as f:
         data = json.load(f)["data"]
+    paragraphs = [p["context"] for article in data for p in article["paragraphs"]]
     num_sentences = 0
     with open(path, "w", encoding="utf-8") as out:
-        for article in data:
-            for paragraph in article["paragraphs"]:
-                for sentence in re.split(
-                    r"(?<=[.!?])\s+", paragraph["context"].strip()
-                ):
+        for _ in range(repeats):
+            for context in paragraphs[:max_paragraphs]:
+                for sentence in re.split(r"(?<=[.!?])\s+", context.strip()):
                     if sentence.strip():
                         out.write(sentence.strip() + "\n")
                         num_sentences += 1
@@ -109,25 +121,18 @@ def _squad_corpus(shared_data, path):
     return num_sentences
 
 
-@pytest.mark.slow
-def test_squad_statistics_match_original(shared_data, vocab_file, tmp_path):
-    # The full corpus: ~10 s on one core, so no subset is needed.
-    corpus = tmp_path / "squad.txt"
-    assert _squad_corpus(shared_data, corpus) == 10_598
-    count, outputs = _generate(
-        tmp_path,
-        "squad",
-        [str(corpus)],
-        vocab_file,
+def _squad_args(**kwargs):
+    return dict(
         max_seq_length=SEQ,
         max_predictions_per_seq=MAX_PRED,
         dupe_factor=5,
         random_seed=12345,
         masked_lm_prob=0.15,
+        **kwargs,
     )
-    mask_id = tokenization.load_vocab(vocab_file)["[MASK]"]
-    stats = _statistics(_parsed(outputs), mask_id)
-    assert count == stats["instances"]
+
+
+def _assert_original_statistics(stats):
     assert stats["instances"] == pytest.approx(22_936, rel=0.01)
     assert stats["predicted"] == pytest.approx(14.91, abs=0.5)
     assert stats["mask"] == pytest.approx(80.0, abs=1.0)
@@ -136,6 +141,73 @@ def test_squad_statistics_match_original(shared_data, vocab_file, tmp_path):
     assert stats["random_next"] == pytest.approx(62.6, abs=1.0)
     assert stats["short"] == pytest.approx(11.9, abs=1.0)
     assert stats["mean_real_tokens"] == pytest.approx(106.5, abs=1.0)
+
+
+@pytest.fixture(scope="module")
+def squad_corpus(shared_data, tmp_path_factory):
+    path = tmp_path_factory.mktemp("squad") / "squad.txt"
+    assert _squad_corpus(shared_data, path) == 10_598
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def small_corpus(shared_data, tmp_path_factory):
+    """The first 150 SQuAD paragraphs (~120 KB): many documents, quick to run."""
+    path = tmp_path_factory.mktemp("small") / "small.txt"
+    _squad_corpus(shared_data, path, max_paragraphs=150)
+    return str(path)
+
+
+# SHA-256 of the SQuAD records of the default mode, from the tf.train.Example /
+# tf.io.TFRecordWriter writer that the TensorFlow-free one replaced.
+SQUAD_RECORDS_SHA256 = (
+    "29ce5220fa67d094b2f36957694ad41467e3dbd53eeb9193b8c43c0392953b47"
+)
+
+
+@pytest.mark.slow
+def test_squad_statistics_match_original(squad_corpus, vocab_file, tmp_path):
+    # The full corpus: ~2 s on one core, so no subset is needed.
+    count, outputs = _generate(
+        tmp_path, "squad", [squad_corpus], vocab_file, **_squad_args()
+    )
+    with open(outputs[0], "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == SQUAD_RECORDS_SHA256
+    mask_id = tokenization.load_vocab(vocab_file)["[MASK]"]
+    stats = _statistics(_parsed(outputs), mask_id)
+    assert count == stats["instances"] == 22_936
+    _assert_original_statistics(stats)
+
+
+@pytest.mark.slow
+def test_squad_statistics_sharded(squad_corpus, vocab_file, tmp_path):
+    # Two workers, default shard size (1 MiB: the 1.6 MB corpus is 2 shards).
+    outputs = [str(tmp_path / f"sharded-{i}.tfrecord") for i in range(2)]
+    run = _write_sharded(
+        [squad_corpus], outputs, vocab_file, 2, pretraining.DEFAULT_SHARD_SIZE_MB
+    )
+    assert run.num_shards == 2 and run.processes == 2
+    assert run.max_shards_in_flight <= 2
+    mask_id = tokenization.load_vocab(vocab_file)["[MASK]"]
+    stats = _statistics(_parsed(outputs), mask_id)
+    assert run.num_records == stats["instances"] == sum(run.shard_records)
+    _assert_original_statistics(stats)
+
+
+def _write_sharded(inputs, outputs, vocab_file, num_workers, shard_size_mb, **kw):
+    options = dict(
+        random_seed=12345,
+        max_seq_length=SEQ,
+        max_predictions_per_seq=MAX_PRED,
+        dupe_factor=5,
+        short_seq_prob=0.1,
+        masked_lm_prob=0.15,
+        do_whole_word_mask=False,
+    )
+    options.update(kw)
+    return pretraining.write_sharded(
+        inputs, outputs, vocab_file, True, options, num_workers, shard_size_mb
+    )
 
 
 @pytest.fixture(scope="module")
@@ -319,11 +391,12 @@ def test_undecodable_bytes_name_file_and_line(vocab_file, tmp_path):
         _generate(tmp_path, "bad", [str(path)], vocab_file)
 
 
-def test_empty_corpus(vocab_file, tmp_path):
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_empty_corpus(vocab_file, tmp_path, num_workers):
     path = tmp_path / "empty.txt"
     path.write_text("\n\n  \n", encoding="utf-8")
     with pytest.raises(ValueError, match="no document"):
-        _generate(tmp_path, "empty", [str(path)], vocab_file)
+        _generate(tmp_path, "empty", [str(path)], vocab_file, num_workers=num_workers)
 
 
 def test_vocab_without_mask(vocab_file, sample_text, tmp_path):
@@ -363,3 +436,262 @@ def test_cli_end_to_end(sample_text, vocab_file, tmp_path):
     # Same records as the library with the same arguments.
     _, lib = _generate(tmp_path, "lib", [sample_text], vocab_file, dupe_factor=2)
     assert _raw_records(lib[0]) == records
+
+
+# --------------------------------------------------------------------------
+# Fast path: the same bytes as TensorFlow, without TensorFlow
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "seq,max_pred,wwm", [(SEQ, MAX_PRED, False), (300, 45, True), (16, 3, False)]
+)
+def test_record_encoder_matches_tf_example(small_corpus, tokenizer, seq, max_pred, wwm):
+    # seq 300: positions >= 128 (two-byte varints); uncased ids reach 30521
+    # (three-byte varints); seq 16 with 3 predictions: heavy truncation.
+    documents, _ = pretraining.read_documents([small_corpus], tokenizer)
+    instances = pretraining.create_training_instances(
+        documents[:60],
+        list(tokenizer.vocab.keys()),
+        seq,
+        1,
+        0.3,
+        0.15,
+        max_pred,
+        random.Random(seq),
+        do_whole_word_mask=wwm,
+    )
+    encoder = pretraining.RecordEncoder(tokenizer.vocab, seq, max_pred)
+    assert len(instances) > 50
+    for instance in instances:
+        expected = pretraining.instance_to_example(
+            instance, tokenizer, seq, max_pred
+        ).SerializeToString(deterministic=True)
+        assert encoder.encode_instance(instance) == expected
+        num_a = instance.segment_ids.index(1)
+        record = encoder.encode(
+            instance.tokens,
+            num_a,
+            instance.masked_lm_positions,
+            instance.masked_lm_labels,
+            instance.is_random_next,
+        )
+        assert record == expected
+        decoded = pretraining.decode_record(record)
+        example = tf.train.Example.FromString(record).features.feature
+        for name, values in decoded.items():
+            feature = example[name]
+            assert values == list(feature.int64_list.value or feature.float_list.value)
+
+
+def test_record_encoder_rejects_like_original(tokenizer):
+    encoder = pretraining.RecordEncoder(tokenizer.vocab, 8, 2)
+    with pytest.raises(AssertionError, match="9 tokens > 8"):
+        encoder.encode(["[CLS]"] * 9, 2, [1], ["a"], False)
+    with pytest.raises(KeyError):
+        encoder.encode(["[CLS]", "not-a-vocab-token", "[SEP]"], 3, [], [], False)
+
+
+def test_tfrecord_framing_matches_tf_writer(tmp_path):
+    rng = np.random.default_rng(0)
+    # More than one CRC batch, empty and long records, all byte values.
+    lengths = [0, 1, 8, 255, 20_000] + rng.integers(0, 400, 4200).tolist()
+    records = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in lengths]
+    path = str(tmp_path / "tf.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+    data, sizes = pretraining.frame_records(records)
+    with open(path, "rb") as f:
+        assert data == f.read()
+    assert sizes == [n + 16 for n in lengths]
+    assert pretraining.frame_records([]) == (b"", [])
+
+
+def test_memo_tokenizer_matches_full_tokenizer(small_corpus, tokenizer):
+    with open(small_corpus, encoding="utf-8") as f:
+        lines = [line.strip() for line in f]
+    lines += ["Ünïcödé — ﬁne 東京 café's naïve", "x" * 250, "\u00ad\u200b a\u3000b"]
+    # A tiny memo limit also exercises the reset.
+    memo = pretraining._MemoTokenizer(tokenizer, max_words=50)
+    for line in lines + lines:
+        assert memo.tokenize(line) == tokenizer.tokenize(line)
+
+
+def test_default_mode_does_not_import_tensorflow(sample_text, vocab_file, tmp_path):
+    code = (
+        "import sys\n"
+        "from data_prep import pretraining\n"
+        f"pretraining.create_pretraining_data([{sample_text!r}], "
+        f"[{str(tmp_path / 'x.tfrecord')!r}], {vocab_file!r}, dupe_factor=1)\n"
+        "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
+        "assert 'keras' not in sys.modules, 'keras imported'\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+# --------------------------------------------------------------------------
+# Sharded, streaming mode
+# --------------------------------------------------------------------------
+
+
+def _documents_of_lines(lines):
+    documents = [[]]
+    for line in lines:
+        if line:
+            documents[-1].append(line)
+        else:
+            documents.append([])
+    return [d for d in documents if d]
+
+
+def test_iter_shards_are_runs_of_whole_documents(small_corpus, tmp_path):
+    with open(small_corpus, encoding="utf-8") as f:
+        lines = [line.strip() for line in f]
+    documents = _documents_of_lines(lines)
+    second = tmp_path / "second.txt"
+    second.write_text("First doc of file two.\nNo blank line at the end.", "utf-8")
+    limit_mb = 0.01
+    shards = list(pretraining.iter_shards([small_corpus, str(second)], limit_mb))
+    assert len(shards) > 8
+    # Whole documents, in order; file two does not continue file one's last
+    # document, and is a shard of its own.
+    assert [d for shard in shards[:-1] for d in _documents_of_lines(shard)] == (
+        documents
+    )
+    assert shards[-1] == ["First doc of file two.", "No blank line at the end."]
+    largest_document = max(len("\n".join(d).encode()) + 1 for d in documents)
+    for shard in shards[:-1]:
+        size = sum(len(line.encode()) + 1 for line in shard)
+        assert size < limit_mb * (1 << 20) + largest_document
+    with pytest.raises(ValueError, match="shard_size_mb"):
+        list(pretraining.iter_shards([small_corpus], 0))
+
+
+def test_sharded_output_independent_of_workers(
+    small_corpus, vocab_file, tokenizer, tmp_path
+):
+    runs = {}
+    for workers in (1, 2, 3):
+        outputs = [str(tmp_path / f"w{workers}-{i}.tfrecord") for i in range(2)]
+        stats = _write_sharded(
+            [small_corpus], outputs, vocab_file, workers, 0.02, dupe_factor=2
+        )
+        runs[workers] = (stats, [_raw_records(p) for p in outputs], outputs)
+    stats, records, outputs = runs[1]
+    assert stats.num_shards >= 5 and stats.processes == 0
+    for workers in (2, 3):
+        other, other_records, _ = runs[workers]
+        assert other.processes == workers
+        # Bounded memory: never more shards submitted and unwritten than workers.
+        assert other.max_shards_in_flight <= workers
+        assert other.shard_records == stats.shard_records
+        assert other_records == records
+    assert len(records[0]) + len(records[1]) == stats.num_records
+
+    # Every record parses with the original reader's FixedLenFeature spec.
+    parsed = _parsed(outputs)
+    assert len(parsed["input_ids"]) == stats.num_records
+
+    # Shard 0 is the original algorithm run on shard 0 alone, with its seed.
+    shard0 = next(iter(pretraining.iter_shards([small_corpus], 0.02)))
+    path = tmp_path / "shard0.txt"
+    path.write_text("\n".join(shard0) + "\n", encoding="utf-8")
+    documents, _ = pretraining.read_documents([str(path)], tokenizer)
+    instances = pretraining.create_training_instances(
+        documents,
+        list(tokenizer.vocab.keys()),
+        SEQ,
+        2,
+        0.1,
+        0.15,
+        MAX_PRED,
+        random.Random(pretraining.shard_seed(12345, 0)),
+    )
+    encoder = pretraining.RecordEncoder(tokenizer.vocab, SEQ, MAX_PRED)
+    expected = [encoder.encode_instance(instance) for instance in instances]
+    assert len(expected) == stats.shard_records[0]
+    # Round-robin over the two files (file 0 may hold one record more).
+    interleaved = [r for pair in zip(*records, strict=False) for r in pair]
+    assert interleaved[: len(expected)] == expected
+
+
+def test_sharded_memory_bounded_by_shard(shared_data, vocab_file, tmp_path):
+    # The same text 1x and 4x (repeated as new documents): 4x the shards, not
+    # larger ones, so the records in memory (shards in flight x records per
+    # shard) do not grow with the corpus.
+    stats = {}
+    for repeats in (1, 4):
+        corpus = tmp_path / f"x{repeats}.txt"
+        _squad_corpus(shared_data, corpus, max_paragraphs=100, repeats=repeats)
+        stats[repeats] = _write_sharded(
+            [str(corpus)],
+            [str(tmp_path / f"x{repeats}.tfrecord")],
+            vocab_file,
+            1,
+            0.02,
+            dupe_factor=1,
+        )
+    one, four = stats[1], stats[4]
+    assert one.num_shards >= 3
+    assert four.num_shards >= 3 * one.num_shards
+    assert four.num_records == pytest.approx(4 * one.num_records, rel=0.05)
+    assert four.max_shards_in_flight == one.max_shards_in_flight == 1
+    assert four.max_shard_records <= 1.25 * one.max_shard_records
+
+
+def test_cli_sharded_matches_library(small_corpus, vocab_file, tmp_path):
+    # The CLI forks its workers (no TensorFlow loaded); this process spawns.
+    output = tmp_path / "cli.tfrecord"
+    command = [
+        sys.executable,
+        os.path.join(REPO_ROOT, "create_pretraining_data.py"),
+        f"--input_file={small_corpus}",
+        f"--output_file={output}",
+        f"--vocab_file={vocab_file}",
+        "--dupe_factor=1",
+        "--num_workers=2",
+        "--shard_size_mb=0.03",
+    ]
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    result = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "*** Example ***" in result.stderr
+    assert re.search(
+        r"in \d+ shards of up to 0.03 MiB; 2 worker processes", result.stderr
+    )
+    _, lib = _generate(
+        tmp_path,
+        "lib",
+        [small_corpus],
+        vocab_file,
+        dupe_factor=1,
+        num_workers=3,
+        shard_size_mb=0.03,
+    )
+    assert _raw_records(lib[0]) == _raw_records(str(output))
+
+    help_text = subprocess.run(
+        [command[0], command[1], "--help"], env=env, capture_output=True, text=True
+    ).stdout
+    assert "--shard_size_mb" in help_text and "--num_workers" in help_text
+
+
+def test_expand_input_files_like_tf_glob(tmp_path):
+    for name in ("b.txt", "a.txt", "c.txt"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    literal = str(tmp_path / "a.txt")
+    pattern = str(tmp_path / "*.txt")
+    # Literal local paths skip TensorFlow; patterns keep tf.io.gfile.glob's order.
+    assert pretraining.expand_input_files(literal) == tf.io.gfile.glob(literal)
+    assert pretraining.expand_input_files(f"{pattern},{literal}") == (
+        tf.io.gfile.glob(pattern) + [literal]
+    )
+    with pytest.raises(ValueError, match="matches no file"):
+        pretraining.expand_input_files(str(tmp_path / "missing.txt"))
