@@ -4,7 +4,11 @@ Prints examples/s for inference and for one training step (forward, backward,
 Adam update) at seq 128, at the MiniLM size (L6 H384 A12 I1536) and the
 BERT-base size (L12 H768 A12 I3072). Weights are random: speed does not depend
 on their values. KerasHub and PyTorch rows appear when those packages are
-installed. Every framework gets the same threads and the same inputs.
+installed. Every framework gets the same threads and the same inputs, and
+the training steps use Keras Adam — except the `bert_tf_adamw` row, which is
+the same bert_tf step with run_classifier's optimizer (the original
+AdamWeightDecay, one fused XLA update per variable) against KerasHub's
+default, Keras Adam.
 
     python benchmarks/encoder_throughput.py                # both sizes
     python benchmarks/encoder_throughput.py --sizes minilm --seconds 20
@@ -52,7 +56,7 @@ def time_it(step, batch, seconds):
             return count * batch / elapsed
 
 
-def bench_bert_tf(size, seconds, jit_compile):
+def bench_bert_tf(size, seconds, jit_compile, optimizer_name="keras_adam"):
     import keras
     import tensorflow as tf
 
@@ -72,7 +76,13 @@ def bench_bert_tf(size, seconds, jit_compile):
     # [CLS] position in the last layer (`output_range=1`): all it needs.
     encoder = bert_tf.BertEncoder(config)
     model = bert_tf.BertClassifier(config, num_labels=2)
-    optimizer = keras.optimizers.Adam(1e-5)
+    if optimizer_name == "keras_adam":
+        optimizer = keras.optimizers.Adam(1e-5)
+    else:
+        # run_classifier's default: the original AdamWeightDecay + schedule.
+        from bert_tf.optimization import create_optimizer
+
+        optimizer = create_optimizer(optimizer_name, 1e-5, 1000, 100, model)
     optimizer.build(model.trainable_variables)
 
     @tf.function(jit_compile=jit_compile)
@@ -210,7 +220,8 @@ def main():
         "--seconds", type=float, default=10.0, help="timed seconds per figure"
     )
     parser.add_argument(
-        "--frameworks", default="bert_tf,bert_tf_xla,keras_hub,keras_hub_xla,torch"
+        "--frameworks",
+        default="bert_tf,bert_tf_adamw,bert_tf_xla,keras_hub,keras_hub_xla,torch",
     )
     args = parser.parse_args()
 
@@ -219,6 +230,10 @@ def main():
     runners = {
         "bert_tf": lambda s: bench_bert_tf(s, args.seconds, jit_compile=False),
         "bert_tf_xla": lambda s: bench_bert_tf(s, args.seconds, jit_compile=True),
+        # The same model with run_classifier's optimizer instead of Keras Adam.
+        "bert_tf_adamw": lambda s: bench_bert_tf(
+            s, args.seconds, jit_compile=False, optimizer_name="adamw_original"
+        ),
         "keras_hub": lambda s: bench_keras_hub(s, args.seconds, jit_compile=False),
         "keras_hub_xla": lambda s: bench_keras_hub(s, args.seconds, jit_compile=True),
         "torch": lambda s: bench_torch(s, args.seconds),
