@@ -166,7 +166,9 @@ def test_classifier_names_are_the_originals(tiny_config):
 def test_classifier_from_a_pretraining_checkpoint_initialises_its_head(
     tiny_tf1_checkpoint, caplog
 ):
-    with caplog.at_level(logging.INFO):
+    # absl logs through the "absl" logger; other code (e.g. a SavedModel export)
+    # may have set its level, so set it here, not only the root level.
+    with caplog.at_level(logging.INFO, logger="absl"):
         model = bert_tf.BertClassifier.from_checkpoint(
             tiny_tf1_checkpoint, num_labels=2
         )

@@ -1007,7 +1007,9 @@ def test_convert_examples_to_features_and_logging(tmp_path, caplog):
         )
         for i in range(7)
     ]
-    with caplog.at_level(logging.INFO):
+    # absl logs through the "absl" logger; other code (e.g. a SavedModel export)
+    # may have set its level, so set it here, not only the root level.
+    with caplog.at_level(logging.INFO, logger="absl"):
         features = glue.convert_examples_to_features(examples, ["0", "1"], 8, tokenizer)
     assert features[0].input_ids == [2, 4, 5, 6, 7, 3, 0, 0]
     assert features[1].input_ids == [2, 4, 5, 6, 7, 3, 1, 3]  # "xyz" -> [UNK]
