@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,3 +46,21 @@ def script_flag_defaults(module):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def kill_when_written(script, flags, path, timeout=240):
+    """Starts `script` with `flags` and SIGKILLs it as soon as `path` exists
+    (e.g. a checkpoint index): the real interruption of the resume tests."""
+    process = subprocess.Popen(
+        [sys.executable, script, *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=script_env(),
+    )
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.time() < deadline, f"{path} was not written in {timeout} s"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()

@@ -9,6 +9,7 @@ that can import TensorFlow and tensorflow-text but not bert_tf.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -617,7 +618,7 @@ def test_export_script_from_a_checkpoint(models, vocab_file, tmp_path):
     bert_tf.save_tf1_checkpoint(
         models["classifier"], str(checkpoint_dir / "model.ckpt-7")
     )
-    os.symlink(vocab_file, checkpoint_dir / "vocab.txt")
+    shutil.copyfile(vocab_file, checkpoint_dir / "vocab.txt")
     serving = tmp_path / "serving"
     result = run_script(
         os.path.join(REPO, "export_saved_model.py"),

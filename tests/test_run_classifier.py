@@ -2,14 +2,10 @@
 
 import os
 import re
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
+from cli_script import kill_when_written
 from cli_script import run_script
-from cli_script import script_env as env
 from cli_script import script_flag_defaults
 
 import bert_tf
@@ -179,19 +175,7 @@ def test_killed_training_resumes_and_ends_at_the_same_step(tmp_path):
         "--num_train_epochs=4",
         "--save_checkpoints_steps=10",
     )
-    process = subprocess.Popen(
-        [sys.executable, SCRIPT, *flags],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env(),
-    )
-    deadline = time.time() + 240
-    while not (output / "checkpoints" / "ckpt-20.index").exists():
-        assert process.poll() is None, "training ended before it could be killed"
-        assert time.time() < deadline
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    kill_when_written(SCRIPT, flags, output / "checkpoints" / "ckpt-20.index")
     assert not os.path.exists(output / "model.ckpt-100.index")
 
     result = run_cli(*flags)

@@ -4,6 +4,7 @@ import os
 import re
 
 import pytest
+from cli_script import kill_when_written
 from cli_script import run_script
 from cli_script import script_flag_defaults
 
@@ -278,10 +279,8 @@ def _assert_same_weights(a, b, rtol):
 
 
 def test_mirrored_and_a_killed_run_match_one_device(full_length_records, tmp_path):
-    import signal
     import subprocess
     import sys
-    import time
 
     from cli_script import script_env
 
@@ -311,19 +310,7 @@ def test_mirrored_and_a_killed_run_match_one_device(full_length_records, tmp_pat
     # the same command again.
     killed = tmp_path / "killed"
     flags = _pretraining_flags(folder, vocab, killed)
-    process = subprocess.Popen(
-        [sys.executable, SCRIPT, *flags],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=script_env(),
-    )
-    deadline = time.time() + 240
-    while not (killed / "checkpoints" / "ckpt-8.index").exists():
-        assert process.poll() is None, "training ended before it could be killed"
-        assert time.time() < deadline
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    kill_when_written(SCRIPT, flags, killed / "checkpoints" / "ckpt-8.index")
     assert not (killed / "model.ckpt-24.index").exists()
     result = run_cli(*flags)
     assert re.search(r"Resumed from .*ckpt-(4|8) at step (4|8)", result.stderr)
