@@ -300,7 +300,9 @@ class _SpanModule:
         return {name: tf.cast(outputs[name], tf.float32) for name in outputs}
 
     def serve_text(self, question, context):
-        inputs, token_start, token_end = self._pack(question, repair_utf8(context))
+        # Offsets index the repaired context, which the answer is cut from.
+        context = repair_utf8(context)
+        inputs, token_start, token_end = self._pack(question, context)
         outputs = self.model(inputs, training=False)
         start_logits = tf.cast(outputs["start_logits"], tf.float32)
         end_logits = tf.cast(outputs["end_logits"], tf.float32)
@@ -320,7 +322,6 @@ class _SpanModule:
         found = tf.reduce_any(valid, axis=[1, 2])
         answer_start = tf.where(found, tf.gather(token_start, start, batch_dims=1), 0)
         answer_end = tf.where(found, tf.gather(token_end, end, batch_dims=1), 0)
-        context = repair_utf8(context)
         answer_text = tf.strings.substr(
             context, answer_start, answer_end - answer_start, unit="BYTE"
         )
