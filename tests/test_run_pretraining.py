@@ -197,6 +197,9 @@ def test_flag_errors_name_the_flag(sample_records, tmp_path):
     )
     assert result.returncode != 0
     assert "--gradient_accumulation_steps=3" in result.stderr
+    result = run_cli(*base, "--do_train=true", "--dynamic_masking=true", check=False)
+    assert result.returncode != 0
+    assert "--dynamic_masking needs --vocab_file" in result.stderr
 
 
 @pytest.fixture(scope="module")
