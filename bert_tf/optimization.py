@@ -307,30 +307,40 @@ class _BertOptimizer(keras.optimizers.Optimizer):
     def _moments(self, gradient, variable):
         """Densified gradient and the new m and v, before they are assigned."""
         dtype = variable.dtype
-        # An embedding lookup gives `tf.IndexedSlices`. The original applies a
-        # dense update to every row: m and v decay on rows without gradient
-        # and weight decay reaches every row. Densifying does the same.
-        if isinstance(gradient, tf.IndexedSlices):
-            gradient = tf.convert_to_tensor(gradient)
-        gradient = tf.cast(gradient, dtype)
         index = self._get_variable_index(variable)
-        m, v = self._m[index], self._v[index]
-        # (1 - beta) is computed in Python, then rounded once to float32, as
-        # in the original graph.
-        beta_1 = tf.cast(self.beta_1, dtype)
-        one_minus_beta_1 = tf.cast(1.0 - self.beta_1, dtype)
-        beta_2 = tf.cast(self.beta_2, dtype)
-        one_minus_beta_2 = tf.cast(1.0 - self.beta_2, dtype)
-        next_m = beta_1 * m + one_minus_beta_1 * gradient
-        next_v = beta_2 * v + one_minus_beta_2 * tf.square(gradient)
+        next_m, next_v = _next_moments(
+            self._m[index],
+            self._v[index],
+            _dense_gradient(gradient, dtype),
+            *self._betas(dtype),
+        )
         return index, next_m, next_v
 
-    def _bias_corrected(self, next_m, next_v, dtype):
+    def _betas(self, dtype):
+        """beta_1, 1 - beta_1, beta_2, 1 - beta_2 as `dtype` tensors.
+
+        (1 - beta) is computed in Python, then rounded once to float32, as in
+        the original graph.
+        """
+        return (
+            tf.cast(self.beta_1, dtype),
+            tf.cast(1.0 - self.beta_1, dtype),
+            tf.cast(self.beta_2, dtype),
+            tf.cast(1.0 - self.beta_2, dtype),
+        )
+
+    def _bias_denominators(self, dtype):
+        """(1 - beta_1**t, 1 - beta_2**t) with t = iterations + 1."""
         # `iterations` is 0 during the first update, so t = 1 there.
         t = tf.cast(self.iterations + 1, dtype)
-        m_hat = next_m / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), t))
-        v_hat = next_v / (1.0 - tf.pow(tf.cast(self.beta_2, dtype), t))
-        return m_hat, v_hat
+        return (
+            1.0 - tf.pow(tf.cast(self.beta_1, dtype), t),
+            1.0 - tf.pow(tf.cast(self.beta_2, dtype), t),
+        )
+
+    def _bias_corrected(self, next_m, next_v, dtype):
+        m_denominator, v_denominator = self._bias_denominators(dtype)
+        return next_m / m_denominator, next_v / v_denominator
 
     def get_config(self):
         config = super().get_config()
@@ -430,17 +440,9 @@ class AdamWeightDecay(_BertOptimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
-        # An embedding lookup gives `tf.IndexedSlices`. The original applies a
-        # dense update to every row: m and v decay on rows without gradient
-        # and weight decay reaches every row. Densifying does the same.
-        if isinstance(gradient, tf.IndexedSlices):
-            gradient = tf.convert_to_tensor(gradient)
         index = self._get_variable_index(variable)
         if self.bias_correction:
-            # `iterations` is 0 during the first update, so t = 1 there.
-            t = tf.cast(self.iterations + 1, dtype)
-            m_denominator = 1.0 - tf.pow(tf.cast(self.beta_1, dtype), t)
-            v_denominator = 1.0 - tf.pow(tf.cast(self.beta_2, dtype), t)
+            m_denominator, v_denominator = self._bias_denominators(dtype)
         else:
             # The original has no bias correction ("mostly an oversight",
             # google-research/bert#153); its warmup makes up for it. x / 1 is
@@ -448,15 +450,10 @@ class AdamWeightDecay(_BertOptimizer):
             m_denominator = v_denominator = tf.ones([], dtype)
         decay = self.weight_decay_rate if self._decay_flags[index] else 0.0
         arguments = (
-            tf.cast(gradient, dtype),
+            _dense_gradient(gradient, dtype),
             tf.cast(learning_rate, dtype),
             tf.cast(decay, dtype),
-            # (1 - beta) is computed in Python, then rounded once to float32,
-            # as in the original graph.
-            tf.cast(self.beta_1, dtype),
-            tf.cast(1.0 - self.beta_1, dtype),
-            tf.cast(self.beta_2, dtype),
-            tf.cast(1.0 - self.beta_2, dtype),
+            *self._betas(dtype),
             tf.cast(self.epsilon, dtype),
             m_denominator,
             v_denominator,
@@ -469,7 +466,8 @@ class AdamWeightDecay(_BertOptimizer):
         else:
             # One XLA kernel per variable reads and writes p, m and v once,
             # with the same float32 arithmetic; the op-by-op update makes ~10
-            # passes over memory (a tenth of a BERT-base training step on CPU).
+            # passes over memory (at BERT-base on 2 CPU cores: 0.36 s of
+            # optimizer time per step down to 0.10 s).
             _fused_adam_weight_decay_update(*values, *arguments)
 
     def get_config(self):
@@ -650,6 +648,22 @@ def create_optimizer(
     return AdamWeightDecay(schedule, bias_correction=(name == "adamw"), **common)
 
 
+def _next_moments(m, v, gradient, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2):
+    """Adam's new first and second moments, in the original's float32 order."""
+    next_m = beta_1 * m + one_minus_beta_1 * gradient
+    next_v = beta_2 * v + one_minus_beta_2 * tf.square(gradient)
+    return next_m, next_v
+
+
+def _dense_gradient(gradient, dtype):
+    # An embedding lookup gives `tf.IndexedSlices`. The original applies a
+    # dense update to every row: m and v decay on rows without gradient and
+    # weight decay reaches every row. Densifying does the same.
+    if isinstance(gradient, tf.IndexedSlices):
+        gradient = tf.convert_to_tensor(gradient)
+    return tf.cast(gradient, dtype)
+
+
 def _adam_weight_decay_update(
     variable,
     m,
@@ -666,8 +680,9 @@ def _adam_weight_decay_update(
     v_denominator,
 ):
     """AdamWeightDecay's update of one variable (see the class docstring)."""
-    next_m = beta_1 * m + one_minus_beta_1 * gradient
-    next_v = beta_2 * v + one_minus_beta_2 * tf.square(gradient)
+    next_m, next_v = _next_moments(
+        m, v, gradient, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2
+    )
     update = (next_m / m_denominator) / (tf.sqrt(next_v / v_denominator) + epsilon)
     # decay is 0 for excluded variables: update + 0 * p is update exactly.
     update = update + decay * variable

@@ -188,7 +188,6 @@ class BertPreprocessor(keras.layers.Layer):
             piece_word_start + tf.cast(piece_ends.flat_values, tf.int64),
             piece_word_end,
         )
-        del piece_word_end
         flat_start = tf.gather(flat_start, ids.values.values.value_rowids())
         flat_end = tf.gather(flat_end, ids.values.values.value_rowids())
         ids = ids.merge_dims(1, -1)
