@@ -263,6 +263,8 @@ class DataProcessor:
     """
 
     is_regression = False
+    # Whether examples have a text_b (a SavedModel then takes text_b too).
+    text_pair = True
 
     def __init__(self, skip_bad_rows=False):
         self.skip_bad_rows = skip_bad_rows
@@ -545,6 +547,8 @@ class ColaProcessor(_SplitFilesProcessor):
       skip_bad_rows: see DataProcessor.
     """
 
+    text_pair = False
+
     def get_labels(self, data_dir=None):
         return ["0", "1"]
 
@@ -571,6 +575,8 @@ class Sst2Processor(_SplitFilesProcessor):
     Args:
       skip_bad_rows: see DataProcessor.
     """
+
+    text_pair = False
 
     def get_labels(self, data_dir=None):
         return ["0", "1"]
@@ -728,6 +734,7 @@ class CustomProcessor(DataProcessor):
         self.files = {"train": train_file, "dev": dev_file, "test": test_file}
         self.text_a_column = text_a_column
         self.text_b_column = text_b_column
+        self.text_pair = text_b_column is not None
         self.label_column = label_column
         self.has_header = has_header
         self.is_regression = is_regression

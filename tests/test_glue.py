@@ -1020,3 +1020,15 @@ def test_convert_examples_to_features_and_logging(tmp_path, caplog):
     ]
     assert guids == [f"guid: t-{i}" for i in range(5)]
     assert "label: 1 (id = 1)" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "task, folder",
+    [("mrpc", "MRPC"), ("sst-2", "SST-2"), ("cola", "CoLA"), ("sts-b", "STS-B")],
+)
+def test_text_pair_matches_the_real_data(shared_data, task, folder):
+    """`text_pair` (what an exported SavedModel takes) agrees with the files."""
+    examples = _real_examples(shared_data, task, folder, "train")
+    assert glue.get_processor(task).text_pair == any(e.text_b for e in examples)
+    assert glue.get_processor("custom", text_b_column="b").text_pair
+    assert not glue.get_processor("custom").text_pair

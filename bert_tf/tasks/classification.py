@@ -342,22 +342,9 @@ def run(flags_obj):
             flags_obj,
             model,
             label_list=label_list,
-            text_pair=is_pair_task(processor, data_dir, flags_obj),
+            text_pair=processor.text_pair,
         )
     return results
-
-
-def is_pair_task(processor, data_dir, flags_obj):
-    """Whether the task's examples have a text_b (the served signature then
-    takes text_b), judged on the first split the run had."""
-    for wanted, read in (
-        (flags_obj.do_train, processor.get_train_examples),
-        (flags_obj.do_eval, processor.get_dev_examples),
-        (flags_obj.do_predict, processor.get_test_examples),
-    ):
-        if wanted:
-            return any(example.text_b for example in read(data_dir))
-    return False
 
 
 def _write_records(examples, label_list, seq_length, tokenizer, path, is_regression):

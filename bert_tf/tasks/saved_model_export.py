@@ -85,12 +85,6 @@ def define_flags():
     )
 
 
-# run_classifier tasks whose examples have a text_b (CoLA and SST-2 do not).
-PAIR_TASKS = frozenset(
-    ["mrpc", "mnli", "mnli-mm", "qqp", "qnli", "rte", "wnli", "sts-b", "xnli"]
-)
-
-
 def classifier_labels(flags_obj):
     """(label_list, text_pair) from --labels / --task_name / --text_pair."""
     if flags_obj.labels and flags_obj.task_name:
@@ -104,8 +98,8 @@ def classifier_labels(flags_obj):
                 "--task_name=custom: give the labels with --labels and pairs with "
                 "--text_pair"
             )
-        labels = glue.get_processor(task).get_labels(None)
-        pair = task in PAIR_TASKS
+        processor = glue.get_processor(task)
+        labels, pair = processor.get_labels(None), processor.text_pair
     else:
         raise ValueError(
             "--model_type=classifier needs --task_name or --labels (label names)"
