@@ -223,9 +223,24 @@ def main():
         "--frameworks",
         default="bert_tf,bert_tf_adamw,bert_tf_xla,keras_hub,keras_hub_xla,torch",
     )
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "mixed_bfloat16", "mixed_float16"],
+        help="Keras dtype policy for the bert_tf and KerasHub rows (PyTorch rows "
+        "run under torch.autocast with the matching dtype)",
+    )
     args = parser.parse_args()
 
     import importlib.util
+
+    import keras
+
+    keras.mixed_precision.set_global_policy(args.dtype)
+    global TORCH_AUTOCAST
+    TORCH_AUTOCAST = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}.get(
+        args.dtype
+    )
 
     runners = {
         "bert_tf": lambda s: bench_bert_tf(s, args.seconds, jit_compile=False),
@@ -243,7 +258,10 @@ def main():
         "keras_hub_xla": "keras_hub",
         "torch": "transformers",
     }
-    print(f"cores: {os.cpu_count()}, seq {SEQ}; examples/s (higher is better)")
+    print(
+        f"cores: {os.cpu_count()}, seq {SEQ}, {args.dtype}; examples/s "
+        "(higher is better)"
+    )
     print(f"{'size':8} {'framework':15} {'inference':>10} {'train step':>11}")
     for size in args.sizes.split(","):
         for name in args.frameworks.split(","):

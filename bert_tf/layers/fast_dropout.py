@@ -27,12 +27,16 @@ class FastDropout(keras.layers.Dropout):
     (4, 8)
     """
 
+    def next_seed(self):
+        """An int32 [2] seed for this call's mask; advances the layer's stream."""
+        return tf.cast(self.seed_generator.next(), tf.int32)
+
     def call(self, inputs, training=False):
         if not training or self.rate == 0.0:
             return inputs
         if self.rate >= 1.0:
             return tf.zeros_like(inputs)
-        seed = tf.cast(self.seed_generator.next(), tf.int32)
+        seed = self.next_seed()
         count = tf.size(inputs)
         bits = tf.random.stateless_uniform(
             tf.reshape((count + 1) // 2, [1]),

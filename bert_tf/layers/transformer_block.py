@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_tf.layers import fused_elementwise
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.fast_dropout import FastDropout
 
@@ -190,18 +191,45 @@ class TransformerBlock(keras.layers.Layer):
             ops.transpose(context, (0, 2, 1, 3)), (-1, self.hidden_size)
         )
 
-        attention = self.attention_dropout(
-            dense(context, self.attention_output), training=training
-        )
-        attention = ops.cast(self.attention_layer_norm(attention + x_query), x.dtype)
+        attention = dense(context, self.attention_output)
+        # Training runs the element-wise tails (dropout + residual +
+        # LayerNorm, GELU) as single XLA kernels each way; inference keeps
+        # the plain ops, which oneDNN / cuBLASLt fuse into the matmuls.
+        if training:
+            attention = fused_elementwise.dropout_residual_layer_norm(
+                attention,
+                x_query,
+                self.attention_layer_norm,
+                *self._rate_and_seed(self.attention_dropout),
+            )
+        else:
+            attention = ops.cast(
+                self.attention_layer_norm(attention + x_query), x.dtype
+            )
 
         # === Feed-forward ===
-        intermediate = dense(attention, self.intermediate, self._activation)
-        output = self.output_dropout(
-            dense(intermediate, self.output_dense), training=training
-        )
-        output = ops.cast(self.output_layer_norm(output + attention), x.dtype)
+        if training and self.hidden_act == "gelu":
+            intermediate = fused_elementwise.gelu_tanh(
+                dense(attention, self.intermediate)
+            )
+        else:
+            intermediate = dense(attention, self.intermediate, self._activation)
+        output = dense(intermediate, self.output_dense)
+        if training:
+            output = fused_elementwise.dropout_residual_layer_norm(
+                output,
+                attention,
+                self.output_layer_norm,
+                *self._rate_and_seed(self.output_dropout),
+            )
+        else:
+            output = ops.cast(self.output_layer_norm(output + attention), x.dtype)
         return ops.reshape(output, (batch_size, query_length, self.hidden_size))
+
+    @staticmethod
+    def _rate_and_seed(dropout):
+        # A Dropout built with rate 0 has no seed generator.
+        return dropout.rate, dropout.next_seed() if dropout.rate else None
 
     def compute_output_shape(
         self, hidden_states_shape, attention_bias_shape=None, query_positions_shape=None
