@@ -12,6 +12,7 @@ default, Keras Adam.
 
     python benchmarks/encoder_throughput.py                # both sizes
     python benchmarks/encoder_throughput.py --sizes minilm --seconds 20
+    python benchmarks/encoder_throughput.py --dtype mixed_bfloat16  # bf16 CPUs/GPUs
 """
 
 import argparse
