@@ -57,7 +57,23 @@ def time_it(step, batch, seconds):
             return count * batch / elapsed
 
 
-def bench_bert_tf(size, seconds, jit_compile, optimizer_name="keras_adam"):
+def interleaved_rates(steps, seconds, rounds):
+    """Median ex/s of each step over `rounds` rounds, the steps taking turns.
+
+    A shared 2-core machine has bursts of outside load lasting tens of
+    seconds; timing the frameworks one after the other lets a burst land on
+    one of them. Taking turns within each round and keeping the median puts
+    every framework under the same conditions.
+    """
+    rates = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, (step, batch) in steps.items():
+            rates[name].append(time_it(step, batch, seconds))
+    return {name: float(np.median(values)) for name, values in rates.items()}
+
+
+def bench_bert_tf(size, jit_compile, optimizer_name="keras_adam"):
+    """Returns ((inference step, batch), (training step, batch))."""
     import keras
     import tensorflow as tf
 
@@ -102,16 +118,17 @@ def bench_bert_tf(size, seconds, jit_compile, optimizer_name="keras_adam"):
         return loss
 
     data = make_batch(infer_batch, SEQ)
-    features = {k: tf.constant(v) for k, v in data.items() if k != "labels"}
-    infer_rate = time_it(lambda: infer(features).numpy(), infer_batch, seconds)
+    infer_features = {k: tf.constant(v) for k, v in data.items() if k != "labels"}
     data = make_batch(train_batch, SEQ)
     features = {k: tf.constant(v) for k, v in data.items() if k != "labels"}
     labels = tf.constant(data["labels"])
-    train_rate = time_it(lambda: train(features, labels).numpy(), train_batch, seconds)
-    return infer_rate, train_rate
+    return (
+        (lambda: infer(infer_features).numpy(), infer_batch),
+        (lambda: train(features, labels).numpy(), train_batch),
+    )
 
 
-def bench_keras_hub(size, seconds, jit_compile):
+def bench_keras_hub(size, jit_compile):
     import keras
     import keras_hub
     import tensorflow as tf
@@ -155,19 +172,27 @@ def bench_keras_hub(size, seconds, jit_compile):
         optimizer.apply(grads, variables)
         return loss
 
-    data = make_batch(infer_batch, SEQ)
-    features = inputs(data)
-    infer_rate = time_it(lambda: infer(features).numpy(), infer_batch, seconds)
+    infer_features = inputs(make_batch(infer_batch, SEQ))
     data = make_batch(train_batch, SEQ)
     features = inputs(data)
     labels = tf.constant(data["labels"])
-    train_rate = time_it(lambda: train(features, labels).numpy(), train_batch, seconds)
-    return infer_rate, train_rate
+    return (
+        (lambda: infer(infer_features).numpy(), infer_batch),
+        (lambda: train(features, labels).numpy(), train_batch),
+    )
 
 
-def bench_torch(size, seconds):
+def bench_torch(size, dtype):
+    import contextlib
+
     import torch
     import transformers
+
+    def autocast():
+        if dtype == "float32":
+            return contextlib.nullcontext()
+        torch_dtype = torch.bfloat16 if dtype == "mixed_bfloat16" else torch.float16
+        return torch.autocast("cpu", dtype=torch_dtype)
 
     layers, hidden, heads, inter, infer_batch, train_batch = SIZES[size]
     config = transformers.BertConfig(
@@ -187,39 +212,36 @@ def bench_torch(size, seconds):
             "token_type_ids": torch.tensor(data["segment_ids"], dtype=torch.long),
         }
 
-    data = make_batch(infer_batch, SEQ)
-    features = inputs(data)
-    model.eval()
-
-    def infer():
-        with torch.no_grad():
-            model.bert(**features).pooler_output.sum().item()
-
-    infer_rate = time_it(infer, infer_batch, seconds)
-
-    model.train()
+    infer_features = inputs(make_batch(infer_batch, SEQ))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
     data = make_batch(train_batch, SEQ)
     features = inputs(data)
     labels = torch.tensor(data["labels"], dtype=torch.long)
 
+    def infer():
+        model.eval()
+        with torch.no_grad(), autocast():
+            model.bert(**infer_features).pooler_output.sum().item()
+
     def train():
+        model.train()
         optimizer.zero_grad()
-        loss = model(**features, labels=labels).loss
+        with autocast():
+            loss = model(**features, labels=labels).loss
         loss.backward()
         optimizer.step()
         loss.item()
 
-    train_rate = time_it(train, train_batch, seconds)
-    return infer_rate, train_rate
+    return (infer, infer_batch), (train, train_batch)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="minilm,base")
     parser.add_argument(
-        "--seconds", type=float, default=10.0, help="timed seconds per figure"
+        "--seconds", type=float, default=6.0, help="timed seconds per figure and round"
     )
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--frameworks",
         default="bert_tf,bert_tf_adamw,bert_tf_xla,keras_hub,keras_hub_xla,torch",
@@ -238,21 +260,16 @@ def main():
     import keras
 
     keras.mixed_precision.set_global_policy(args.dtype)
-    global TORCH_AUTOCAST
-    TORCH_AUTOCAST = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}.get(
-        args.dtype
-    )
-
-    runners = {
-        "bert_tf": lambda s: bench_bert_tf(s, args.seconds, jit_compile=False),
-        "bert_tf_xla": lambda s: bench_bert_tf(s, args.seconds, jit_compile=True),
+    builders = {
+        "bert_tf": lambda s: bench_bert_tf(s, jit_compile=False),
+        "bert_tf_xla": lambda s: bench_bert_tf(s, jit_compile=True),
         # The same model with run_classifier's optimizer instead of Keras Adam.
         "bert_tf_adamw": lambda s: bench_bert_tf(
-            s, args.seconds, jit_compile=False, optimizer_name="adamw_original"
+            s, jit_compile=False, optimizer_name="adamw_original"
         ),
-        "keras_hub": lambda s: bench_keras_hub(s, args.seconds, jit_compile=False),
-        "keras_hub_xla": lambda s: bench_keras_hub(s, args.seconds, jit_compile=True),
-        "torch": lambda s: bench_torch(s, args.seconds),
+        "keras_hub": lambda s: bench_keras_hub(s, jit_compile=False),
+        "keras_hub_xla": lambda s: bench_keras_hub(s, jit_compile=True),
+        "torch": lambda s: bench_torch(s, args.dtype),
     }
     needs = {
         "keras_hub": "keras_hub",
@@ -260,19 +277,28 @@ def main():
         "torch": "transformers",
     }
     print(
-        f"cores: {os.cpu_count()}, seq {SEQ}, {args.dtype}; examples/s "
-        "(higher is better)"
+        f"cores: {os.cpu_count()}, seq {SEQ}, {args.dtype}; examples/s, median of "
+        f"{args.rounds} interleaved rounds (higher is better)"
     )
     print(f"{'size':8} {'framework':15} {'inference':>10} {'train step':>11}")
     for size in args.sizes.split(","):
+        infer_steps, train_steps = {}, {}
         for name in args.frameworks.split(","):
             module = needs.get(name)
             if module and importlib.util.find_spec(module) is None:
                 print(f"{size:8} {name:15} {'(not installed)':>22}")
                 continue
-            infer_rate, train_rate = runners[name](size)
+            infer_steps[name], train_steps[name] = builders[name](size)
+        infer = interleaved_rates(infer_steps, args.seconds, args.rounds)
+        train = interleaved_rates(train_steps, args.seconds, args.rounds)
+        for name in infer_steps:
+            print(f"{size:8} {name:15} {infer[name]:10.1f} {train[name]:11.1f}")
+        if "bert_tf" in train and "keras_hub" in train:
             print(
-                f"{size:8} {name:15} {infer_rate:10.1f} {train_rate:11.1f}", flush=True
+                f"{size:8} bert_tf / keras_hub: inference "
+                f"{infer['bert_tf'] / infer['keras_hub']:.2f}x, train step "
+                f"{train['bert_tf'] / train['keras_hub']:.2f}x",
+                flush=True,
             )
 
 

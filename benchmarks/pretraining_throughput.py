@@ -8,7 +8,7 @@ the original's full objective (masked LM + next sentence, the pretraining
 loss of run_pretraining.py); KerasHub's BertMaskedLM has no next-sentence
 head, so it does slightly less work. Issue target: >= 1.2x KerasHub.
 
-    python benchmarks/pretraining_throughput.py [--sizes minilm base] [--seconds 20]
+    python benchmarks/pretraining_throughput.py [--sizes minilm base] [--rounds 3]
 """
 
 import argparse
@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 from encoder_throughput import SEQ  # noqa: E402
 from encoder_throughput import SIZES  # noqa: E402
 from encoder_throughput import VOCAB  # noqa: E402
-from encoder_throughput import time_it  # noqa: E402
+from encoder_throughput import interleaved_rates  # noqa: E402
 
 PREDICTIONS = 20
 
@@ -43,7 +43,8 @@ def make_batch(batch, seed=0):
     }  # fmt: skip
 
 
-def bench_bert_tf(size, seconds):
+def bench_bert_tf(size):
+    """Returns (training step, batch)."""
     import keras
     import tensorflow as tf
 
@@ -71,10 +72,10 @@ def bench_bert_tf(size, seconds):
         return loss
 
     data = {k: tf.constant(v) for k, v in make_batch(batch).items()}
-    return time_it(lambda: train(data).numpy(), batch, seconds), batch
+    return lambda: train(data).numpy(), batch
 
 
-def bench_keras_hub(size, seconds):
+def bench_keras_hub(size):
     import keras
     import keras_hub
     import tensorflow as tf
@@ -108,25 +109,35 @@ def bench_keras_hub(size, seconds):
     }
     labels = tf.constant(data["masked_lm_ids"])
     weights = tf.constant(data["masked_lm_weights"])
-    return time_it(lambda: train(features, labels, weights).numpy(), batch, seconds)
+    return lambda: train(features, labels, weights).numpy(), batch
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["minilm", "base"])
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--seconds", type=float, default=10.0, help="timed seconds per figure and round"
+    )
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     print(f"pre-training steps, seq {SEQ}, {PREDICTIONS} predictions, "
-          f"{os.cpu_count()} cores (examples/s)")  # fmt: skip
+          f"{os.cpu_count()} cores (examples/s, median of {args.rounds} "
+          "interleaved rounds)")  # fmt: skip
     for size in args.sizes:
-        ours, batch = bench_bert_tf(size, args.seconds)
-        line = f"  {size:7s} batch {batch:2d}  bert_tf (MLM+NSP) {ours:6.1f}"
+        steps = {"bert_tf": bench_bert_tf(size)}
         try:
-            theirs = bench_keras_hub(size, args.seconds)
-            line += (
-                f"   KerasHub BertMaskedLM (MLM) {theirs:6.1f}   = {ours / theirs:.2f}x"
-            )
+            steps["keras_hub"] = bench_keras_hub(size)
         except ImportError:
+            pass
+        rates = interleaved_rates(steps, args.seconds, args.rounds)
+        batch = steps["bert_tf"][1]
+        line = (
+            f"  {size:7s} batch {batch:2d}  bert_tf (MLM+NSP) {rates['bert_tf']:6.1f}"
+        )
+        if "keras_hub" in rates:
+            ratio = rates["bert_tf"] / rates["keras_hub"]
+            line += f"   KerasHub BertMaskedLM (MLM) {rates['keras_hub']:6.1f}   = {ratio:.2f}x"
+        else:
             line += "   (keras-hub not installed)"
         print(line, flush=True)
 
