@@ -25,6 +25,11 @@ def dense(x, layer, activation=None):
     return y if activation is None else activation(y)
 
 
+def matmul(x, layer):
+    """`x @ kernel` for a `keras.layers.Dense` weight holder, bias left out."""
+    return tf.matmul(x, tf.cast(layer.kernel, x.dtype))
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class TransformerBlock(keras.layers.Layer):
     """Self-attention and feed-forward, each followed by residual + LayerNorm.
@@ -191,18 +196,20 @@ class TransformerBlock(keras.layers.Layer):
             ops.transpose(context, (0, 2, 1, 3)), (-1, self.hidden_size)
         )
 
-        attention = dense(context, self.attention_output)
-        # Training runs the element-wise tails (dropout + residual +
-        # LayerNorm, GELU) as single XLA kernels each way; inference keeps
-        # the plain ops, which oneDNN / cuBLASLt fuse into the matmuls.
+        # Training runs the element-wise tails (bias + dropout + residual +
+        # LayerNorm; bias + GELU) as single XLA kernels each way, which also
+        # return the bias gradients; inference keeps the plain ops, which
+        # oneDNN / cuBLASLt fuse into the matmuls.
         if training:
             attention = fused_elementwise.dropout_residual_layer_norm(
-                attention,
+                matmul(context, self.attention_output),
                 x_query,
                 self.attention_layer_norm,
                 *self._rate_and_seed(self.attention_dropout),
+                bias=self.attention_output.bias,
             )
         else:
+            attention = dense(context, self.attention_output)
             attention = ops.cast(
                 self.attention_layer_norm(attention + x_query), x.dtype
             )
@@ -210,19 +217,20 @@ class TransformerBlock(keras.layers.Layer):
         # === Feed-forward ===
         if training and self.hidden_act == "gelu":
             intermediate = fused_elementwise.gelu_tanh(
-                dense(attention, self.intermediate)
+                matmul(attention, self.intermediate), self.intermediate.bias
             )
         else:
             intermediate = dense(attention, self.intermediate, self._activation)
-        output = dense(intermediate, self.output_dense)
         if training:
             output = fused_elementwise.dropout_residual_layer_norm(
-                output,
+                matmul(intermediate, self.output_dense),
                 attention,
                 self.output_layer_norm,
                 *self._rate_and_seed(self.output_dropout),
+                bias=self.output_dense.bias,
             )
         else:
+            output = dense(intermediate, self.output_dense)
             output = ops.cast(self.output_layer_norm(output + attention), x.dtype)
         return ops.reshape(output, (batch_size, query_length, self.hidden_size))
 
