@@ -3,8 +3,6 @@
 import keras
 import tensorflow as tf
 
-from bert_tf.layers.fused_elementwise import dropout_keep_scale
-
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class FastDropout(keras.layers.Dropout):
@@ -15,9 +13,7 @@ class FastDropout(keras.layers.Dropout):
     of a CPU training step. This layer draws 32-bit random integers, splits
     each into two 16-bit values and keeps an element when its value is at
     least `round(rate * 65536)`: half the draws of a float-per-element mask,
-    and a multiply instead of a select. The mask is one XLA-compiled kernel
-    with XLA's ThreeFry generator (on CPU twice as fast as TensorFlow's
-    Philox kernel; 2.8 % of a BERT-base pre-training step). The keep probability is exact to
+    and a multiply instead of a select. The keep probability is exact to
     1/65536 (rate 0.1 drops 6554/65536 = 0.100006); kept values are scaled by
     `1 / (1 - rate)` as in `tf.nn.dropout`.
 
@@ -40,5 +36,18 @@ class FastDropout(keras.layers.Dropout):
             return inputs
         if self.rate >= 1.0:
             return tf.zeros_like(inputs)
-        keep = dropout_keep_scale(inputs, self.next_seed(), self.rate)
-        return inputs * tf.cast(keep, inputs.dtype)
+        seed = self.next_seed()
+        count = tf.size(inputs)
+        bits = tf.random.stateless_uniform(
+            tf.reshape((count + 1) // 2, [1]),
+            seed,
+            minval=None,
+            maxval=None,
+            dtype=tf.uint32,
+        )
+        halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:count]
+        threshold = tf.constant(round(self.rate * 65536), tf.uint16)
+        keep = tf.cast(halves >= threshold, inputs.dtype) * tf.cast(
+            1.0 / (1.0 - self.rate), inputs.dtype
+        )
+        return inputs * tf.reshape(keep, tf.shape(inputs))

@@ -65,12 +65,6 @@ def _keep_scale(like, seed, rate):
     return tf.reshape(tf.cast(keep, tf.float32) * (1.0 / (1.0 - rate)), tf.shape(like))
 
 
-@tf.function(jit_compile=True)
-def dropout_keep_scale(like, seed, rate):
-    """XLA kernel: `FastDropout`'s mask for a tensor like `like` (float32)."""
-    return _keep_scale(like, seed, rate)
-
-
 # --- GELU (tanh approximation) -------------------------------------------
 
 
