@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.fused_elementwise import dropout_threshold
+
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class FastDropout(keras.layers.Dropout):
@@ -46,7 +48,7 @@ class FastDropout(keras.layers.Dropout):
             dtype=tf.uint32,
         )
         halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:count]
-        threshold = tf.constant(round(self.rate * 65536), tf.uint16)
+        threshold = tf.constant(dropout_threshold(self.rate), tf.uint16)
         keep = tf.cast(halves >= threshold, inputs.dtype) * tf.cast(
             1.0 / (1.0 - self.rate), inputs.dtype
         )
