@@ -119,8 +119,10 @@ def test_fine_tunes_evaluates_and_predicts(tmp_path):
             "--do_train=true",
             "--do_eval=true",
             "--do_predict=true",
-            "--learning_rate=2e-3",
-            "--num_train_epochs=12",
+            # Learns from every one of 8 seeds tried (2e-3 for 12 epochs
+            # stayed at chance for 1 seed in 6: a test of the random stream).
+            "--learning_rate=5e-4",
+            "--num_train_epochs=24",
             "--save_checkpoints_steps=10",
             f"--export_dir={tmp_path / 'serving'}",
         )
@@ -131,7 +133,7 @@ def test_fine_tunes_evaluates_and_predicts(tmp_path):
         results
     )  # sorted, as the original
     assert {"eval_accuracy", "eval_loss", "global_step", "loss"} <= set(results)
-    assert int(results["global_step"]) == int(96 / 16 * 12)
+    assert int(results["global_step"]) == int(96 / 16 * 24)
     assert float(results["eval_accuracy"]) >= 0.9  # it learned the task
 
     probabilities = np.loadtxt(output / "test_results.tsv", delimiter="\t")
@@ -142,7 +144,7 @@ def test_fine_tunes_evaluates_and_predicts(tmp_path):
     model = bert_tf.BertClassifier.from_checkpoint(str(output), num_labels=2)
     assert model.checkpoint_load_report.missing == []
     assert "output_weights" in model.checkpoint_load_report.loaded
-    assert os.path.exists(output / "model.ckpt-72.index")
+    assert os.path.exists(output / "model.ckpt-144.index")
     events = [f for _, _, files in os.walk(output / "tensorboard") for f in files]
     assert any(name.startswith("events.out.tfevents") for name in events)
 

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from bert_tf.layers.fused_elementwise import dropout_threshold
+from bert_tf.layers import fused_elementwise
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -15,7 +15,9 @@ class FastDropout(keras.layers.Dropout):
     of a CPU training step. This layer draws 32-bit random integers, splits
     each into two 16-bit values and keeps an element when its value is at
     least `round(rate * 65536)`: half the draws of a float-per-element mask,
-    and a multiply instead of a select. The keep probability is exact to
+    and a multiply instead of a select. The mask is one XLA-compiled kernel
+    with XLA's ThreeFry generator, on CPU twice as fast as TensorFlow's
+    Philox kernel. The keep probability is exact to
     1/65536 (rate 0.1 drops 6554/65536 = 0.100006); kept values are scaled by
     `1 / (1 - rate)` as in `tf.nn.dropout`.
 
@@ -38,18 +40,5 @@ class FastDropout(keras.layers.Dropout):
             return inputs
         if self.rate >= 1.0:
             return tf.zeros_like(inputs)
-        seed = self.next_seed()
-        count = tf.size(inputs)
-        bits = tf.random.stateless_uniform(
-            tf.reshape((count + 1) // 2, [1]),
-            seed,
-            minval=None,
-            maxval=None,
-            dtype=tf.uint32,
-        )
-        halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:count]
-        threshold = tf.constant(dropout_threshold(self.rate), tf.uint16)
-        keep = tf.cast(halves >= threshold, inputs.dtype) * tf.cast(
-            1.0 / (1.0 - self.rate), inputs.dtype
-        )
-        return inputs * tf.reshape(keep, tf.shape(inputs))
+        keep = fused_elementwise.dropout_keep_scale(inputs, self.next_seed(), self.rate)
+        return inputs * tf.cast(keep, inputs.dtype)
