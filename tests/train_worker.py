@@ -106,7 +106,7 @@ def main():
         clip_norm=1.0,
         use_xla=args.xla,
     )
-    original = trainer._make_train_loop
+    original = trainer.make_train_loop
 
     def recording_loop():
         loop = original()
@@ -118,7 +118,7 @@ def main():
 
         return run
 
-    trainer._make_train_loop = recording_loop
+    trainer.make_train_loop = recording_loop
     trainer.train()
     weights_sum = float(sum(np.abs(v.numpy()).sum() for v in model.trainable_variables))
     print(

@@ -111,7 +111,14 @@ class Trainer:
             logging.info("Resumed from %s at step %d", latest, self.global_step)
         return self.global_step
 
-    def _make_train_loop(self):
+    def make_train_loop(self):
+        """The compiled loop `train_loop(iterator, steps) -> loss` that `train` runs.
+
+        Each of the `steps` optimizer steps takes `gradient_accumulation_steps`
+        micro-batches from the distributed `iterator`, sums their gradients
+        over micro-batches and replicas, clips and applies them; the loss of
+        the last step is returned.
+        """
         strategy = self.strategy
         model, optimizer = self.model, self.optimizer
         accumulation = self.gradient_accumulation_steps
@@ -201,7 +208,7 @@ class Trainer:
 
         dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
         iterator = iter(dataset)
-        train_loop = self._make_train_loop()
+        train_loop = self.make_train_loop()
         writer = (
             tf.summary.create_file_writer(
                 os.path.join(self.output_dir, "tensorboard", "train")
