@@ -51,6 +51,18 @@ def make_batch(batch, seed=0):
     }  # fmt: skip
 
 
+def bert_tf_config(size):
+    """(BertConfig, training batch) of a benchmark size."""
+    import bert_tf
+
+    layers, hidden, heads, inter, _, _ = SIZES[size]
+    config = bert_tf.BertConfig(
+        vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
+        num_attention_heads=heads, intermediate_size=inter, type_vocab_size=2,
+    )  # fmt: skip
+    return config, 32 if size == "minilm" else 16
+
+
 def bench_bert_tf(size):
     """Returns (training step, batch)."""
     import keras
@@ -60,12 +72,7 @@ def bench_bert_tf(size):
     from bert_tf.tasks.pretraining import MODEL_INPUTS
     from bert_tf.tasks.pretraining import pretraining_loss
 
-    layers, hidden, heads, inter, _, batch = SIZES[size]
-    batch = 32 if size == "minilm" else 16
-    config = bert_tf.BertConfig(
-        vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
-        num_attention_heads=heads, intermediate_size=inter, type_vocab_size=2,
-    )  # fmt: skip
+    config, batch = bert_tf_config(size)
     model = bert_tf.BertPretrainer(config)
     optimizer = keras.optimizers.Adam(1e-5)
     optimizer.build(model.trainable_variables)
@@ -98,12 +105,7 @@ def bench_run_pretraining(size, dtype="float32"):
     from bert_tf.training.strategy import create_strategy
     from bert_tf.training.trainer import Trainer
 
-    layers, hidden, heads, inter, _, batch = SIZES[size]
-    batch = 32 if size == "minilm" else 16
-    config = bert_tf.BertConfig(
-        vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
-        num_attention_heads=heads, intermediate_size=inter, type_vocab_size=2,
-    )  # fmt: skip
+    config, batch = bert_tf_config(size)
     strategy = create_strategy("one_device")
     with strategy.scope():
         model = bert_tf.BertPretrainer(config)
@@ -125,10 +127,9 @@ def bench_run_pretraining(size, dtype="float32"):
     return lambda: train_loop(iterator, one).numpy(), batch
 
 
-def bench_keras_hub_train_step(size):
-    """KerasHub's own step: `BertMaskedLM.compile()` with its defaults (Adam
-    5e-5, masked-token accuracy; Keras turns XLA off on CPU-only machines),
-    then `train_on_batch`. Returns (training step, batch)."""
+def keras_hub_masked_lm(size):
+    """KerasHub's BertMaskedLM at `size` with random weights, and its inputs:
+    (model, features, labels, sample weights, batch)."""
     import keras_hub
     import tensorflow as tf
 
@@ -139,7 +140,6 @@ def bench_keras_hub_train_step(size):
         hidden_dim=hidden, intermediate_dim=inter, max_sequence_length=512,
     )  # fmt: skip
     model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
-    model.compile()
     data = make_batch(batch)
     features = {
         "token_ids": tf.constant(data["input_ids"]),
@@ -149,21 +149,23 @@ def bench_keras_hub_train_step(size):
     }
     labels = tf.constant(data["masked_lm_ids"])
     weights = tf.constant(data["masked_lm_weights"])
+    return model, features, labels, weights, batch
+
+
+def bench_keras_hub_train_step(size):
+    """KerasHub's own step: `BertMaskedLM.compile()` with its defaults (Adam
+    5e-5, masked-token accuracy; Keras turns XLA off on CPU-only machines),
+    then `train_on_batch`. Returns (training step, batch)."""
+    model, features, labels, weights, batch = keras_hub_masked_lm(size)
+    model.compile()
     return lambda: model.train_on_batch(features, labels, sample_weight=weights), batch
 
 
 def bench_keras_hub(size):
     import keras
-    import keras_hub
     import tensorflow as tf
 
-    layers, hidden, heads, inter, _, _ = SIZES[size]
-    batch = 32 if size == "minilm" else 16
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB, num_layers=layers, num_heads=heads,
-        hidden_dim=hidden, intermediate_dim=inter, max_sequence_length=512,
-    )  # fmt: skip
-    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    model, features, labels, weights, batch = keras_hub_masked_lm(size)
     optimizer = keras.optimizers.Adam(1e-5)
     optimizer.build(model.trainable_variables)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -177,15 +179,6 @@ def bench_keras_hub(size):
         optimizer.apply(grads, model.trainable_variables)
         return loss
 
-    data = make_batch(batch)
-    features = {
-        "token_ids": tf.constant(data["input_ids"]),
-        "segment_ids": tf.constant(data["segment_ids"]),
-        "padding_mask": tf.constant(data["input_mask"]),
-        "mask_positions": tf.constant(data["masked_lm_positions"]),
-    }
-    labels = tf.constant(data["masked_lm_ids"])
-    weights = tf.constant(data["masked_lm_weights"])
     return lambda: train(features, labels, weights).numpy(), batch
 
 
