@@ -30,6 +30,7 @@ SIZES = {
     "base": (12, 768, 12, 3072, 32, 16),
 }
 VOCAB = 30522
+DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")  # Keras policies
 SEQ = 128
 
 
@@ -249,7 +250,7 @@ def main():
     parser.add_argument(
         "--dtype",
         default="float32",
-        choices=["float32", "mixed_bfloat16", "mixed_float16"],
+        choices=DTYPES,
         help="Keras dtype policy for the bert_tf and KerasHub rows (PyTorch rows "
         "run under torch.autocast with the matching dtype)",
     )

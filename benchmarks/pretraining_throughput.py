@@ -26,6 +26,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
+from encoder_throughput import DTYPES  # noqa: E402
 from encoder_throughput import SEQ  # noqa: E402
 from encoder_throughput import SIZES  # noqa: E402
 from encoder_throughput import VOCAB  # noqa: E402
@@ -55,12 +56,12 @@ def bert_tf_config(size):
     """(BertConfig, training batch) of a benchmark size."""
     import bert_tf
 
-    layers, hidden, heads, inter, _, _ = SIZES[size]
+    layers, hidden, heads, inter, _, batch = SIZES[size]
     config = bert_tf.BertConfig(
         vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
         num_attention_heads=heads, intermediate_size=inter, type_vocab_size=2,
     )  # fmt: skip
-    return config, 32 if size == "minilm" else 16
+    return config, batch
 
 
 def bench_bert_tf(size):
@@ -133,8 +134,7 @@ def keras_hub_masked_lm(size):
     import keras_hub
     import tensorflow as tf
 
-    layers, hidden, heads, inter, _, _ = SIZES[size]
-    batch = 32 if size == "minilm" else 16
+    layers, hidden, heads, inter, _, batch = SIZES[size]
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=VOCAB, num_layers=layers, num_heads=heads,
         hidden_dim=hidden, intermediate_dim=inter, max_sequence_length=512,
@@ -190,10 +190,7 @@ def main():
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--dtype",
-        default="float32",
-        choices=["float32", "mixed_bfloat16", "mixed_float16"],
-        help="Keras dtype policy for every row",
+        "--dtype", default="float32", choices=DTYPES, help="Keras dtype policy"
     )
     args = parser.parse_args()
     import keras

@@ -7,10 +7,10 @@ many backward, plus float32 <-> bfloat16 casts under mixed precision. Each
 function here is one XLA-compiled kernel forward and one backward
 (`tf.custom_gradient`) that recomputes what it needs from its inputs, so the
 activations are read and written about once each way; the preceding
-matmul's bias is added inside the kernel, so its gradient comes from the same
-pass. On 2 CPU cores this made a training step 6-9 % faster (MiniLM and BERT-base, float32 and
-mixed_bfloat16), and folding the bias gradients in another 2.4 % (BERT-base
-pre-training step; in-process A/B runs).
+matmul's bias is added inside the kernel, so its gradient comes from the
+same pass. On 2 CPU cores this made a training step 6-9 % faster (MiniLM and
+BERT-base, float32 and mixed_bfloat16), and folding the bias gradients in
+another 2.4 % (BERT-base pre-training step; in-process A/B runs).
 
 They compute the same functions as the ops they stand in for (equal to
 float32 rounding; tested against `keras.activations.gelu` and

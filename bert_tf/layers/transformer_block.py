@@ -253,13 +253,9 @@ class TransformerBlock(keras.layers.Layer):
         # input gradient, with no sum of three), split into heads-first
         # [heads, batch, seq, head_size] tensors: the split is along the
         # leading axis, so it needs no copy.
-        dtype = x.dtype
-        kernel = tf.concat(
-            [tf.cast(d.kernel, dtype) for d in (self.query, self.key, self.value)], 1
-        )
-        bias = tf.concat(
-            [tf.cast(d.bias, dtype) for d in (self.query, self.key, self.value)], 0
-        )
+        projections = (self.query, self.key, self.value)
+        kernel = tf.concat([tf.cast(d.kernel, x.dtype) for d in projections], 1)
+        bias = tf.concat([tf.cast(d.bias, x.dtype) for d in projections], 0)
         qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)
         qkv = tf.reshape(
             qkv, (batch_size, seq_length, 3 * self.num_attention_heads, self.head_size)
