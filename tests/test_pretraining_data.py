@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from bert_tf import tokenization
 from data_prep import pretraining
+from data_prep.pretraining.documents import MemoTokenizer
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -205,6 +206,7 @@ def _write_sharded(inputs, outputs, vocab_file, num_workers, shard_size_mb, **kw
         do_whole_word_mask=False,
     )
     options.update(kw)
+    options = pretraining.GenerationOptions(**options)
     return pretraining.write_sharded(
         inputs, outputs, vocab_file, True, options, num_workers, shard_size_mb
     )
@@ -513,7 +515,7 @@ def test_memo_tokenizer_matches_full_tokenizer(small_corpus, tokenizer):
         lines = [line.strip() for line in f]
     lines += ["Ünïcödé — ﬁne 東京 café's naïve", "x" * 250, "\u00ad\u200b a\u3000b"]
     # A tiny memo limit also exercises the reset.
-    memo = pretraining._MemoTokenizer(tokenizer, max_words=50)
+    memo = MemoTokenizer(tokenizer, max_words=50)
     for line in lines + lines:
         assert memo.tokenize(line) == tokenizer.tokenize(line)
 
