@@ -127,8 +127,8 @@ def check_tfrecord_file(path, expected_features=None):
       path: a local or ``gs://``-style path.
       expected_features: optional {name: (kind, length)} with kind "int64",
         "float" or "bytes" and length the number of values (None: any). The
-        first record must be a ``tf.train.Example`` with exactly these
-        features: records of another task (a classifier file given to
+        first record must be a ``tf.train.Example`` with these features
+        (others are allowed, as tf.io.parse_example allows them): records of another task (a classifier file given to
         run_pretraining, another max_seq_length) stop here, naming the file.
 
     Raises:
@@ -160,9 +160,6 @@ def _check_schema(path, offset, data, expected_features):
                 f"{name!r} is {found[name][0]}[{found[name][1]}], expected "
                 f"{kind}[{'any' if length is None else length}]"
             )
-    extra = sorted(set(found) - set(expected_features))
-    if extra:
-        problems.append(f"unexpected features {', '.join(map(repr, extra))}")
     if problems:
         raise TFRecordError(
             f"{where}: not the expected record schema: {'; '.join(problems)} "

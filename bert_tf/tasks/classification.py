@@ -21,6 +21,7 @@ from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
 from bert_tf.models import BertClassifier
+from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
@@ -34,9 +35,9 @@ from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import glue
-from data_prep.classifier_records import record_dataset
-from data_prep.classifier_records import training_dataset_fn
-from data_prep.classifier_records import write_classifier_records
+from data_prep import record_pipeline
+from data_prep.classifier_records import feature_spec
+from data_prep.classifier_records import file_based_convert_examples_to_features
 
 
 def per_example_loss(labels, logits, is_regression):
@@ -64,9 +65,7 @@ def predict_logits(model, dataset):
 
     @tf.function
     def step(batch):
-        return model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")})[
-            "logits"
-        ]
+        return model({k: batch[k] for k in ENCODER_INPUT_NAMES})["logits"]
 
     logits, labels, real = [], [], []
     for batch in dataset:
@@ -250,8 +249,8 @@ def run(flags_obj):
         )
         num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
         record_file = os.path.join(flags_obj.output_dir, "train.tf_record")
-        _write_records(
-            examples, label_list, seq_length, tokenizer, record_file, is_regression
+        file_based_convert_examples_to_features(
+            examples, label_list, seq_length, tokenizer, record_file
         )
         logging.info("***** Running training *****")
         logging.info("  Num examples = %d", len(examples))
@@ -266,13 +265,13 @@ def run(flags_obj):
             model,
             optimizer,
             classifier_loss_fn(is_regression),
-            training_dataset_fn(
+            record_pipeline.training_dataset_fn(
                 record_file,
-                len(examples),
-                seq_length,
-                is_regression,
+                feature_spec(seq_length, is_regression),
                 flags_obj.train_batch_size // accumulation,
                 flags_obj.seed,
+                # A full shuffle each epoch (the original: a 100-record buffer).
+                shuffle_buffer=len(examples),
                 pad_to_longest=flags_obj.pad_to_longest,
                 bucket_pool_batches=16 if flags_obj.length_bucketing else 1,
             ),
@@ -296,13 +295,16 @@ def run(flags_obj):
     def examples_dataset(examples, record_name, batch_size, what):
         """Writes the examples' records (as the original) and batches them."""
         record_file = os.path.join(flags_obj.output_dir, record_name)
-        _write_records(
-            examples, label_list, seq_length, tokenizer, record_file, is_regression
+        file_based_convert_examples_to_features(
+            examples, label_list, seq_length, tokenizer, record_file
         )
         logging.info("***** Running %s *****", what)
         logging.info("  Num examples = %d", len(examples))
-        return record_dataset(
-            record_file, seq_length, is_regression, batch_size, flags_obj.pad_to_longest
+        return record_pipeline.ordered_dataset(
+            record_file,
+            feature_spec(seq_length, is_regression),
+            batch_size,
+            pad_to_longest=flags_obj.pad_to_longest,
         )
 
     results = None
@@ -345,10 +347,3 @@ def run(flags_obj):
             text_pair=processor.text_pair,
         )
     return results
-
-
-def _write_records(examples, label_list, seq_length, tokenizer, path, is_regression):
-    features = glue.convert_examples_to_features(
-        examples, label_list, seq_length, tokenizer
-    )
-    write_classifier_records(features, path, is_regression=is_regression)
