@@ -4,7 +4,7 @@ Real GLUE files (MRPC, SST-2, CoLA, STS-B) and the uncased vocabulary come from
 $BERT_TF_DATA and are skipped without it; every other task is checked on small
 files written here in the standard GLUE layouts. Expected values were read off
 the files (counts: `wc -l` minus header) and worked out by hand from the
-original run_classifier.py (spec §4).
+original run_classifier.py.
 """
 
 import csv

@@ -1,7 +1,7 @@
 """create_pretraining_data.py: the original's algorithm, records and CLI.
 
 The SQuAD test compares against figures measured from the original code on the
-same corpus (spec §12). With the same seed our records are meant to equal the
+same corpus (SQuAD v1.1 dev contexts, one sentence per line). With the same seed our records are meant to equal the
 original's, so the instance count is exact in practice; the tolerances below
 only allow for a different Python ``random`` implementation: ±1% instances
 (±229), ±0.5 point for the predicted fraction (its run-to-run spread is far
@@ -77,7 +77,7 @@ def _parsed(paths, seq=SEQ, max_pred=MAX_PRED):
 
 
 def _statistics(records, mask_id):
-    """The figures of spec §12, in percent (mean_real_tokens in tokens)."""
+    """The original's SQuAD corpus figures, in percent (mean_real_tokens in tokens)."""
     real = records["input_mask"].sum(axis=1)
     weights = records["masked_lm_weights"]
     rows, cols = np.nonzero(weights)
