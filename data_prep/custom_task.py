@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 from data_prep.classifier_features import InputExample
 from data_prep.glue_processors import DataProcessor
@@ -32,8 +33,14 @@ class CustomProcessor(DataProcessor):
         .jsonl).
       is_regression: float labels; get_labels() returns [None].
       labels: explicit label list; by default the sorted set of label strings
-        of the train file (dev/test labels outside it are bad rows).
-      skip_bad_rows: see DataProcessor.
+        of the train file (labels outside it are bad rows, in every file).
+        Surrounding whitespace is stripped from labels ("pos " is "pos"); an
+        empty label is a bad row.
+      skip_bad_rows, allow_single_class: see DataProcessor.
+      allow_header_like_first_row: with has_header=False, accept a first
+        train row that looks like a header (its label and texts are single
+        words and its label appears in no other row). By default that is an
+        error: read as data, a header adds a bogus class.
     """
 
     _FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl"}
@@ -50,8 +57,11 @@ class CustomProcessor(DataProcessor):
         is_regression=False,
         labels=None,
         skip_bad_rows=False,
+        allow_single_class=False,
+        allow_header_like_first_row=False,
     ):
-        super().__init__(skip_bad_rows)
+        super().__init__(skip_bad_rows, allow_single_class)
+        self.allow_header_like_first_row = allow_header_like_first_row
         self.files = {"train": train_file, "dev": dev_file, "test": test_file}
         self.text_a_column = text_a_column
         self.text_b_column = text_b_column
@@ -119,7 +129,7 @@ class CustomProcessor(DataProcessor):
         # Training labels are collected from the data; dev/test are checked
         # against them.
         known_labels = None
-        if split != "train" and not self.is_regression:
+        if not self.is_regression and (split != "train" or self._labels is not None):
             known_labels = set(self.get_labels(data_dir))
 
         examples, skipped = [], []
@@ -127,6 +137,7 @@ class CustomProcessor(DataProcessor):
         has_label = split != "test"
         num_columns = None
         data_index = 0
+        first_data_line = None
         header_pending = self.has_header and file_format != "jsonl"
         for line, fields, problem in read_records(path, file_format):
             if header_pending:
@@ -157,11 +168,32 @@ class CustomProcessor(DataProcessor):
             except RowProblem as exc:
                 self._bad_row(path, line, str(exc), skipped)
                 continue
+            if row_index == 0:
+                first_data_line = line
             examples.append(example)
         if header_pending:
             raise BadRowError(path, 1, "empty file: expected a header row")
         self._log_skipped(path, skipped)
-        return examples
+        if split != "train":
+            return examples
+        if (
+            first_data_line is not None
+            and not self.has_header
+            and file_format != "jsonl"
+            and not self.is_regression
+            and not self.allow_header_like_first_row
+            and _looks_like_header(examples)
+        ):
+            first = examples[0]
+            raise BadRowError(
+                path,
+                first_data_line,
+                f"this row looks like a header (label {first.label!r} appears in "
+                "no other row, its cells are single words) but has_header=False: "
+                "pass --has_header=true, or --allow_header_like_first_row=true "
+                "if it is data",
+            )
+        return self._checked_training_set(path, examples)
 
     def _wanted_columns(self):
         return {
@@ -267,9 +299,28 @@ def _as_text(value, role, allow_none):
 
 
 def _as_label(value):
-    """A classification label as a string (JSON numbers/booleans as written)."""
-    if isinstance(value, str):
-        return value
+    """A classification label as a string (JSON numbers/booleans as written),
+    without surrounding whitespace."""
     if isinstance(value, bool | int | float):
         return json.dumps(value)
-    raise RowProblem(f"label is not a string or number: {value!r}")
+    if not isinstance(value, str):
+        raise RowProblem(f"label is not a string or number: {value!r}")
+    label = value.strip()
+    if not label:
+        raise RowProblem(f"empty label {value!r}")
+    return label
+
+
+_HEADER_CELL = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,39}")
+
+
+def _looks_like_header(examples):
+    """The first example looks like a header row read as data: its label
+    occurs in no other row and its label and texts are single words."""
+    first = examples[0]
+    if len(examples) < 2 or any(e.label == first.label for e in examples[1:]):
+        return False
+    cells = [first.label, first.text_a]
+    if first.text_b is not None:
+        cells.append(first.text_b)
+    return all(_HEADER_CELL.fullmatch(cell) for cell in cells)

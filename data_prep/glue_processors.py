@@ -6,6 +6,12 @@ columns and build the same guids and labels; the rest of GLUE (``sst-2``,
 ``qqp``, ``qnli``, ``rte``, ``wnli``, ``sts-b``) is added in its standard file
 layout. A malformed row raises ``BadRowError`` (``path:line: reason``) or, with
 ``skip_bad_rows=True``, is skipped, recorded in ``skipped`` and logged.
+
+Labels: surrounding whitespace is stripped from every label before it is
+checked, in every task (``"1 "`` is ``"1"``; the original would have failed
+with a KeyError). A training set must not be empty (a header-only file stops
+with an error naming it) and, for classification, must hold at least two
+distinct labels unless ``allow_single_class=True``.
 """
 
 import math
@@ -28,6 +34,9 @@ class DataProcessor:
     Args:
       skip_bad_rows: skip malformed rows (recorded in `skipped` and logged)
         instead of raising BadRowError.
+      allow_single_class: accept classification training data whose examples
+        all have the same label (by default an error: it usually means a cut
+        or mis-parsed file, and the model cannot learn anything from it).
 
     Attributes:
       skipped: (path, line, reason) of every row skipped so far by this
@@ -38,8 +47,9 @@ class DataProcessor:
     # Whether examples have a text_b (a SavedModel then takes text_b too).
     text_pair = True
 
-    def __init__(self, skip_bad_rows=False):
+    def __init__(self, skip_bad_rows=False, allow_single_class=False):
         self.skip_bad_rows = skip_bad_rows
+        self.allow_single_class = allow_single_class
         self.skipped = []
 
     def get_train_examples(self, data_dir):
@@ -139,7 +149,31 @@ class DataProcessor:
             shown,
         )
 
+    def _checked_training_set(self, path, examples):
+        """`examples` of the training file `path`, if they can train a model."""
+        if not examples:
+            skipped = sum(
+                1 for skipped_path, _, _ in self.skipped if skipped_path == path
+            )
+            detail = (
+                f"all {skipped} data rows were skipped"
+                if skipped
+                else ("an empty or header-only file")
+            )
+            raise ValueError(f"{path}: no training example ({detail})")
+        if not self.is_regression and not self.allow_single_class:
+            labels = {example.label for example in examples}
+            if len(labels) < 2:
+                raise ValueError(
+                    f"{path}: all {len(examples)} training examples have the label "
+                    f"{next(iter(labels))!r}; a classifier needs at least two "
+                    "classes (a cut or mis-parsed file?). Pass "
+                    "allow_single_class=True (--allow_single_class) to train anyway."
+                )
+        return examples
+
     def _check_label(self, label):
+        label = label.strip()
         if label not in self.get_labels():
             raise RowProblem(
                 f"unknown label {label!r} (expected one of {self.get_labels()})"
@@ -154,11 +188,11 @@ class XnliProcessor(DataProcessor):
       language: which language to read (the original hard-coded "zh"): train is
         multinli/multinli.train.{language}.tsv, dev/test are the rows of
         xnli.dev.tsv / xnli.test.tsv whose first column is `language`.
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
-    def __init__(self, language="zh", skip_bad_rows=False):
-        super().__init__(skip_bad_rows)
+    def __init__(self, language="zh", skip_bad_rows=False, allow_single_class=False):
+        super().__init__(skip_bad_rows, allow_single_class)
         self.language = language
 
     def get_train_examples(self, data_dir):
@@ -174,7 +208,7 @@ class XnliProcessor(DataProcessor):
             )
 
         path = os.path.join(data_dir, "multinli", f"multinli.train.{self.language}.tsv")
-        return self._create_examples(path, build)
+        return self._checked_training_set(path, self._create_examples(path, build))
 
     def get_dev_examples(self, data_dir):
         return self._create_language_examples(
@@ -211,15 +245,18 @@ class MnliProcessor(DataProcessor):
     Args:
       matched: dev/test default to dev_matched.tsv / test_matched.tsv (True, the
         original) or dev_mismatched.tsv / test_mismatched.tsv (False).
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
-    def __init__(self, matched=True, skip_bad_rows=False):
-        super().__init__(skip_bad_rows)
+    def __init__(self, matched=True, skip_bad_rows=False, allow_single_class=False):
+        super().__init__(skip_bad_rows, allow_single_class)
         self.matched = matched
 
     def get_train_examples(self, data_dir):
-        return self._create_mnli_examples(os.path.join(data_dir, "train.tsv"), "train")
+        path = os.path.join(data_dir, "train.tsv")
+        return self._checked_training_set(
+            path, self._create_mnli_examples(path, "train")
+        )
 
     def get_dev_examples(self, data_dir, matched=None):
         """dev_matched.tsv (guids "dev_matched-*") or, with matched=False,
@@ -263,18 +300,24 @@ class MnliMismatchedProcessor(MnliProcessor):
     """MNLI with the mismatched dev/test sets by default (task "mnli-mm").
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
-    def __init__(self, skip_bad_rows=False):
-        super().__init__(matched=False, skip_bad_rows=skip_bad_rows)
+    def __init__(self, skip_bad_rows=False, allow_single_class=False):
+        super().__init__(
+            matched=False,
+            skip_bad_rows=skip_bad_rows,
+            allow_single_class=allow_single_class,
+        )
 
 
 class _SplitFilesProcessor(DataProcessor):
     """A GLUE task stored as train.tsv, dev.tsv and test.tsv in data_dir."""
 
     def get_train_examples(self, data_dir):
-        return self._create_split(data_dir, "train")
+        return self._checked_training_set(
+            os.path.join(data_dir, "train.tsv"), self._create_split(data_dir, "train")
+        )
 
     def get_dev_examples(self, data_dir):
         return self._create_split(data_dir, "dev")
@@ -296,7 +339,7 @@ class MrpcProcessor(_SplitFilesProcessor):
     """Processor for the MRPC data set (GLUE version).
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
     def get_labels(self, data_dir=None):
@@ -316,7 +359,7 @@ class ColaProcessor(_SplitFilesProcessor):
     mark, sentence); test.tsv has the header "index\\tsentence".
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
     text_pair = False
@@ -345,7 +388,7 @@ class Sst2Processor(_SplitFilesProcessor):
     """SST-2: train/dev "sentence\\tlabel", test "index\\tsentence" (not in the original).
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
     text_pair = False
@@ -366,7 +409,7 @@ class QqpProcessor(_SplitFilesProcessor):
     question2" (not in the original).
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
     def get_labels(self, data_dir=None):
@@ -399,7 +442,7 @@ class QnliProcessor(_IndexPairProcessor):
     """QNLI: "index question sentence label" (not in the original).
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
     def get_labels(self, data_dir=None):
@@ -410,7 +453,7 @@ class RteProcessor(_IndexPairProcessor):
     """RTE: "index sentence1 sentence2 label" (not in the original).
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
     def get_labels(self, data_dir=None):
@@ -421,7 +464,7 @@ class WnliProcessor(_IndexPairProcessor):
     """WNLI: "index sentence1 sentence2 label", labels 0/1 (not in the original).
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
     def get_labels(self, data_dir=None):
@@ -447,7 +490,7 @@ class StsbProcessor(_SplitFilesProcessor):
     then uses the float label as label_id.
 
     Args:
-      skip_bad_rows: see DataProcessor.
+      skip_bad_rows, allow_single_class: see DataProcessor.
     """
 
     is_regression = True

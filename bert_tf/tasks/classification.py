@@ -38,6 +38,7 @@ from data_prep import glue
 from data_prep import record_pipeline
 from data_prep.classifier_records import feature_spec
 from data_prep.classifier_records import file_based_convert_examples_to_features
+from data_prep.classifier_records import write_label_list
 
 
 def per_example_loss(labels, logits, is_regression):
@@ -160,12 +161,28 @@ def define_flags():
     flags.DEFINE_bool(
         "is_regression", False, "custom task: the label is a real number."
     )
+    flags.DEFINE_bool(
+        "allow_single_class",
+        False,
+        "Train even if every training example has the same label (by default "
+        "an error naming the file: usually a cut or mis-parsed file).",
+    )
+    flags.DEFINE_bool(
+        "allow_header_like_first_row",
+        False,
+        "custom task with --has_header=false: accept a first train row that "
+        "looks like a header (single-word cells, a label found in no other "
+        "row); by default an error, since it would become a bogus class.",
+    )
     common_flags.define_common_flags(max_seq_length=128)
     common_flags.define_finetuning_flags()
 
 
 def make_processor(flags_obj):
-    options = {"skip_bad_rows": flags_obj.skip_bad_rows}
+    options = {
+        "skip_bad_rows": flags_obj.skip_bad_rows,
+        "allow_single_class": flags_obj.allow_single_class,
+    }
     task = flags_obj.task_name.lower()
     if task == "xnli":
         options["language"] = flags_obj.xnli_language
@@ -179,6 +196,7 @@ def make_processor(flags_obj):
             label_column=_column(flags_obj.label_column),
             has_header=flags_obj.has_header,
             is_regression=flags_obj.is_regression,
+            allow_header_like_first_row=flags_obj.allow_header_like_first_row,
         )
     return glue.get_processor(task, **options)
 
@@ -225,6 +243,7 @@ def run(flags_obj):
     data_dir = flags_obj.data_dir
     label_list = processor.get_labels(data_dir)
     is_regression = glue.is_regression_label_list(label_list)
+    write_label_list(flags_obj.output_dir, label_list)
     num_labels = 1 if is_regression else len(label_list)
     tokenizer = tokenization.FullTokenizer(
         flags_obj.vocab_file, flags_obj.do_lower_case
