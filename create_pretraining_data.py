@@ -5,8 +5,10 @@ and meaning, and with the default ``--num_workers=1`` (and no
 ``--shard_size_mb``) the records are those of the original for the same inputs
 and seed. ``--num_workers=N`` / ``--shard_size_mb`` add sharded, streaming
 generation (shards of whole documents, memory bounded by the shard size, not by
-the corpus); see ``data_prep/pretraining.py``. TensorFlow is not imported for
-local files.
+the corpus); ``--num_tasks=N --task_index=i`` writes task i's part of that
+sharded output, so N machines together write, byte for byte, what one machine
+writes (see ``data_prep/pretraining/sharded.py``). TensorFlow is not imported
+for local files.
 
     python create_pretraining_data.py \
       --input_file=./sample_text.txt --output_file=/tmp/tf_examples.tfrecord \
@@ -91,6 +93,25 @@ flags.DEFINE_float(
     "(and on random_seed and the input), not on num_workers.",
     lower_bound=0.0,
 )
+flags.DEFINE_integer(
+    "num_tasks",
+    1,
+    "Divide the sharded run between this many machines (Slurm array tasks, "
+    "Kubernetes indexed jobs, ...), each started with its own --task_index and "
+    "the same other flags. Task i writes the shards that start in the i-th "
+    "num_tasks-th of the input bytes to each --output_file path suffixed "
+    "'-<i:05d>-of-<num_tasks:05d>'; the tasks' files concatenated in task "
+    "order equal the one-machine sharded output, and '<output_file>-*' globs "
+    "them for run_pretraining.py --input_file. Implies the sharded mode.",
+    lower_bound=1,
+)
+flags.DEFINE_integer(
+    "task_index",
+    0,
+    "This machine's task, 0 <= task_index < num_tasks (e.g. "
+    "$SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX).",
+    lower_bound=0,
+)
 
 
 def main(_):
@@ -110,6 +131,8 @@ def main(_):
         short_seq_prob=FLAGS.short_seq_prob,
         num_workers=FLAGS.num_workers,
         shard_size_mb=FLAGS.shard_size_mb,
+        num_tasks=FLAGS.num_tasks,
+        task_index=FLAGS.task_index,
     )
 
 

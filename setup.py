@@ -26,6 +26,9 @@ setup(
         "absl-py",
         "numpy",
         "safetensors",
+        # CRC-32C of TFRecord framing and of the checks of every record read
+        # (hardware-accelerated; data_prep/tfrecord_files.py).
+        "google-crc32c>=1.5",
         # TensorBoard logs of training runs (tf.summary needs it since TF 2.16).
         "tensorboard>=2.21,<2.22",
     ],

@@ -1,6 +1,6 @@
 """create_pretraining_data.py speed and memory on the issue's workload.
 
-Builds the corpus of spec §12 from $BERT_TF_DATA/squad/dev-v1.1.json (SQuAD v1.1
+Builds the original's measurement corpus from $BERT_TF_DATA/squad/dev-v1.1.json (SQuAD v1.1
 dev contexts split after . ! ? + whitespace, one sentence per line, a blank
 line after each paragraph: 10,598 sentences, 1.6 MB) and a corpus 4x larger
 (the same paragraphs repeated, as different documents), then runs the real
@@ -13,7 +13,7 @@ configuration and prints:
   covers its worker processes too), and the peak total memory of the command
   and its workers together (sum of their PSS, which counts pages shared after
   fork once; sampled from /proc every 10 ms, Linux only);
-* the statistics of spec §12 (instances, % of tokens predicted, 80/10/10,
+* the statistics measured from the original (instances, % of tokens predicted, 80/10/10,
   random next, < 64 tokens, mean length), read back without TensorFlow.
 
     BERT_TF_DATA=/path/to/shared/data python benchmarks/create_pretraining_data_speed.py
@@ -55,7 +55,7 @@ ORIGINAL = {
 
 
 def write_squad_corpus(squad_json, path, repeats=1):
-    """Writes the spec §12 corpus `repeats` times; returns the sentence count."""
+    """Writes the SQuAD sentence corpus `repeats` times; returns the sentence count."""
     with open(squad_json, encoding="utf-8") as f:
         data = json.load(f)["data"]
     count = 0
@@ -162,7 +162,7 @@ def read_tfrecords(path):
 
 
 def record_statistics(paths, mask_id):
-    """The figures of spec §12 from the written records."""
+    """The statistics the original was measured with, from the written records."""
     from data_prep.pretraining import decode_record
 
     n = real_total = predicted = masked = kept = random_next = short = 0
@@ -288,7 +288,7 @@ def main():
                 )
                 if not args.no_stats:
                     print("    " + format_stats(record_statistics([output], mask_id)))
-    print("\noriginal (spec §12, 1x): " + format_stats(ORIGINAL))
+    print("\noriginal (1x corpus): " + format_stats(ORIGINAL))
 
 
 if __name__ == "__main__":

@@ -58,11 +58,11 @@ from absl import logging
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
+from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.preprocessing import BertPreprocessor
 from bert_tf.preprocessing import repair_utf8
 from bert_tf.preprocessing import take_prefix
 
-MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
 KERAS_FILE = "model.keras"
@@ -134,7 +134,7 @@ def export_saved_model(
     serve_text, raw_inputs = module.text_endpoint()
     archive.add_endpoint("serving_default", serve_text, raw_inputs)
     token_inputs = [
-        tf.TensorSpec([None, None], tf.int32, name) for name in MODEL_INPUTS
+        tf.TensorSpec([None, None], tf.int32, name) for name in ENCODER_INPUT_NAMES
     ]
     archive.add_endpoint("serve_tokenized", module.serve_tokenized, token_inputs)
 
@@ -156,7 +156,7 @@ def export_saved_model(
             "model": kind,
             "signatures": {
                 "serving_default": _names(raw_inputs),
-                "serve_tokenized": list(MODEL_INPUTS),
+                "serve_tokenized": list(ENCODER_INPUT_NAMES),
             },
             "seq_length": seq_length,
             "do_lower_case": bool(do_lower_case),

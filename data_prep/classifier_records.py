@@ -1,6 +1,7 @@
-"""The classifier TFRecord files of ``run_classifier.py`` (train/eval/predict.tf_record).
+"""The classifier TFRecord files of ``run_classifier.py`` (train/eval/predict.tf_record)
+and ``label_list.json``, the labels that give ``label_ids`` their meaning.
 
-Each record is a ``tf.train.Example`` with (spec §2.2):
+Each record is a ``tf.train.Example`` with (the original's schema):
 
 ==================  =======  ==============
 feature             dtype    shape
@@ -14,25 +15,27 @@ is_real_example     int64    scalar (0 for PaddingInputExample features)
 
 Extension: for regression tasks (STS-B, custom with ``is_regression``)
 ``label_ids`` is a float32 scalar (``float_list``); the original had no
-regression task. Parsing casts every int64 feature to int32 as the original does
-("TPU only supports int32"); the regression label stays float32.
+regression task. ``data_prep.record_pipeline`` reads them (int64 features become
+int32, as the original cast them; the regression label stays float32).
 """
 
 import collections
+import json
+import os
 
 import tensorflow as tf
 from absl import logging
 
 from data_prep import glue
 
+LABEL_LIST_FILE = "label_list.json"
+
 __all__ = [
-    "FEATURE_SPEC",
-    "record_dataset",
-    "training_dataset_fn",
-    "trim_to_longest",
+    "LABEL_LIST_FILE",
+    "read_label_list",
+    "write_label_list",
     "feature_spec",
     "file_based_convert_examples_to_features",
-    "parse_classifier_record",
     "write_classifier_records",
 ]
 
@@ -53,10 +56,6 @@ def feature_spec(seq_length, is_regression=False):
         ),
         "is_real_example": tf.io.FixedLenFeature([], tf.int64),
     }
-
-
-# The name used in the task description; the same function.
-FEATURE_SPEC = feature_spec
 
 
 def _int_feature(values):
@@ -114,136 +113,35 @@ def file_based_convert_examples_to_features(
 
     Returns the number of records. Regression when label_list is [None].
     """
-    is_regression = glue.is_regression_label_list(label_list)
-
-    def features():
-        for ex_index, example in enumerate(examples):
-            if ex_index % 10000 == 0:
-                logging.info("Writing example %d of %d", ex_index, len(examples))
-            yield glue.convert_single_example(
-                ex_index, example, label_list, max_seq_length, tokenizer
-            )
-
-    return write_classifier_records(features(), output_file, is_regression)
-
-
-def parse_classifier_record(serialized, seq_length, is_regression=False):
-    """Parses one serialized record; int64 features become int32.
-
-    Args:
-      serialized: a scalar string tensor (one tf.train.Example).
-      seq_length: max_seq_length the records were written with.
-      is_regression: label_ids is float32.
-    """
-    example = tf.io.parse_single_example(
-        serialized, feature_spec(seq_length, is_regression)
+    features = glue.convert_examples_to_features(
+        examples, label_list, max_seq_length, tokenizer
     )
-    # tf.Example only supports tf.int64, but the TPU only supports tf.int32.
-    return {
-        name: tf.cast(tensor, tf.int32) if tensor.dtype == tf.int64 else tensor
-        for name, tensor in example.items()
-    }
-
-
-# Batches are padded to the longest example, rounded up to this multiple so
-# compiled steps see few distinct shapes and GEMMs stay aligned.
-PAD_MULTIPLE = 8
-
-
-def trim_to_longest(batch):
-    """Cuts a padded batch to its longest example (rounded up to PAD_MULTIPLE).
-
-    BERT's output at a real position does not depend on trailing padding (the
-    padded keys are masked), so this changes no result, only the work.
-    """
-    seq_length = tf.shape(batch["input_ids"])[1]
-    longest = tf.reduce_max(tf.reduce_sum(batch["input_mask"], axis=1))
-    length = tf.minimum(
-        seq_length, (longest + PAD_MULTIPLE - 1) // PAD_MULTIPLE * PAD_MULTIPLE
+    return write_classifier_records(
+        features, output_file, glue.is_regression_label_list(label_list)
     )
-    length = tf.maximum(length, 1)
-    return {
-        name: value[:, :length]
-        if name in ("input_ids", "input_mask", "segment_ids")
-        else value
-        for name, value in batch.items()
-    }
 
 
-def record_dataset(
-    record_file, seq_length, is_regression, batch_size, pad_to_longest=True
-):
-    """Eval/predict batches, in file order, the last one partial."""
-    dataset = tf.data.TFRecordDataset(record_file).map(
-        lambda r: parse_classifier_record(r, seq_length, is_regression),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
-    dataset = dataset.batch(batch_size)
-    if pad_to_longest:
-        dataset = dataset.map(trim_to_longest)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+def write_label_list(output_dir, label_list):
+    """Logs the labels and writes them to ``output_dir/label_list.json``.
 
-
-def sort_into_batches(pool, batch_size, seed):
-    """Splits a pool of examples into batches of similar length, in random order.
-
-    All examples of the pool are kept, each exactly once; only which examples
-    share a batch changes, so short sentences are not padded to long ones.
+    The file is a JSON list: label_ids index it (``[null]`` for regression).
+    Returns the path.
     """
-    order = tf.argsort(tf.reduce_sum(pool["input_mask"], axis=1), stable=True)
-    pool = {name: tf.gather(value, order) for name, value in pool.items()}
-    batches = tf.data.Dataset.from_tensor_slices(pool).batch(
-        batch_size, drop_remainder=True
-    )
-    # Batches leave a pool in random order, not shortest first.
-    return batches.shuffle(64, seed=seed, reshuffle_each_iteration=True)
-
-
-def training_dataset_fn(
-    record_file,
-    num_examples,
-    seq_length,
-    is_regression,
-    batch_size,
-    seed,
-    pad_to_longest=True,
-    bucket_pool_batches=16,
-):
-    """`dataset_fn(input_context, skip_batches)` for the Trainer.
-
-    Each epoch is a full shuffle of the training set (seeded, so a resumed
-    run sees the same batches); the original shuffled a repeated stream with
-    a buffer of only 100 records. With `bucket_pool_batches` > 1, every run of
-    that many batches is re-cut into batches of similar length (see
-    `sort_into_batches`); with `pad_to_longest`, each batch is cut to its
-    longest example. Both leave every example's loss the same and remove work.
-    """
-
-    def dataset_fn(context, skip_batches):
-        per_replica = context.get_per_replica_batch_size(batch_size)
-        dataset = tf.data.TFRecordDataset(record_file)
-        dataset = dataset.shuffle(
-            num_examples, seed=seed, reshuffle_each_iteration=True
+    if glue.is_regression_label_list(label_list):
+        logging.info("Labels: none (regression, one output)")
+    else:
+        logging.info(
+            "Labels (%d, label_ids in this order): %s",
+            len(label_list),
+            ", ".join(repr(label) for label in label_list),
         )
-        dataset = dataset.repeat()
-        dataset = dataset.map(
-            lambda r: parse_classifier_record(r, seq_length, is_regression),
-            num_parallel_calls=tf.data.AUTOTUNE,
-        )
-        if bucket_pool_batches > 1:
-            dataset = dataset.batch(
-                per_replica * bucket_pool_batches, drop_remainder=True
-            )
-            dataset = dataset.flat_map(
-                lambda pool: sort_into_batches(pool, per_replica, seed)
-            )
-        else:
-            dataset = dataset.batch(per_replica, drop_remainder=True)
-        # Whole batches go to workers in turn: same batches as one worker.
-        dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
-        dataset = dataset.skip(skip_batches)
-        if pad_to_longest:
-            dataset = dataset.map(trim_to_longest)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+    path = os.path.join(output_dir, LABEL_LIST_FILE)
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(json.dumps(list(label_list), ensure_ascii=False) + "\n")
+    return path
 
-    return dataset_fn
+
+def read_label_list(output_dir):
+    """The label list ``write_label_list`` saved in `output_dir`."""
+    with tf.io.gfile.GFile(os.path.join(output_dir, LABEL_LIST_FILE)) as f:
+        return json.load(f)

@@ -4,7 +4,7 @@
 record (dupe_factor copies give a few variants). With `--dynamic_masking`,
 run_pretraining's tf.data pipeline restores the record's original tokens and
 draws the masks again, per element and epoch, with the original's rule
-(spec §8): `min(max_predictions_per_seq, max(1, round(len(tokens) *
+(as create_pretraining_data.py): `min(max_predictions_per_seq, max(1, round(len(tokens) *
 masked_lm_prob)))` positions (`len` counts [CLS] and [SEP]), never [CLS] or
 [SEP] or padding, sorted; each becomes [MASK] with probability 0.8, stays
 itself 0.1, a uniformly random vocabulary id 0.1. Token-level (no whole-word

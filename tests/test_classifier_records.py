@@ -1,4 +1,5 @@
-"""Tests for data_prep.classifier_records: the run_classifier TFRecord schema (spec §2.2)."""
+"""Tests for data_prep.classifier_records: the run_classifier TFRecord schema (the
+original's train/eval/predict.tf_record features), read by data_prep.record_pipeline."""
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ import tensorflow as tf
 from bert_tf import tokenization
 from data_prep import classifier_records
 from data_prep import glue
+from data_prep import record_pipeline
 
 
 def _features():
@@ -21,8 +23,8 @@ def _read(path, seq_length, is_regression=False):
     return [
         {name: tensor.numpy() for name, tensor in record.items()}
         for record in tf.data.TFRecordDataset(str(path)).map(
-            lambda r: classifier_records.parse_classifier_record(
-                r, seq_length, is_regression
+            lambda r: record_pipeline.parse_record(
+                r, classifier_records.feature_spec(seq_length, is_regression)
             )
         )
     ]
@@ -37,7 +39,7 @@ def test_feature_spec_matches_the_original():
         "label_ids": tf.io.FixedLenFeature([], tf.int64),
         "is_real_example": tf.io.FixedLenFeature([], tf.int64),
     }
-    regression = classifier_records.FEATURE_SPEC(16, is_regression=True)
+    regression = classifier_records.feature_spec(16, is_regression=True)
     assert regression["label_ids"] == tf.io.FixedLenFeature([], tf.float32)
 
 
@@ -121,13 +123,16 @@ def test_file_based_convert_and_dataset(tmp_path):
 
     # Eval/predict: in order, the last batch short, cut to the longest
     # example rounded up to PAD_MULTIPLE (here the full 6).
-    batches = list(classifier_records.record_dataset(str(path), 6, False, batch_size=4))
+    spec = classifier_records.feature_spec(6)
+    batches = list(
+        record_pipeline.ordered_dataset(str(path), spec, 4, pad_to_longest=True)
+    )
     assert [b["input_ids"].shape[0] for b in batches] == [4, 2]
     assert batches[0]["label_ids"].numpy().tolist() == [0, 1, 2, 0]
     assert batches[0]["input_ids"].dtype == tf.int32
     # Training: repeats, shuffles, full batches only.
-    dataset_fn = classifier_records.training_dataset_fn(
-        str(path), 6, 6, False, 4, seed=1
+    dataset_fn = record_pipeline.training_dataset_fn(
+        str(path), spec, 4, 1, shuffle_buffer=6, bucket_pool_batches=16
     )
     context = tf.distribute.InputContext()
     for batch in dataset_fn(context, 0).take(3):
@@ -144,7 +149,7 @@ def test_trim_to_longest_rounds_up_and_keeps_labels():
         "segment_ids": tf.zeros((3, 128), tf.int32),
         "label_ids": tf.constant([1, 0, 1]),
     }
-    trimmed = classifier_records.trim_to_longest(batch)
+    trimmed = record_pipeline.trim_to_longest(batch)
     assert trimmed["input_ids"].shape == (3, 16)  # longest 10 -> multiple of 8
     assert trimmed["input_mask"].numpy().sum() == 13  # no real token lost
     assert trimmed["label_ids"].numpy().tolist() == [1, 0, 1]
@@ -158,8 +163,8 @@ def test_training_batches_are_seeded_and_skippable(tmp_path):
     path = str(tmp_path / "train.tf_record")
     classifier_records.write_classifier_records(features, path)
     context = tf.distribute.InputContext()
-    dataset_fn = classifier_records.training_dataset_fn(
-        path, 10, 4, False, 2, seed=7, bucket_pool_batches=1
+    dataset_fn = record_pipeline.training_dataset_fn(
+        path, classifier_records.feature_spec(4), 2, 7, shuffle_buffer=10
     )
     first = [
         b["input_ids"][:, 0].numpy().tolist() for b in dataset_fn(context, 0).take(8)
@@ -186,8 +191,14 @@ def test_length_buckets_group_similar_lengths_and_keep_every_example(tmp_path):
         )
     path = str(tmp_path / "train.tf_record")
     classifier_records.write_classifier_records(features, path)
-    dataset_fn = classifier_records.training_dataset_fn(
-        path, 64, 32, False, 8, seed=3, bucket_pool_batches=8
+    dataset_fn = record_pipeline.training_dataset_fn(
+        path,
+        classifier_records.feature_spec(32),
+        8,
+        3,
+        shuffle_buffer=64,
+        bucket_pool_batches=8,
+        pad_to_longest=True,
     )
     batches = list(
         dataset_fn(tf.distribute.InputContext(), 0).take(8)

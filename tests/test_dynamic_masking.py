@@ -1,7 +1,7 @@
 """--dynamic_masking against the original's masking rule, on real records.
 
 Records: create_pretraining_data on the original's sample_text.txt (uncased
-vocab, seq 128, 20 predictions). The rule (spec §8): min(20, max(1,
+vocab, seq 128, 20 predictions). The original's rule: min(20, max(1,
 round(0.15 * tokens))) positions, never [CLS]/[SEP]/padding, sorted, 80%
 [MASK] / 10% kept / 10% random.
 """

@@ -4,7 +4,7 @@ Real GLUE files (MRPC, SST-2, CoLA, STS-B) and the uncased vocabulary come from
 $BERT_TF_DATA and are skipped without it; every other task is checked on small
 files written here in the standard GLUE layouts. Expected values were read off
 the files (counts: `wc -l` minus header) and worked out by hand from the
-original run_classifier.py (spec §4).
+original run_classifier.py.
 """
 
 import csv
@@ -494,7 +494,8 @@ def test_qqp_qnli_rte_wnli_sst2_stsb(tmp_path):
         qqp / "dev.tsv", _tsv(header, ["201359", "303345", "303346", "A?", "B?", "1"])
     )
     _write(qqp / "test.tsv", _tsv(["id", "question1", "question2"], ["0", "C?", "D?"]))
-    p = glue.get_processor("qqp")
+    # One-row training files: a single class, allowed explicitly.
+    p = glue.get_processor("qqp", allow_single_class=True)
     assert _summary(p.get_train_examples(str(qqp))[0]) == (
         "train-133273",
         "How?",
@@ -518,7 +519,7 @@ def test_qqp_qnli_rte_wnli_sst2_stsb(tmp_path):
             d / "dev.tsv", _tsv(["index", "s1", "s2", "label"], ["3", "c", "d", label])
         )
         _write(d / "test.tsv", _tsv(["index", "s1", "s2"], ["9", "e", "f"]))
-        p = glue.get_processor(task)
+        p = glue.get_processor(task, allow_single_class=True)
         assert p.get_labels() == labels
         assert _summary(p.get_train_examples(str(d))[0]) == ("train-0", "a", "b", label)
         assert _summary(p.get_dev_examples(str(d))[0]) == ("dev-3", "c", "d", label)
@@ -533,7 +534,7 @@ def test_qqp_qnli_rte_wnli_sst2_stsb(tmp_path):
     sst = tmp_path / "SST-2"
     _write(sst / "train.tsv", _tsv(["sentence", "label"], ["good film ", "1"]))
     _write(sst / "test.tsv", _tsv(["index", "sentence"], ["0", "bad film"]))
-    p = glue.get_processor("sst-2")
+    p = glue.get_processor("sst-2", allow_single_class=True)
     assert _summary(p.get_train_examples(str(sst))[0]) == (
         "train-1",
         "good film ",
@@ -581,7 +582,10 @@ def test_bom_and_literal_double_quotes(tmp_path):
         b"\xef\xbb\xbf" + _tsv(["sentence", "label"], ["x", "1"]).encode(),
     )
     custom = glue.CustomProcessor(
-        train_file=path, text_a_column="sentence", label_column="label"
+        train_file=path,
+        text_a_column="sentence",
+        label_column="label",
+        allow_single_class=True,
     )
     assert [_summary(e) for e in custom.get_train_examples()] == [
         ("train-0", "x", None, "1")
@@ -594,7 +598,8 @@ def test_bom_and_literal_double_quotes(tmp_path):
         cola / "train.tsv",
         b"\xef\xbb\xbf" + _tsv(["gj04", "1", "", "It works."]).encode(),
     )
-    assert _summary(glue.ColaProcessor().get_train_examples(str(cola))[0]) == (
+    cola_processor = glue.ColaProcessor(allow_single_class=True)
+    assert _summary(cola_processor.get_train_examples(str(cola))[0]) == (
         "train-0",
         "It works.",
         None,
@@ -802,7 +807,11 @@ def test_bad_custom_rows(tmp_path):
         '{"s": "c", "y": null}\n',
     )
     processor = glue.CustomProcessor(
-        train_file=jsonl, text_a_column="s", label_column="y", skip_bad_rows=True
+        train_file=jsonl,
+        text_a_column="s",
+        label_column="y",
+        skip_bad_rows=True,
+        allow_single_class=True,
     )
     assert [e.text_a for e in processor.get_train_examples()] == ["a"]
     reasons = [(line, reason.split(":")[0]) for _, line, reason in processor.skipped]
@@ -1032,3 +1041,135 @@ def test_text_pair_matches_the_real_data(shared_data, task, folder):
     assert glue.get_processor(task).text_pair == any(e.text_b for e in examples)
     assert glue.get_processor("custom", text_b_column="b").text_pair
     assert not glue.get_processor("custom").text_pair
+
+
+# ---------------------------------------------------------------------------
+# Labels that never go silently wrong (real GLUE files)
+
+
+def _real_lines(shared_data, task, name="train.tsv"):
+    path = os.path.join(shared_data, "glue", task, name)
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8-sig").splitlines(keepends=True)
+
+
+def test_label_whitespace_is_stripped_in_every_task(shared_data, tmp_path):
+    lines = _real_lines(shared_data, "SST-2")
+    header, rows = lines[0], lines[1:41]
+    # Trailing spaces after every other label: the same two classes, not four.
+    spaced = [
+        row.rstrip("\n") + (" \n" if i % 2 else "\n") for i, row in enumerate(rows)
+    ]
+    _write(tmp_path / "SST-2" / "train.tsv", header + "".join(spaced))
+    examples = glue.get_processor("sst-2").get_train_examples(str(tmp_path / "SST-2"))
+    assert {e.label for e in examples} == {"0", "1"}
+    expected = [row.rstrip("\n").rsplit("\t", 1)[1] for row in rows]
+    assert [e.label for e in examples] == expected
+
+    custom = glue.CustomProcessor(
+        train_file=str(tmp_path / "SST-2" / "train.tsv"),
+        text_a_column="sentence",
+        label_column="label",
+    )
+    assert custom.get_labels() == ["0", "1"]
+    assert [e.label for e in custom.get_train_examples()] == expected
+    # An empty label is a bad row (file:line), not a class "".
+    _write(tmp_path / "empty.tsv", header + rows[0] + "x\t \n" + rows[1])
+    with pytest.raises(glue.BadRowError, match=r"empty\.tsv:3: empty label"):
+        glue.CustomProcessor(
+            train_file=str(tmp_path / "empty.tsv"),
+            text_a_column="sentence",
+            label_column="label",
+        ).get_labels()
+
+
+def test_single_class_training_data_is_an_error(shared_data, tmp_path):
+    lines = _real_lines(shared_data, "MRPC")
+    positives = [line for line in lines[1:] if line.startswith("1\t")][:30]
+    _write(tmp_path / "MRPC" / "train.tsv", lines[0] + "".join(positives))
+    with pytest.raises(
+        ValueError,
+        match=r"MRPC/train\.tsv: all 30 training examples have the label '1'.*"
+        r"allow_single_class",
+    ):
+        glue.get_processor("mrpc").get_train_examples(str(tmp_path / "MRPC"))
+    allowed = glue.get_processor("mrpc", allow_single_class=True)
+    assert len(allowed.get_train_examples(str(tmp_path / "MRPC"))) == 30
+    # Custom task: its label list comes from the train file.
+    custom = glue.CustomProcessor(
+        train_file=str(tmp_path / "MRPC" / "train.tsv"),
+        text_a_column="#1 String",
+        text_b_column="#2 String",
+        label_column="Quality",
+    )
+    with pytest.raises(ValueError, match="training examples have the label '1'"):
+        custom.get_labels()
+    # The real file has both classes.
+    assert (
+        len(
+            glue.get_processor("mrpc").get_train_examples(
+                os.path.join(shared_data, "glue", "MRPC")
+            )
+        )
+        == 3668
+    )
+
+
+def test_header_like_first_row_without_header_is_an_error(shared_data, tmp_path):
+    lines = _real_lines(shared_data, "SST-2")
+    path = _write(tmp_path / "train.tsv", "".join(lines[:200]))
+
+    def processor(**options):
+        return glue.CustomProcessor(
+            train_file=path,
+            text_a_column=0,
+            label_column=1,
+            has_header=False,
+            **options,
+        )
+
+    # "sentence<TAB>label" read as data would add a third class "label".
+    with pytest.raises(
+        glue.BadRowError, match=r"train\.tsv:1: this row looks like a header"
+    ):
+        processor().get_labels()
+    assert processor(allow_header_like_first_row=True).get_labels() == [
+        "0",
+        "1",
+        "label",
+    ]
+    # Without the header line the same file reads as data.
+    headerless = _write(tmp_path / "headerless.tsv", "".join(lines[1:200]))
+    assert glue.CustomProcessor(
+        train_file=headerless, text_a_column=0, label_column=1, has_header=False
+    ).get_labels() == ["0", "1"]
+
+
+def test_header_only_train_file_names_the_file(shared_data, tmp_path):
+    for task in ("MRPC", "SST-2", "STS-B"):
+        header = _real_lines(shared_data, task)[0]
+        _write(tmp_path / task / "train.tsv", header)
+        with pytest.raises(
+            ValueError,
+            match=rf"{task}/train\.tsv: no training example \(an empty or "
+            r"header-only file\)",
+        ):
+            glue.get_processor(task.lower()).get_train_examples(str(tmp_path / task))
+    # Custom: the same, from get_labels as from get_train_examples.
+    header = _real_lines(shared_data, "SST-2")[0]
+    path = _write(tmp_path / "custom.tsv", header)
+    custom = glue.CustomProcessor(
+        train_file=path, text_a_column="sentence", label_column="label"
+    )
+    with pytest.raises(ValueError, match=r"custom\.tsv: no training example"):
+        custom.get_labels()
+    # Every row skipped: said so.
+    bad = _write(tmp_path / "bad.tsv", header + "only one column\n")
+    skipping = glue.CustomProcessor(
+        train_file=bad,
+        text_a_column="sentence",
+        label_column="label",
+        skip_bad_rows=True,
+    )
+    with pytest.raises(ValueError, match=r"bad\.tsv: .*all 1 data rows were skipped"):
+        skipping.get_train_examples()

@@ -12,6 +12,9 @@ from bert_tf.layers.transformer_block import TransformerBlock
 # The original adds this to the scores of padded keys: large enough to zero
 # them after the softmax, small enough to stay finite in float16.
 MASK_ADDER = -10000.0
+# The three int32 [batch, seq] inputs every BERT model takes (and the names of
+# these features in every task's records).
+ENCODER_INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 def as_bert_config(config):
@@ -26,7 +29,7 @@ def encoder_inputs():
     """The three int32 [batch, seq] inputs every BERT model takes."""
     return {
         name: keras.Input(shape=(None,), dtype="int32", name=name)
-        for name in ("input_ids", "input_mask", "segment_ids")
+        for name in ENCODER_INPUT_NAMES
     }
 
 

@@ -21,6 +21,7 @@ from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
 from bert_tf.models import BertClassifier
+from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
@@ -34,9 +35,10 @@ from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import glue
-from data_prep.classifier_records import record_dataset
-from data_prep.classifier_records import training_dataset_fn
-from data_prep.classifier_records import write_classifier_records
+from data_prep import record_pipeline
+from data_prep.classifier_records import feature_spec
+from data_prep.classifier_records import file_based_convert_examples_to_features
+from data_prep.classifier_records import write_label_list
 
 
 def per_example_loss(labels, logits, is_regression):
@@ -64,9 +66,7 @@ def predict_logits(model, dataset):
 
     @tf.function
     def step(batch):
-        return model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")})[
-            "logits"
-        ]
+        return model({k: batch[k] for k in ENCODER_INPUT_NAMES})["logits"]
 
     logits, labels, real = [], [], []
     for batch in dataset:
@@ -161,12 +161,28 @@ def define_flags():
     flags.DEFINE_bool(
         "is_regression", False, "custom task: the label is a real number."
     )
+    flags.DEFINE_bool(
+        "allow_single_class",
+        False,
+        "Train even if every training example has the same label (by default "
+        "an error naming the file: usually a cut or mis-parsed file).",
+    )
+    flags.DEFINE_bool(
+        "allow_header_like_first_row",
+        False,
+        "custom task with --has_header=false: accept a first train row that "
+        "looks like a header (single-word cells, a label found in no other "
+        "row); by default an error, since it would become a bogus class.",
+    )
     common_flags.define_common_flags(max_seq_length=128)
     common_flags.define_finetuning_flags()
 
 
 def make_processor(flags_obj):
-    options = {"skip_bad_rows": flags_obj.skip_bad_rows}
+    options = {
+        "skip_bad_rows": flags_obj.skip_bad_rows,
+        "allow_single_class": flags_obj.allow_single_class,
+    }
     task = flags_obj.task_name.lower()
     if task == "xnli":
         options["language"] = flags_obj.xnli_language
@@ -180,6 +196,7 @@ def make_processor(flags_obj):
             label_column=_column(flags_obj.label_column),
             has_header=flags_obj.has_header,
             is_regression=flags_obj.is_regression,
+            allow_header_like_first_row=flags_obj.allow_header_like_first_row,
         )
     return glue.get_processor(task, **options)
 
@@ -226,6 +243,7 @@ def run(flags_obj):
     data_dir = flags_obj.data_dir
     label_list = processor.get_labels(data_dir)
     is_regression = glue.is_regression_label_list(label_list)
+    write_label_list(flags_obj.output_dir, label_list)
     num_labels = 1 if is_regression else len(label_list)
     tokenizer = tokenization.FullTokenizer(
         flags_obj.vocab_file, flags_obj.do_lower_case
@@ -250,8 +268,8 @@ def run(flags_obj):
         )
         num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
         record_file = os.path.join(flags_obj.output_dir, "train.tf_record")
-        _write_records(
-            examples, label_list, seq_length, tokenizer, record_file, is_regression
+        file_based_convert_examples_to_features(
+            examples, label_list, seq_length, tokenizer, record_file
         )
         logging.info("***** Running training *****")
         logging.info("  Num examples = %d", len(examples))
@@ -266,13 +284,13 @@ def run(flags_obj):
             model,
             optimizer,
             classifier_loss_fn(is_regression),
-            training_dataset_fn(
+            record_pipeline.training_dataset_fn(
                 record_file,
-                len(examples),
-                seq_length,
-                is_regression,
+                feature_spec(seq_length, is_regression),
                 flags_obj.train_batch_size // accumulation,
                 flags_obj.seed,
+                # A full shuffle each epoch (the original: a 100-record buffer).
+                shuffle_buffer=len(examples),
                 pad_to_longest=flags_obj.pad_to_longest,
                 bucket_pool_batches=16 if flags_obj.length_bucketing else 1,
             ),
@@ -296,13 +314,16 @@ def run(flags_obj):
     def examples_dataset(examples, record_name, batch_size, what):
         """Writes the examples' records (as the original) and batches them."""
         record_file = os.path.join(flags_obj.output_dir, record_name)
-        _write_records(
-            examples, label_list, seq_length, tokenizer, record_file, is_regression
+        file_based_convert_examples_to_features(
+            examples, label_list, seq_length, tokenizer, record_file
         )
         logging.info("***** Running %s *****", what)
         logging.info("  Num examples = %d", len(examples))
-        return record_dataset(
-            record_file, seq_length, is_regression, batch_size, flags_obj.pad_to_longest
+        return record_pipeline.ordered_dataset(
+            record_file,
+            feature_spec(seq_length, is_regression),
+            batch_size,
+            pad_to_longest=flags_obj.pad_to_longest,
         )
 
     results = None
@@ -345,10 +366,3 @@ def run(flags_obj):
             text_pair=processor.text_pair,
         )
     return results
-
-
-def _write_records(examples, label_list, seq_length, tokenizer, path, is_regression):
-    features = glue.convert_examples_to_features(
-        examples, label_list, seq_length, tokenizer
-    )
-    write_classifier_records(features, path, is_regression=is_regression)

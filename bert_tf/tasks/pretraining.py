@@ -18,6 +18,7 @@ from absl import flags
 from absl import logging
 
 from bert_tf.config import BertConfig
+from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
@@ -29,12 +30,13 @@ from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
+from data_prep import record_pipeline
 from data_prep.dynamic_masking import mask_dynamically
 from data_prep.dynamic_masking import special_token_ids
 from data_prep.pretraining import expand_input_files
-from data_prep.pretraining import parse_pretraining_record
+from data_prep.pretraining import pretraining_feature_spec
 
-MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
+MODEL_INPUTS = (*ENCODER_INPUT_NAMES, "masked_lm_positions")
 
 
 def define_flags():
@@ -74,7 +76,7 @@ def define_flags():
 
 
 # --------------------------------------------------------------------------
-# Losses and metrics (spec §3.3)
+# Losses and metrics
 # --------------------------------------------------------------------------
 
 
@@ -151,14 +153,8 @@ def evaluate(model, dataset, global_step):
 
 
 # --------------------------------------------------------------------------
-# Input (spec §2.1)
+# Input
 # --------------------------------------------------------------------------
-
-
-def _parser(max_seq_length, max_predictions_per_seq):
-    return lambda record: parse_pretraining_record(
-        record, max_seq_length, max_predictions_per_seq
-    )
 
 
 def training_dataset_fn(
@@ -178,52 +174,40 @@ def training_dataset_fn(
     `dynamic_masking`: keyword arguments of `mask_dynamically` (special_ids,
     vocab_size, masked_lm_prob) to re-mask every element as it is read.
     """
-    files = list(input_files)
-
-    def dataset_fn(context, skip_batches):
-        per_replica = context.get_per_replica_batch_size(batch_size)
-        dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files))
-        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.repeat()
-        dataset = dataset.interleave(
-            tf.data.TFRecordDataset,
-            cycle_length=min(4, len(files)),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
-        dataset = dataset.shuffle(100, seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.map(
-            _parser(max_seq_length, max_predictions_per_seq),
-            num_parallel_calls=tf.data.AUTOTUNE,
-        )
-        if dynamic_masking:
-            # Keyed by the element's index in the endless stream: new masks
-            # each epoch, the same ones after a resume.
-            dataset = dataset.enumerate().map(
-                lambda index, features: mask_dynamically(
-                    features,
-                    tf.stack([tf.cast(seed, tf.int64), index]),
-                    **dynamic_masking,
-                ),
-                num_parallel_calls=tf.data.AUTOTUNE,
+    indexed_map = None
+    if dynamic_masking:
+        # Keyed by the element's index in the endless stream: new masks each
+        # epoch, the same ones after a resume.
+        def indexed_map(index, features):
+            return mask_dynamically(
+                features,
+                tf.stack([tf.cast(seed, tf.int64), index]),
+                **dynamic_masking,
             )
-        dataset = dataset.batch(per_replica, drop_remainder=True)
-        # Whole batches go to input pipelines in turn: the same batches as one.
-        dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
-        dataset = dataset.skip(skip_batches)
-        return dataset.prefetch(tf.data.AUTOTUNE)
 
-    return dataset_fn
+    return record_pipeline.training_dataset_fn(
+        list(input_files),
+        pretraining_feature_spec(max_seq_length, max_predictions_per_seq),
+        batch_size,
+        seed,
+        shuffle_buffer=100,
+        interleave_files=True,
+        indexed_map=indexed_map,
+    )
 
 
 def eval_dataset(
     input_files, max_seq_length, max_predictions_per_seq, batch_size, max_eval_steps
 ):
     """As the original: the files in order, repeated, `max_eval_steps` batches."""
-    dataset = tf.data.TFRecordDataset(list(input_files)).repeat()
-    dataset = dataset.map(_parser(max_seq_length, max_predictions_per_seq))
-    dataset = dataset.batch(batch_size, drop_remainder=True)
-    return dataset.take(max_eval_steps).prefetch(tf.data.AUTOTUNE)
+    return record_pipeline.ordered_dataset(
+        list(input_files),
+        pretraining_feature_spec(max_seq_length, max_predictions_per_seq),
+        batch_size,
+        repeat=True,
+        drop_remainder=True,
+        max_batches=max_eval_steps,
+    )
 
 
 # --------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from bert_tf import squad_postprocessing
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.models import BertSpanLabeler
+from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
@@ -37,12 +38,11 @@ from bert_tf.training.run_setup import restore_latest
 from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.strategy import is_chief
+from data_prep import record_pipeline
 from data_prep import squad as squad_data
 
 # The original shuffles the training examples with this fixed seed.
 TRAIN_EXAMPLES_SEED = 12345
-
-_MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 def define_flags():
@@ -180,34 +180,20 @@ def training_dataset_fn(record_file, num_features, seq_length, batch_size, seed)
     buffer of 100 records. Batches keep the fixed max_seq_length padding, since
     start/end positions index the sequence, and drop the remainder.
     """
-
-    def dataset_fn(context, skip_batches):
-        per_replica = context.get_per_replica_batch_size(batch_size)
-        dataset = tf.data.TFRecordDataset(record_file)
-        dataset = dataset.shuffle(
-            max(1, num_features), seed=seed, reshuffle_each_iteration=True
-        )
-        dataset = dataset.repeat()
-        dataset = dataset.map(
-            lambda r: squad_data.parse_squad_record(r, seq_length, True),
-            num_parallel_calls=tf.data.AUTOTUNE,
-        )
-        dataset = dataset.batch(per_replica, drop_remainder=True)
-        # Whole batches go to workers in turn: same batches as one worker.
-        dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
-        dataset = dataset.skip(skip_batches)
-        return dataset.prefetch(tf.data.AUTOTUNE)
-
-    return dataset_fn
+    return record_pipeline.training_dataset_fn(
+        record_file,
+        squad_data.feature_spec(seq_length, True),
+        batch_size,
+        seed,
+        shuffle_buffer=num_features,
+    )
 
 
 def predict_dataset(record_file, seq_length, batch_size):
     """Predict batches, in file order, the last one partial."""
-    dataset = tf.data.TFRecordDataset(record_file).map(
-        lambda r: squad_data.parse_squad_record(r, seq_length, False),
-        num_parallel_calls=tf.data.AUTOTUNE,
+    return record_pipeline.ordered_dataset(
+        record_file, squad_data.feature_spec(seq_length, False), batch_size
     )
-    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
 def predict_raw_results(model, dataset):
@@ -215,7 +201,7 @@ def predict_raw_results(model, dataset):
 
     @tf.function
     def step(batch):
-        outputs = model({k: batch[k] for k in _MODEL_INPUTS})
+        outputs = model({k: batch[k] for k in ENCODER_INPUT_NAMES})
         return (
             tf.cast(outputs["start_logits"], tf.float32),
             tf.cast(outputs["end_logits"], tf.float32),
