@@ -8,7 +8,9 @@ from safetensors import safe_open
 
 from bert_tf.checkpoints.name_map import HF_TIED_DUPLICATES
 from bert_tf.checkpoints.name_map import hf_names
+from bert_tf.checkpoints.name_map import is_hf_encoder_name
 from bert_tf.checkpoints.name_map import is_ignored
+from bert_tf.config import BertConfig
 
 
 def safetensors_files(directory):
@@ -39,12 +41,17 @@ class HfCheckpointReader:
                     self._file_of[name] = file
                     self.shapes[name] = tuple(f.get_slice(name).get_shape())
 
+    load_config = staticmethod(BertConfig.from_json_file)
+
     def lookup(self, tf1_name):
         candidates, transpose = hf_names(tf1_name)
         for name in candidates:
             if name in self.shapes:
-                return name, transpose
+                return name, "transpose" if transpose else None
         return None
+
+    def is_encoder_entry(self, name):
+        return is_hf_encoder_name(name)
 
     def read(self, name):
         with safe_open(self._file_of[name], framework="np") as f:

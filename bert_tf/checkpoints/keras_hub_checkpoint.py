@@ -1,0 +1,98 @@
+"""Reading a KerasHub `BertBackbone` preset directory.
+
+`backbone.save_to_preset(dir)` writes `config.json` (the backbone's Keras
+config), `model.weights.h5` (Keras 3 weights file) and the tokenizer's
+vocabulary under `assets/tokenizer/vocabulary.txt`. The weights are read
+with h5py (a Keras dependency), so keras_hub need not be installed.
+"""
+
+import json
+import os
+
+import h5py
+import numpy as np
+
+from bert_tf.checkpoints.name_map import keras_hub_name
+from bert_tf.config import BertConfig
+
+WEIGHTS_FILE = "model.weights.h5"
+VOCAB_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
+_BACKBONE_CLASS = "BertBackbone"
+
+
+def is_keras_hub_preset(directory):
+    """Whether `directory` holds a KerasHub preset (config.json + weights.h5)."""
+    config = os.path.join(directory, "config.json")
+    if not os.path.exists(config) or not os.path.exists(
+        os.path.join(directory, WEIGHTS_FILE)
+    ):
+        return False
+    with open(config, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError:
+            return False
+    return isinstance(data, dict) and "registered_name" in data and "config" in data
+
+
+def keras_hub_config(config_file):
+    """The `BertConfig` of a KerasHub `BertBackbone` config.json.
+
+    KerasHub's BERT is the original's: tanh-approximated GELU, LayerNorm
+    epsilon 1e-12, one dropout rate for hidden states and attention.
+    """
+    with open(config_file, encoding="utf-8") as f:
+        data = json.load(f)
+    class_name = data.get("class_name")
+    if class_name != _BACKBONE_CLASS:
+        raise ValueError(
+            f"{config_file}: a KerasHub preset of {class_name!r}; only "
+            f"{_BACKBONE_CLASS!r} (BERT) loads here"
+        )
+    backbone = data["config"]
+    return BertConfig(
+        vocab_size=backbone["vocabulary_size"],
+        hidden_size=backbone["hidden_dim"],
+        num_hidden_layers=backbone["num_layers"],
+        num_attention_heads=backbone["num_heads"],
+        intermediate_size=backbone["intermediate_dim"],
+        hidden_act="gelu",
+        hidden_dropout_prob=backbone.get("dropout", 0.1),
+        attention_probs_dropout_prob=backbone.get("dropout", 0.1),
+        max_position_embeddings=backbone.get("max_sequence_length", 512),
+        type_vocab_size=backbone.get("num_segments", 2),
+        source=config_file,
+    )
+
+
+class KerasHubCheckpointReader:
+    """The tensors of a KerasHub BERT backbone, addressed by original names."""
+
+    kind = "KerasHub BertBackbone preset"
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, WEIGHTS_FILE)
+        self.shapes = {}
+        with h5py.File(self.path, "r") as f:
+            f.visititems(self._collect)
+
+    def _collect(self, name, item):
+        if isinstance(item, h5py.Dataset):
+            self.shapes[name] = tuple(item.shape)
+
+    @staticmethod
+    def load_config(config_file):
+        return keras_hub_config(config_file)
+
+    def lookup(self, tf1_name):
+        name = keras_hub_name(tf1_name)
+        if name in self.shapes:
+            return name, "reshape"
+        return None
+
+    def is_encoder_entry(self, name):
+        return True  # model.weights.h5 of a preset is the backbone alone
+
+    def read(self, name):
+        with h5py.File(self.path, "r") as f:
+            return np.asarray(f[name], dtype=np.float32)
