@@ -13,6 +13,7 @@ import tensorflow as tf
 from bert_tf.checkpoints.name_map import MODEL_GARDEN_PROBES
 from bert_tf.checkpoints.name_map import OBJECT_VALUE_SUFFIX
 from bert_tf.checkpoints.name_map import model_garden_name
+from bert_tf.config import BertConfig
 
 # The key every object-based checkpoint has, and TF1 name-based ones lack.
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -56,6 +57,8 @@ class ModelGardenCheckpointReader:
     """
 
     kind = "TF Model Garden BertEncoder checkpoint (TF2 object-based)"
+    # Model Garden's released checkpoints come with the original's config.
+    load_config = staticmethod(BertConfig.from_json_file)
 
     def __init__(self, prefix):
         self.path = prefix

@@ -260,6 +260,15 @@ def keras_hub_name(tf1_name):
     return None
 
 
+# A KerasHub `BertTextClassifier` preset's head (`task.weights.h5`: dropout on
+# the pooled output, then a Dense with a [hidden, classes] kernel), as the
+# original classifier's root-scope names: (path, transpose).
+KERAS_HUB_CLASSIFIER_HEAD = {
+    "output_weights": ("layers/dense/vars/0", True),
+    "output_bias": ("layers/dense/vars/1", False),
+}
+
+
 def is_tf1_encoder_name(name):
     return name.startswith("bert/")
 
