@@ -39,6 +39,16 @@ def is_keras_hub_preset(directory):
     return isinstance(data, dict) and "registered_name" in data and "config" in data
 
 
+def preset_lowercase(directory):
+    """The preset tokenizer's `lowercase` (with `strip_accents`, KerasHub's
+    do_lower_case), or None when the preset has no tokenizer.json."""
+    tokenizer = os.path.join(directory, "tokenizer.json")
+    if not os.path.exists(tokenizer):
+        return None
+    with open(tokenizer, encoding="utf-8") as f:
+        return json.load(f).get("config", {}).get("lowercase")
+
+
 def keras_hub_config(config_file):
     """The `BertConfig` of a KerasHub `BertBackbone` config.json.
 

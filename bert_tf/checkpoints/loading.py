@@ -10,6 +10,7 @@ from absl import logging
 
 from bert_tf.checkpoints import keras_hub_checkpoint
 from bert_tf.checkpoints.hf_checkpoint import HfCheckpointReader
+from bert_tf.checkpoints.hf_checkpoint import hf_do_lower_case
 from bert_tf.checkpoints.hf_checkpoint import safetensors_files
 from bert_tf.checkpoints.keras_hub_checkpoint import KerasHubCheckpointReader
 from bert_tf.checkpoints.model_garden_checkpoint import ModelGardenCheckpointReader
@@ -35,6 +36,8 @@ class CheckpointFiles:
     reader: object
     config_file: str
     vocab_file: str | None
+    # How the vocabulary was used, when the files say (HF and KerasHub do).
+    do_lower_case: bool | None = None
 
     def load_config(self):
         return self.reader.load_config(self.config_file)
@@ -86,6 +89,7 @@ def find_checkpoint(path):
                 HfCheckpointReader(hf_files),
                 os.path.join(path, "config.json"),
                 _vocab_beside(path),
+                hf_do_lower_case(path),
             )
         if keras_hub_checkpoint.is_keras_hub_preset(path):
             vocab = os.path.join(path, keras_hub_checkpoint.VOCAB_FILE)
@@ -93,6 +97,7 @@ def find_checkpoint(path):
                 KerasHubCheckpointReader(path),
                 os.path.join(path, "config.json"),
                 vocab if os.path.exists(vocab) else None,
+                keras_hub_checkpoint.preset_lowercase(path),
             )
         prefix = _tf1_prefix_in(path)
         if prefix and os.path.exists(os.path.join(path, "bert_config.json")):
@@ -108,7 +113,10 @@ def find_checkpoint(path):
             os.path.join(directory, "config.json"), "HF config.json", path
         )
         return CheckpointFiles(
-            HfCheckpointReader([path]), config, _vocab_beside(directory)
+            HfCheckpointReader([path]),
+            config,
+            _vocab_beside(directory),
+            hf_do_lower_case(directory),
         )
     if os.path.exists(path + ".index"):
         config = _require(
@@ -279,13 +287,15 @@ class CheckpointMixin:
         """Builds the model from the checkpoint's config and loads its weights.
 
         Args:
-            path: a Google checkpoint prefix, a Google model directory, or a
-                Hugging Face model directory (see `find_checkpoint`).
+            path: a Google checkpoint prefix or model directory (TF1 names,
+                or a TF Model Garden BertEncoder's TF2 object checkpoint), a
+                Hugging Face model directory, or a KerasHub BERT preset
+                directory (see `find_checkpoint`).
             config: optional `BertConfig` (or path to one) to use instead of
                 the config file found beside the checkpoint.
             **kwargs: passed to the model's constructor (e.g. `num_labels`).
         """
-        files = find_checkpoint(path)
+        files = path if isinstance(path, CheckpointFiles) else find_checkpoint(path)
         if config is None:
             config = files.load_config()
         elif not isinstance(config, BertConfig):
