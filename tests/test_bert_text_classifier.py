@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras_hub_models import random_keras_hub_classifier
 
 import bert_tf
 from bert_tf.models import BertTextClassifier
@@ -122,25 +123,9 @@ def run_like_a_keras_hub_user(task):
 @pytest.fixture(scope="module")
 def keras_hub_preset(tmp_path_factory):
     keras_hub = pytest.importorskip("keras_hub", reason="keras-hub (test extra)")
-    keras.utils.set_random_seed(1)
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=len(VOCAB),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
+    task = random_keras_hub_classifier(
+        keras_hub, VOCAB, 2, hidden=16, sequence_length=16, seed=1
     )
-    preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
-        keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True),
-        sequence_length=16,
-    )
-    task = keras_hub.models.BertTextClassifier(
-        backbone, num_classes=2, preprocessor=preprocessor
-    )
-    rng = np.random.default_rng(1)
-    for weight in task.weights:
-        weight.assign(rng.normal(0.0, 0.3, weight.shape).astype("float32"))
     directory = str(tmp_path_factory.mktemp("keras_hub") / "classifier")
     task.save_to_preset(directory)
     return task, directory

@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras_hub_models import random_keras_hub_classifier
 from model_inputs import random_features
 from original_graph import run_original_graph
 
@@ -421,30 +422,11 @@ KERAS_HUB_VOCAB += ["dog", "sat", "on", "mat", "##s", "ran", "."]
 @pytest.fixture(scope="module")
 def keras_hub_presets(tmp_path_factory):
     """A KerasHub BertTextClassifier preset and its backbone's own preset,
-    written by keras_hub with random weights (every tensor ~N(0, 0.3), so
-    LayerNorm scales and biases matter too)."""
+    written by keras_hub with random weights."""
     keras_hub = pytest.importorskip("keras_hub", reason="keras-hub (test extra)")
-    import keras
-
-    keras.utils.set_random_seed(0)
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=len(KERAS_HUB_VOCAB),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=8,
-        intermediate_dim=16,
-        max_sequence_length=16,
-    )
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=KERAS_HUB_VOCAB)
-    preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
-        tokenizer, sequence_length=12
-    )
-    classifier = keras_hub.models.BertTextClassifier(
-        backbone, num_classes=3, preprocessor=preprocessor
-    )
+    classifier = random_keras_hub_classifier(keras_hub, KERAS_HUB_VOCAB, 3)
+    backbone, tokenizer = classifier.backbone, classifier.preprocessor.tokenizer
     rng = np.random.default_rng(0)
-    for weight in classifier.weights:
-        weight.assign(rng.normal(0.0, 0.3, weight.shape).astype("float32"))
     root = tmp_path_factory.mktemp("keras_hub")
     backbone.save_to_preset(str(root / "backbone"))
     tokenizer.save_to_preset(str(root / "backbone"))
