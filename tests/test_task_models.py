@@ -164,3 +164,32 @@ def test_classifier_uses_only_cls_in_the_last_layer(tiny_config):
     np.testing.assert_allclose(
         model(features)["logits"], full(features)["logits"], atol=1e-5
     )
+
+
+@pytest.mark.parametrize(
+    "cls, kwargs",
+    [
+        (bert_tf.BertEncoder, {}),
+        (bert_tf.BertClassifier, {"num_labels": 2}),
+        (bert_tf.BertSpanLabeler, {}),
+    ],
+)
+def test_keras_file_keeps_the_dtype_policy(tmp_path, tiny_config, cls, kwargs):
+    """A model built under mixed_bfloat16 reloads as such where the global
+    policy is float32 (every layer, not only the model's own attribute)."""
+    model = cls(tiny_config, dtype="mixed_bfloat16", **kwargs)
+    encoder = getattr(model, "encoder", model)
+    assert encoder.encoder_layers[0].compute_dtype == "bfloat16"
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    assert keras.config.dtype_policy().name == "float32"
+    restored = keras.saving.load_model(path)
+    restored_encoder = getattr(restored, "encoder", restored)
+    assert restored.dtype_policy.name == "mixed_bfloat16"
+    assert restored_encoder.encoder_layers[0].compute_dtype == "bfloat16"
+    assert restored_encoder.embeddings.compute_dtype == "bfloat16"
+    features = random_features(tiny_config)
+    expected, actual = model(features), restored(features)
+    for key in expected:
+        if key != "encoder_outputs":
+            np.testing.assert_array_equal(actual[key], expected[key])

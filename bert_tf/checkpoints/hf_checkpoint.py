@@ -8,7 +8,9 @@ from safetensors import safe_open
 
 from bert_tf.checkpoints.name_map import HF_TIED_DUPLICATES
 from bert_tf.checkpoints.name_map import hf_names
+from bert_tf.checkpoints.name_map import is_hf_encoder_name
 from bert_tf.checkpoints.name_map import is_ignored
+from bert_tf.config import BertConfig
 
 
 def safetensors_files(directory):
@@ -20,6 +22,15 @@ def safetensors_files(directory):
         return [os.path.join(directory, s) for s in shards]
     single = os.path.join(directory, "model.safetensors")
     return [single] if os.path.exists(single) else []
+
+
+def hf_do_lower_case(directory):
+    """`do_lower_case` from an HF directory's tokenizer_config.json, or None."""
+    path = os.path.join(directory, "tokenizer_config.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get("do_lower_case")
 
 
 class HfCheckpointReader:
@@ -39,12 +50,17 @@ class HfCheckpointReader:
                     self._file_of[name] = file
                     self.shapes[name] = tuple(f.get_slice(name).get_shape())
 
+    load_config = staticmethod(BertConfig.from_json_file)
+
     def lookup(self, tf1_name):
         candidates, transpose = hf_names(tf1_name)
         for name in candidates:
             if name in self.shapes:
-                return name, transpose
+                return name, "transpose" if transpose else None
         return None
+
+    def is_encoder_entry(self, name):
+        return is_hf_encoder_name(name)
 
     def read(self, name):
         with safe_open(self._file_of[name], framework="np") as f:

@@ -5,18 +5,28 @@ import glob
 import os
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
+from bert_tf.checkpoints import keras_hub_checkpoint
 from bert_tf.checkpoints.hf_checkpoint import HfCheckpointReader
+from bert_tf.checkpoints.hf_checkpoint import hf_do_lower_case
 from bert_tf.checkpoints.hf_checkpoint import safetensors_files
+from bert_tf.checkpoints.keras_hub_checkpoint import KerasHubCheckpointReader
+from bert_tf.checkpoints.model_garden_checkpoint import ModelGardenCheckpointReader
+from bert_tf.checkpoints.model_garden_checkpoint import is_object_checkpoint
 from bert_tf.checkpoints.tf1_checkpoint import Tf1CheckpointReader
 from bert_tf.config import BertConfig
 
 _EXPECTED = (
     "expected a Google checkpoint prefix (…/bert_model.ckpt, with bert_config.json "
-    "beside it), a directory holding bert_config.json + bert_model.ckpt.*, or a "
-    "Hugging Face directory holding config.json + model.safetensors"
+    "beside it) or a directory holding bert_config.json + bert_model.ckpt.* (TF1 "
+    "names, or a TF Model Garden BertEncoder's TF2 object checkpoint), a Hugging "
+    "Face directory holding config.json + model.safetensors, or a KerasHub "
+    "BertBackbone preset directory holding config.json + model.weights.h5"
 )
+# How many names an error message lists before "... (N in all)".
+_NAMES_SHOWN = 5
 
 
 @dataclasses.dataclass
@@ -26,6 +36,11 @@ class CheckpointFiles:
     reader: object
     config_file: str
     vocab_file: str | None
+    # How the vocabulary was used, when the files say (HF and KerasHub do).
+    do_lower_case: bool | None = None
+
+    def load_config(self):
+        return self.reader.load_config(self.config_file)
 
 
 def _require(path, what, checkpoint):
@@ -51,6 +66,14 @@ def _tf1_prefix_in(directory):
     return None
 
 
+def open_tf_checkpoint(prefix):
+    """The reader for a TensorFlow checkpoint prefix: TF1 names or TF2 objects."""
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    if is_object_checkpoint(shapes):
+        return ModelGardenCheckpointReader(prefix)
+    return Tf1CheckpointReader(prefix)
+
+
 def find_checkpoint(path):
     """Resolves `path` to a reader plus its config and vocab files.
 
@@ -66,11 +89,20 @@ def find_checkpoint(path):
                 HfCheckpointReader(hf_files),
                 os.path.join(path, "config.json"),
                 _vocab_beside(path),
+                hf_do_lower_case(path),
+            )
+        if keras_hub_checkpoint.is_keras_hub_preset(path):
+            vocab = os.path.join(path, keras_hub_checkpoint.VOCAB_FILE)
+            return CheckpointFiles(
+                KerasHubCheckpointReader(path),
+                os.path.join(path, "config.json"),
+                vocab if os.path.exists(vocab) else None,
+                keras_hub_checkpoint.preset_lowercase(path),
             )
         prefix = _tf1_prefix_in(path)
         if prefix and os.path.exists(os.path.join(path, "bert_config.json")):
             return CheckpointFiles(
-                Tf1CheckpointReader(prefix),
+                open_tf_checkpoint(prefix),
                 os.path.join(path, "bert_config.json"),
                 _vocab_beside(path),
             )
@@ -81,14 +113,17 @@ def find_checkpoint(path):
             os.path.join(directory, "config.json"), "HF config.json", path
         )
         return CheckpointFiles(
-            HfCheckpointReader([path]), config, _vocab_beside(directory)
+            HfCheckpointReader([path]),
+            config,
+            _vocab_beside(directory),
+            hf_do_lower_case(directory),
         )
     if os.path.exists(path + ".index"):
         config = _require(
             os.path.join(directory, "bert_config.json"), "bert_config.json", path
         )
         return CheckpointFiles(
-            Tf1CheckpointReader(path), config, _vocab_beside(directory)
+            open_tf_checkpoint(path), config, _vocab_beside(directory)
         )
     raise FileNotFoundError(f"BERT checkpoint not found: {path}: {_EXPECTED}")
 
@@ -114,9 +149,25 @@ def check_vocab_matches_config(vocab_file, config):
     return lines
 
 
+def _some(names):
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    more = f", ... ({len(names)} in all)" if len(names) > _NAMES_SHOWN else ""
+    return shown + more
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint's encoder does not match the model's, name for name."""
+
+
 @dataclasses.dataclass
 class LoadReport:
-    """What `load_checkpoint` did, by original variable name."""
+    """What `load_checkpoint` did, by original variable name.
+
+    `missing` are the model's variables the checkpoint lacks (freshly
+    initialised: task heads only, or a pooler the model does not read);
+    `unused` the checkpoint's entries no variable took (e.g. pre-training
+    heads when fine-tuning).
+    """
 
     path: str
     loaded: list
@@ -133,35 +184,89 @@ class LoadReport:
             len(self.unused),
         )
         for name in self.missing:
-            logging.info("  not in checkpoint (initialised): %s", name)
+            logging.warning("  not in checkpoint (initialised): %s", name)
         for name in self.unused:
             logging.info("  in checkpoint, not used: %s", name)
+
+
+def _initialisable(model, variables):
+    """The model's variables a checkpoint may lack: its task heads (outside the
+    `bert/` encoder scope), and the pooler when the model does not read it."""
+    names = {n for n in variables if not n.startswith("bert/")}
+    if not getattr(model, "reads_pooled_output", True):
+        names |= {n for n in variables if n.startswith("bert/pooler/")}
+    return names
+
+
+def _check_encoder_matches(reader, model, variables, missing, unused):
+    encoder_missing = [n for n in missing if n not in _initialisable(model, variables)]
+    encoder_unused = [n for n in unused if reader.is_encoder_entry(n)]
+    if not encoder_missing and not encoder_unused:
+        return
+    problems = []
+    if encoder_missing:
+        problems.append(
+            f"{len(encoder_missing)} of the model's {len(variables)} variables are "
+            f"not in it: {_some(encoder_missing)}"
+        )
+    if encoder_unused:
+        problems.append(
+            f"{len(encoder_unused)} of its encoder entries match no variable of "
+            f"the model: {_some(encoder_unused)}"
+        )
+    config = getattr(getattr(model, "encoder", model), "config", None)
+    hint = ""
+    if config is not None:
+        hint = (
+            f" Is the config ({config.source or 'given in code'}: "
+            f"{config.num_hidden_layers} layers, hidden {config.hidden_size}) the "
+            "checkpoint's own?"
+        )
+    raise CheckpointMismatchError(
+        f"{reader.path} ({reader.kind}) does not match the model's encoder; "
+        + "; ".join(problems)
+        + "."
+        + hint
+    )
 
 
 def load_checkpoint(model, path):
     """Assigns the checkpoint at `path` to `model`'s variables by name.
 
-    As the original's `get_assignment_map_from_checkpoint`: variables the
-    checkpoint lacks keep their initial values, checkpoint entries the model
-    does not use are ignored, and optimizer slots are never read. Both lists
-    are logged and returned.
+    Every encoder variable must come from the checkpoint and every encoder
+    entry of the checkpoint must be used: a wrong config or a checkpoint of
+    another model fails here instead of training on random weights. Task
+    heads the checkpoint lacks keep their initial values (logged at WARNING),
+    checkpoint entries outside the encoder that the model does not use (e.g.
+    pre-training heads) are ignored, and optimizer slots are never read.
 
     Raises:
+        CheckpointMismatchError (a ValueError): encoder variables missing from
+            the checkpoint, or encoder entries of the checkpoint unused; the
+            message names the file and the variables.
         ValueError: a variable's shape differs between model and checkpoint.
     """
     files = path if isinstance(path, CheckpointFiles) else find_checkpoint(path)
     reader = files.reader
     variables = model.checkpoint_variables()
     loaded, missing, used = [], [], set()
-    for name, variable in variables.items():
-        found = reader.lookup(name)
-        if found is None:
+    found = {}
+    for name in variables:
+        stored = reader.lookup(name)
+        if stored is None:
             missing.append(name)
-            continue
-        stored_name, transpose = found
+        else:
+            found[name] = stored
+            used.add(stored[0])
+    unused = sorted(set(reader.shapes) - used)
+    _check_encoder_matches(reader, model, variables, missing, unused)
+    for name, (stored_name, conversion) in found.items():
+        variable = variables[name]
         value = reader.read(stored_name)
-        if transpose:
+        if conversion == "transpose":
             value = value.T
+        elif conversion == "reshape" and value.size == np.prod(variable.shape):
+            value = value.reshape(variable.shape)
         if tuple(value.shape) != tuple(variable.shape):
             raise ValueError(
                 f"{reader.path}: variable {stored_name!r} has shape {tuple(value.shape)} in the "
@@ -169,8 +274,6 @@ def load_checkpoint(model, path):
             )
         variable.assign(value.astype(np.dtype(variable.dtype)))
         loaded.append(name)
-        used.add(stored_name)
-    unused = sorted(set(reader.shapes) - used)
     report = LoadReport(reader.path, loaded, missing, unused)
     report.log()
     return report
@@ -184,15 +287,17 @@ class CheckpointMixin:
         """Builds the model from the checkpoint's config and loads its weights.
 
         Args:
-            path: a Google checkpoint prefix, a Google model directory, or a
-                Hugging Face model directory (see `find_checkpoint`).
+            path: a Google checkpoint prefix or model directory (TF1 names,
+                or a TF Model Garden BertEncoder's TF2 object checkpoint), a
+                Hugging Face model directory, or a KerasHub BERT preset
+                directory (see `find_checkpoint`).
             config: optional `BertConfig` (or path to one) to use instead of
                 the config file found beside the checkpoint.
             **kwargs: passed to the model's constructor (e.g. `num_labels`).
         """
-        files = find_checkpoint(path)
+        files = path if isinstance(path, CheckpointFiles) else find_checkpoint(path)
         if config is None:
-            config = BertConfig.from_json_file(files.config_file)
+            config = files.load_config()
         elif not isinstance(config, BertConfig):
             config = BertConfig.from_json_file(config)
         if files.vocab_file is not None:

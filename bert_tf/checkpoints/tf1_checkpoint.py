@@ -5,7 +5,10 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.checkpoints.model_garden_checkpoint import is_object_checkpoint
 from bert_tf.checkpoints.name_map import is_ignored
+from bert_tf.checkpoints.name_map import is_tf1_encoder_name
+from bert_tf.config import BertConfig
 
 
 class Tf1CheckpointReader:
@@ -21,10 +24,20 @@ class Tf1CheckpointReader:
             for name, shape in self._reader.get_variable_to_shape_map().items()
             if not is_ignored(name)
         }
+        if is_object_checkpoint(self.shapes):
+            raise ValueError(
+                f"{prefix} is a TF2 object-based checkpoint (tf.train.Checkpoint), "
+                "not a TF1 name-based one"
+            )
+
+    load_config = staticmethod(BertConfig.from_json_file)
 
     def lookup(self, tf1_name):
-        """(stored name, transpose) for an original variable name, or None."""
-        return (tf1_name, False) if tf1_name in self.shapes else None
+        """(stored name, how to convert it) for an original name, or None."""
+        return (tf1_name, None) if tf1_name in self.shapes else None
+
+    def is_encoder_entry(self, name):
+        return is_tf1_encoder_name(name)
 
     def read(self, name):
         return np.asarray(self._reader.get_tensor(name))

@@ -4,6 +4,7 @@ from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
+from bert_tf.models.bert_text_classifier import BertTextClassifier
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 
 __all__ = [
@@ -11,5 +12,6 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "BertSpanLabeler",
+    "BertTextClassifier",
     "BertTokenClassifier",
 ]

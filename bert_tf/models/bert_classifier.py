@@ -2,15 +2,11 @@
 
 import keras
 
-from bert_tf.checkpoints.name_map import logits_head_variables
-from bert_tf.layers.logits_head import LogitsHead
-from bert_tf.models.task_model import BertTaskModel
-from bert_tf.models.task_model import build_encoder
-from bert_tf.models.task_model import encode
+from bert_tf.models.task_model import BertLogitsTaskModel
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertClassifier(BertTaskModel):
+class BertClassifier(BertLogitsTaskModel):
     """The model of the original `run_classifier.create_model`.
 
     Dropout on the pooled output, then `output_weights`/`output_bias`
@@ -25,6 +21,7 @@ class BertClassifier(BertTaskModel):
             keep_prob 0.9).
         initializer_range: float. Stddev of the head's initializer (0.02,
             hard-coded in the original).
+        dtype: optional dtype policy (e.g. "mixed_bfloat16") for every layer.
 
     Outputs: a dict with `logits` [batch, num_labels], float32.
 
@@ -35,41 +32,14 @@ class BertClassifier(BertTaskModel):
     (8, 2)
     """
 
-    def __init__(
-        self, encoder, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs
-    ):
-        # Only the [CLS] output feeds the pooler: the last layer computes just
-        # that position (identical logits, ~1/num_layers less work).
-        encoder = build_encoder(encoder, output_range=1)
-        # === Layers ===
-        head = LogitsHead(
-            num_outputs=num_labels,
-            hidden_size=encoder.config.hidden_size,
-            initializer_range=initializer_range,
-            dropout_rate=dropout_rate,
-            name="classifier",
-        )
-        # === Functional model ===
-        inputs, encoded = encode(encoder)
-        outputs = {"logits": head(encoded["pooled_output"])}
-        kwargs.setdefault("name", "bert_classifier")
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        # === Config ===
-        self.encoder = encoder
-        self.classifier = head
-        self.num_labels = num_labels
-        self.dropout_rate = dropout_rate
-        self.initializer_range = initializer_range
+    encoder_output = "pooled_output"
+    head_name = "classifier"
+    head_scope = ""  # the original's root-scope output_weights/output_bias
+    # Only the [CLS] output feeds the pooler: an encoder built here computes
+    # just that position in its last layer (identical logits, less work).
+    encoder_output_range = 1
+    default_name = "bert_classifier"
 
-    def task_arguments(self):
-        return {
-            "num_labels": self.num_labels,
-            "dropout_rate": self.dropout_rate,
-            "initializer_range": self.initializer_range,
-        }
-
-    def checkpoint_variables(self):
-        return {
-            **self.encoder.checkpoint_variables(),
-            **logits_head_variables(self.classifier, ""),
-        }
+    @property
+    def classifier(self):
+        return self.head

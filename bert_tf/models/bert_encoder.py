@@ -1,5 +1,7 @@
 """`BertEncoder`: the BERT network, from token ids to contextual vectors."""
 
+import contextlib
+
 import keras
 from keras import ops
 
@@ -23,6 +25,26 @@ def as_bert_config(config):
     if isinstance(config, dict):
         return BertConfig.from_dict(config)
     raise TypeError(f"Expected a BertConfig or a dict, got {type(config).__name__}")
+
+
+@contextlib.contextmanager
+def global_dtype_policy(dtype):
+    """Builds layers under `dtype` (a policy, its name or its config), if given.
+
+    The models create their sublayers (and those theirs) before Keras sees
+    the model's own `dtype`, so the policy is made the global one while they
+    are built: a `.keras` file saved under "mixed_bfloat16" reloads as such
+    in a process whose global policy is float32.
+    """
+    if dtype is None:
+        yield
+        return
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(keras.dtype_policies.get(dtype))
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
 
 
 def encoder_inputs():
@@ -66,7 +88,10 @@ class BertEncoder(CheckpointMixin, keras.Model):
     """
 
     def __init__(self, config, output_range=None, **kwargs):
-        config = as_bert_config(config)
+        with global_dtype_policy(kwargs.get("dtype")):
+            self._build_graph(as_bert_config(config), output_range, **kwargs)
+
+    def _build_graph(self, config, output_range, **kwargs):
         initializer = keras.initializers.TruncatedNormal(
             stddev=config.initializer_range
         )
@@ -145,6 +170,7 @@ class BertEncoder(CheckpointMixin, keras.Model):
             "output_range": self.output_range,
             "name": self.name,
             "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
         }
 
     @classmethod

@@ -8,6 +8,7 @@ from bert_tf.checkpoints.name_map import masked_lm_variables
 from bert_tf.layers.logits_head import LogitsHead
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.models.bert_encoder import encoder_inputs
+from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.bert_encoder import run_layers
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
@@ -32,46 +33,52 @@ class BertPretrainer(BertTaskModel):
     """
 
     def __init__(self, encoder, **kwargs):
-        encoder = build_encoder(encoder)
-        config = encoder.config
+        with global_dtype_policy(kwargs.get("dtype")):
+            encoder = build_encoder(encoder)
+            config = encoder.config
 
-        # === Layers ===
-        masked_lm = MaskedLMHead(
-            encoder.embeddings,
-            hidden_size=config.hidden_size,
-            vocab_size=config.vocab_size,
-            hidden_act=config.hidden_act,
-            initializer_range=config.initializer_range,
-            layer_norm_eps=config.layer_norm_eps,
-            name="masked_lm",
-        )
-        next_sentence = LogitsHead(
-            num_outputs=2,
-            hidden_size=config.hidden_size,
-            initializer_range=config.initializer_range,
-            name="next_sentence",
-        )
+            # === Layers ===
+            masked_lm = MaskedLMHead(
+                encoder.embeddings,
+                hidden_size=config.hidden_size,
+                vocab_size=config.vocab_size,
+                hidden_act=config.hidden_act,
+                initializer_range=config.initializer_range,
+                layer_norm_eps=config.layer_norm_eps,
+                name="masked_lm",
+            )
+            next_sentence = LogitsHead(
+                num_outputs=2,
+                hidden_size=config.hidden_size,
+                initializer_range=config.initializer_range,
+                name="next_sentence",
+            )
 
-        # === Functional model ===
-        inputs = encoder_inputs()
-        inputs["masked_lm_positions"] = keras.Input(
-            shape=(None,), dtype="int32", name="masked_lm_positions"
-        )
-        # The heads read only [CLS] and the masked positions, so the last
-        # block computes just those queries (same values, ~1/num_layers less
-        # work): row 0 is [CLS], rows 1.. the masked positions in order.
-        positions = inputs["masked_lm_positions"]
-        queries = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
-        last = run_layers(
-            encoder.embeddings, encoder.encoder_layers, inputs, query_positions=queries
-        )[-1]
-        in_order = ops.cumsum(ops.ones_like(positions), axis=1) - 1
-        outputs = {
-            "mlm_logits": masked_lm(last[:, 1:, :], in_order),
-            "nsp_logits": next_sentence(encoder.pooler(last[:, 0, :])),
-        }
-        kwargs.setdefault("name", "bert_pretrainer")
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+            # === Functional model ===
+            inputs = encoder_inputs()
+            inputs["masked_lm_positions"] = keras.Input(
+                shape=(None,), dtype="int32", name="masked_lm_positions"
+            )
+            # The heads read only [CLS] and the masked positions, so the last
+            # block computes just those queries (same values, ~1/num_layers less
+            # work): row 0 is [CLS], rows 1.. the masked positions in order.
+            positions = inputs["masked_lm_positions"]
+            queries = ops.concatenate(
+                [ops.zeros_like(positions[:, :1]), positions], axis=1
+            )
+            last = run_layers(
+                encoder.embeddings,
+                encoder.encoder_layers,
+                inputs,
+                query_positions=queries,
+            )[-1]
+            in_order = ops.cumsum(ops.ones_like(positions), axis=1) - 1
+            outputs = {
+                "mlm_logits": masked_lm(last[:, 1:, :], in_order),
+                "nsp_logits": next_sentence(encoder.pooler(last[:, 0, :])),
+            }
+            kwargs.setdefault("name", "bert_pretrainer")
+            super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
         self.encoder = encoder

@@ -4,6 +4,7 @@ import keras
 
 from bert_tf.checkpoints.name_map import logits_head_variables
 from bert_tf.layers.logits_head import LogitsHead
+from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode
@@ -29,21 +30,24 @@ class BertSpanLabeler(BertTaskModel):
     (8, 384)
     """
 
+    reads_pooled_output = False
+
     def __init__(self, encoder, initializer_range=0.02, **kwargs):
-        encoder = build_encoder(encoder)
-        # === Layers ===
-        head = LogitsHead(
-            num_outputs=2,
-            hidden_size=encoder.config.hidden_size,
-            initializer_range=initializer_range,
-            name="span",
-        )
-        # === Functional model ===
-        inputs, encoded = encode(encoder)
-        logits = head(encoded["sequence_output"])
-        outputs = {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
-        kwargs.setdefault("name", "bert_span_labeler")
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        with global_dtype_policy(kwargs.get("dtype")):
+            encoder = build_encoder(encoder)
+            # === Layers ===
+            head = LogitsHead(
+                num_outputs=2,
+                hidden_size=encoder.config.hidden_size,
+                initializer_range=initializer_range,
+                name="span",
+            )
+            # === Functional model ===
+            inputs, encoded = encode(encoder)
+            logits = head(encoded["sequence_output"])
+            outputs = {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
+            kwargs.setdefault("name", "bert_span_labeler")
+            super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         # === Config ===
         self.encoder = encoder
         self.span = head

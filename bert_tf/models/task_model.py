@@ -3,18 +3,26 @@
 import keras
 
 from bert_tf.checkpoints.loading import CheckpointMixin
+from bert_tf.checkpoints.name_map import logits_head_variables
 from bert_tf.config import BertConfig
+from bert_tf.layers.logits_head import LogitsHead
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_encoder import encoder_inputs
+from bert_tf.models.bert_encoder import global_dtype_policy
 
 
 class BertTaskModel(CheckpointMixin, keras.Model):
     """Base of the task models: an `encoder` plus heads, built functionally.
 
-    Subclasses build their graph in `__init__`, set `self.encoder`, and list
-    their own constructor arguments in `task_arguments()`; serialization and
-    `from_checkpoint` come from here.
+    Subclasses build their graph in `__init__` (inside
+    `global_dtype_policy(dtype)`, so heads get the model's dtype policy), set
+    `self.encoder`, and list their own constructor arguments in
+    `task_arguments()`; serialization and `from_checkpoint` come from here.
     """
+
+    # Whether the heads read the encoder's pooled output; when they don't, a
+    # checkpoint without the pooler (e.g. an HF tagging model) still loads.
+    reads_pooled_output = True
 
     def task_arguments(self):
         return {}
@@ -25,6 +33,7 @@ class BertTaskModel(CheckpointMixin, keras.Model):
             **self.task_arguments(),
             "name": self.name,
             "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
         }
 
     @classmethod
@@ -32,6 +41,65 @@ class BertTaskModel(CheckpointMixin, keras.Model):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         return cls(**config)
+
+
+class BertLogitsTaskModel(BertTaskModel):
+    """A task model with one `LogitsHead` (dropout + logits) on an encoder output.
+
+    The shared body of `BertClassifier` (pooled output) and
+    `BertTokenClassifier` (sequence output). Subclasses set the class
+    attributes below and may override `outputs_from_logits`.
+    """
+
+    encoder_output = "pooled_output"  # or "sequence_output"
+    head_name = "classifier"  # the head layer's Keras name
+    head_scope = ""  # its original checkpoint scope ("" = root)
+    # `output_range` of an encoder built here: 1 computes only [CLS] in the
+    # last layer, all the pooled output needs.
+    encoder_output_range = None
+    default_name = "bert_classifier"
+
+    def __init__(
+        self, encoder, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs
+    ):
+        with global_dtype_policy(kwargs.get("dtype")):
+            encoder = build_encoder(encoder, output_range=self.encoder_output_range)
+            # === Layers ===
+            head = LogitsHead(
+                num_outputs=num_labels,
+                hidden_size=encoder.config.hidden_size,
+                initializer_range=initializer_range,
+                dropout_rate=dropout_rate,
+                name=self.head_name,
+            )
+            # === Functional model ===
+            inputs, encoded = encode(encoder)
+            outputs = self.outputs_from_logits(head(encoded[self.encoder_output]))
+            kwargs.setdefault("name", self.default_name)
+            super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # === Config ===
+        self.encoder = encoder
+        self.head = head
+        self.num_labels = num_labels
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+
+    @staticmethod
+    def outputs_from_logits(logits):
+        return {"logits": logits}
+
+    def task_arguments(self):
+        return {
+            "num_labels": self.num_labels,
+            "dropout_rate": self.dropout_rate,
+            "initializer_range": self.initializer_range,
+        }
+
+    def checkpoint_variables(self):
+        return {
+            **self.encoder.checkpoint_variables(),
+            **logits_head_variables(self.head, self.head_scope),
+        }
 
 
 def build_encoder(encoder, output_range=None):
