@@ -53,9 +53,13 @@ def _numpy_crc32c_table():
     return np.array(table, dtype=np.uint32)
 
 
-def numpy_masked_crc32c(buffers, table=_numpy_crc32c_table()):
+_NUMPY_CRC32C_TABLE = _numpy_crc32c_table()
+
+
+def numpy_masked_crc32c(buffers):
     """The former hand-written CRC: a byte-wise table CRC run on all strings
     at once (right-aligned in a matrix; the 0xFFFFFFFF start added per length)."""
+    table = _NUMPY_CRC32C_TABLE
     lengths = np.fromiter(map(len, buffers), dtype=np.int64, count=len(buffers))
     width = int(lengths.max())
     matrix = np.zeros((len(buffers), width), dtype=np.uint8)
