@@ -33,6 +33,7 @@ import collections
 import dataclasses
 import json
 import os
+import pathlib
 import urllib.parse
 from unittest import mock
 
@@ -188,7 +189,12 @@ def load_builder(tfds_name, data_dir=None, download=True):
 
 
 def _check_split(builder, tfds_name, split, flag):
-    if split not in builder.info.splits:
+    """A clear error for an unknown split name (`split` may use TFDS's slicing
+    syntax, `train[:10%]+validation`); a builder without split metadata is
+    left to TFDS."""
+    known = builder.info.splits
+    names = [part.split("[")[0].strip() for part in split.split("+")]
+    if known and any(name not in known for name in names):
         raise ValueError(
             f"TFDS {tfds_name} has no split {split!r} ({flag}); its splits: "
             f"{', '.join(sorted(builder.info.splits.keys()))}"
@@ -368,9 +374,7 @@ class TfdsGlueProcessor(glue.DataProcessor):
                 )
             )
         self._log_skipped(f"TFDS {self.tfds_name}[{split}]", skipped)
-        logging.info(
-            "TFDS %s[%s]: %d examples", self.tfds_name, split, len(examples)
-        )
+        logging.info("TFDS %s[%s]: %d examples", self.tfds_name, split, len(examples))
         return examples
 
     def _label(self, value, unlabelled):
@@ -476,14 +480,22 @@ def conll2003_sentences(
     _check_split(builder, tfds_name, split, "--tfds_split_*")
     names = builder.info.features["ner"].feature.names
     empty = 0
-    for row in _rows(builder, split):
+    for position, row in enumerate(_rows(builder, split)):
         tokens = [_text(token) for token in row["tokens"]]
+        tags = [names[int(tag)] for tag in row["ner"]]
+        if len(tokens) != len(tags):
+            raise ValueError(
+                f"TFDS {tfds_name}[{split}] row {position}: {len(tokens)} tokens "
+                f"but {len(tags)} tags"
+            )
         if not tokens:
             empty += 1
             continue
-        yield tokens, [names[int(tag)] for tag in row["ner"]]
+        yield tokens, tags
     if empty:
-        logging.info("TFDS %s[%s]: skipped %d empty sentence(s)", tfds_name, split, empty)
+        logging.info(
+            "TFDS %s[%s]: skipped %d empty sentence(s)", tfds_name, split, empty
+        )
 
 
 def write_conll_file(sentences, path):
@@ -549,7 +561,8 @@ def prepare_from_local_files(tfds_name, data_dir, local_files):
             raise ValueError(
                 f"TFDS {tfds_name} downloads {url}: give local_files[{name!r}]"
             )
-        return local_files[name]
+        # A Path: some builders join the extracted folder with `/`.
+        return pathlib.Path(local_files[name])
 
     def resolve(_, urls):
         if isinstance(urls, dict):
