@@ -447,7 +447,7 @@ def squad_json(tfds_name, split, data_dir=None, download=True):
 
 def _answers(answers):
     return [
-        {"text": _text(text), "answer_start": int(start)}
+        {"answer_start": int(start), "text": _text(text)}
         for text, start in zip(answers["text"], answers["answer_start"], strict=True)
     ]
 
