@@ -22,8 +22,9 @@ turns them into the objects the file readers produce, so everything after that
   scores against. TFDS keeps no position of a question in the original file,
   so questions come in TFDS's stored order (deterministic, a permutation of the
   file's), grouped by article and paragraph.
-- CoNLL-2003: `conll2003_sentences` yields `(tokens, tags)` with tag names;
-  `write_conll_file` writes them as a `token<TAB>tag` file for the NER reader.
+- CoNLL-2003: `conll2003_sentences` yields `(tokens, tags)` with IOB2 tag
+  names; `write_conll2003_file` writes a split as a `token<TAB>tag` file for
+  the NER file reader (`--tag_scheme=iob2`).
 
 `tensorflow-datasets` is an optional dependency (`pip install bert_tf[tfds]`);
 without it these functions raise an ImportError that says so.
@@ -51,6 +52,7 @@ __all__ = [
     "load_builder",
     "prepare_from_local_files",
     "squad_json",
+    "write_conll2003_file",
     "write_conll_file",
     "write_squad_json",
 ]
@@ -522,6 +524,18 @@ def write_conll_file(sentences, path):
             f.write("\n")
             count += 1
     return count
+
+
+def write_conll2003_file(
+    split, path, data_dir=None, download=True, tfds_name="conll2003"
+):
+    """Writes a TFDS CoNLL-2003 split to `path` as a `token<TAB>tag` file (IOB2
+    tags) for the NER file reader; returns `path`."""
+    count = write_conll_file(
+        conll2003_sentences(split, data_dir, download, tfds_name), path
+    )
+    logging.info("TFDS %s[%s]: wrote %d sentences to %s", tfds_name, split, count, path)
+    return path
 
 
 # ---------------------------------------------------------------------------

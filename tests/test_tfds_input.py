@@ -355,6 +355,14 @@ def test_conll2003_sentences_and_file(tfds_dirs, tmp_path):
         )
         for block in blocks
     ] == sentences
+    written = tfds_input.write_conll2003_file(
+        "train", str(tmp_path / "tfds.conll"), data_dir=tfds_dirs.data_dir
+    )
+    assert sorted(
+        block for block in open(written, encoding="utf-8").read().split("\n\n") if block
+    ) == sorted(
+        block for block in path.read_text(encoding="utf-8").split("\n\n") if block
+    )
     with pytest.raises(ValueError, match="whitespace"):
         tfds_input.write_conll_file([(["New York"], ["B-LOC"])], tmp_path / "bad")
 
