@@ -209,6 +209,17 @@ def _rows(builder, split):
     return tfds.as_numpy(builder.as_dataset(split=split, shuffle_files=False))
 
 
+def _scalar_rows(builder, split, batch_size=4096):
+    """As `_rows`, for datasets whose features are all scalars (GLUE): read in
+    batches, which is several times faster than one element at a time."""
+    tfds = import_tfds()
+    dataset = builder.as_dataset(split=split, shuffle_files=False).batch(batch_size)
+    for batch in tfds.as_numpy(dataset):
+        names = list(batch)
+        for values in zip(*(batch[name] for name in names), strict=True):
+            yield dict(zip(names, values, strict=True))
+
+
 def _text(value):
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
@@ -348,8 +359,8 @@ class TfdsGlueProcessor(glue.DataProcessor):
         _check_split(builder, self.tfds_name, split, flag)
         has_idx = "idx" in builder.info.features
         rows = []
-        for position, row in enumerate(_rows(builder, split)):
-            index = int(row["idx"]) if has_idx else position
+        for row in _scalar_rows(builder, split):
+            index = int(row["idx"]) if has_idx else len(rows)
             rows.append((index, row))
         # idx is the row's index in the source file: file order.
         rows.sort(key=lambda item: item[0])
