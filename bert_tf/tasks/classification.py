@@ -36,6 +36,7 @@ from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import glue
 from data_prep import record_pipeline
+from data_prep import tfds_input
 from data_prep.classifier_records import feature_spec
 from data_prep.classifier_records import file_based_convert_examples_to_features
 from data_prep.classifier_records import write_label_list
@@ -176,6 +177,7 @@ def define_flags():
     )
     common_flags.define_common_flags(max_seq_length=128)
     common_flags.define_finetuning_flags()
+    common_flags.define_tfds_flags(text_features=True)
 
 
 def make_processor(flags_obj):
@@ -183,6 +185,19 @@ def make_processor(flags_obj):
         "skip_bad_rows": flags_obj.skip_bad_rows,
         "allow_single_class": flags_obj.allow_single_class,
     }
+    if flags_obj.tfds_name:
+        return tfds_input.TfdsGlueProcessor(
+            flags_obj.tfds_name,
+            data_dir=flags_obj.tfds_data_dir,
+            train_split=flags_obj.tfds_split_train,
+            eval_split=flags_obj.tfds_split_eval,
+            predict_split=flags_obj.tfds_split_predict,
+            text_a_feature=flags_obj.tfds_text_a_feature,
+            text_b_feature=flags_obj.tfds_text_b_feature,
+            label_feature=flags_obj.tfds_label_feature,
+            download=flags_obj.tfds_download,
+            **options,
+        )
     task = flags_obj.task_name.lower()
     if task == "xnli":
         options["language"] = flags_obj.xnli_language
@@ -213,9 +228,10 @@ def validate_flags(flags_obj):
         raise ValueError(
             "At least one of `do_train`, `do_eval` or `do_predict' must be True."
         )
+    _validate_tfds_flags(flags_obj)
     for name in ("data_dir", "task_name", "vocab_file", "output_dir"):
         if getattr(flags_obj, name) is None and not (
-            name == "data_dir" and _is_custom(flags_obj)
+            name == "data_dir" and (_is_custom(flags_obj) or flags_obj.tfds_name)
         ):
             raise ValueError(f"Flag --{name} must be specified.")
     if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
@@ -226,6 +242,26 @@ def validate_flags(flags_obj):
     tokenization.validate_case_matches_checkpoint(
         flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
     )
+
+
+def _validate_tfds_flags(flags_obj):
+    """--tfds_name replaces --data_dir (and the custom files); --task_name
+    defaults to the config's task and must match it when given."""
+    common_flags.validate_tfds_flags(
+        flags_obj,
+        ("data_dir", "train_file", "dev_file", "test_file"),
+        tfds_input.GLUE_CONFIGS,
+    )
+    if not flags_obj.tfds_name:
+        return
+    task = tfds_input.GLUE_CONFIGS[tfds_input.config_key(flags_obj.tfds_name)].task
+    if flags_obj.task_name is None:
+        flags_obj.task_name = task
+    elif flags_obj.task_name.lower() != task:
+        raise ValueError(
+            f"--task_name={flags_obj.task_name} does not match "
+            f"--tfds_name={flags_obj.tfds_name} (task {task}); drop --task_name"
+        )
 
 
 def _is_custom(flags_obj):
@@ -337,7 +373,7 @@ def run(flags_obj):
             return evaluate(model, dataset, task, is_regression, global_step)
 
         results = evaluate_split(processor.get_dev_examples(data_dir), "eval.tf_record")
-        if isinstance(processor, glue.MnliProcessor) and processor.matched:
+        if getattr(processor, "matched", False):
             # GLUE reports MNLI on both dev sets; the original read only matched.
             mismatched = evaluate_split(
                 processor.get_dev_examples(data_dir, matched=False),

@@ -40,6 +40,7 @@ from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.strategy import is_chief
 from data_prep import record_pipeline
 from data_prep import squad as squad_data
+from data_prep import tfds_input
 
 # The original shuffles the training examples with this fixed seed.
 TRAIN_EXAMPLES_SEED = 12345
@@ -105,6 +106,7 @@ def define_flags():
         "evaluate-v1.1.py (or evaluate-v2.0.py with --version_2_with_negative, "
         "using null_odds.json) and write eval_results.json.",
     )
+    common_flags.define_tfds_flags(text_features=False)
 
 
 def validate_flags_or_throw(flags_obj, bert_config=None):
@@ -117,11 +119,16 @@ def validate_flags_or_throw(flags_obj, bert_config=None):
     )
     if not flags_obj.do_train and not flags_obj.do_predict:
         raise ValueError("At least one of `do_train` or `do_predict` must be True.")
-    if flags_obj.do_train and not flags_obj.train_file:
+    _validate_tfds_flags(flags_obj)
+    if flags_obj.do_train and not (
+        flags_obj.train_file or getattr(flags_obj, "tfds_name", None)
+    ):
         raise ValueError(
             "If `do_train` is True, then `train_file` must be specified (--train_file)."
         )
-    if flags_obj.do_predict and not flags_obj.predict_file:
+    if flags_obj.do_predict and not (
+        flags_obj.predict_file or getattr(flags_obj, "tfds_name", None)
+    ):
         raise ValueError(
             "If `do_predict` is True, then `predict_file` must be specified "
             "(--predict_file)."
@@ -151,6 +158,52 @@ def validate_flags_or_throw(flags_obj, bert_config=None):
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
         )
+
+
+def _validate_tfds_flags(flags_obj):
+    """--tfds_name replaces --train_file/--predict_file; SQuAD 2.0 needs
+    --version_2_with_negative and 1.1 must not have it."""
+    common_flags.validate_tfds_flags(
+        flags_obj, ("train_file", "predict_file"), tfds_input.SQUAD_CONFIGS
+    )
+    if not getattr(flags_obj, "tfds_name", None):
+        return
+    version_2 = tfds_input.SQUAD_CONFIGS[tfds_input.config_key(flags_obj.tfds_name)]
+    if version_2 != flags_obj.version_2_with_negative:
+        raise ValueError(
+            f"--tfds_name={flags_obj.tfds_name} needs "
+            f"--version_2_with_negative={str(version_2).lower()}"
+        )
+
+
+def input_files(flags_obj):
+    """(train_file, predict_file): the flags', or with --tfds_name the TFDS
+    splits written as SQuAD JSON to output_dir (tfds_train.json,
+    tfds_predict.json), which the file reader and --do_eval then read."""
+    if not flags_obj.tfds_name:
+        return flags_obj.train_file, flags_obj.predict_file
+
+    def write(needed, split, name):
+        if not needed:
+            return None
+        return tfds_input.write_squad_json(
+            flags_obj.tfds_name,
+            split,
+            os.path.join(flags_obj.output_dir, name),
+            data_dir=flags_obj.tfds_data_dir,
+            download=flags_obj.tfds_download,
+        )
+
+    return (
+        write(
+            flags_obj.do_train, flags_obj.tfds_split_train or "train", "tfds_train.json"
+        ),
+        write(
+            flags_obj.do_predict,
+            flags_obj.tfds_split_predict or "validation",
+            "tfds_predict.json",
+        ),
+    )
 
 
 def span_loss(batch, outputs):
@@ -253,6 +306,7 @@ def run(flags_obj):
     strategy = strategy_from_flags(flags_obj)
     chief = is_chief(strategy)
     model = build_model(strategy, BertSpanLabeler, config, flags_obj.init_checkpoint)
+    train_file, predict_file = input_files(flags_obj)
 
     def convert(examples, record_file, is_training):
         features = []
@@ -276,7 +330,7 @@ def run(flags_obj):
 
     if flags_obj.do_train:
         train_examples = squad_data.read_squad_examples(
-            flags_obj.train_file,
+            train_file,
             is_training=True,
             version_2_with_negative=version_2,
         )
@@ -332,7 +386,7 @@ def run(flags_obj):
     results = None
     if flags_obj.do_predict and chief:
         eval_examples = squad_data.read_squad_examples(
-            flags_obj.predict_file,
+            predict_file,
             is_training=False,
             version_2_with_negative=version_2,
         )
@@ -371,7 +425,7 @@ def run(flags_obj):
                 with tf.io.gfile.GFile(null_odds_file, "r") as reader:
                     null_odds = json.load(reader)
             results = evaluate_predictions(
-                flags_obj.predict_file, predictions, null_odds, version_2
+                predict_file, predictions, null_odds, version_2
             )
             write_eval_results(results, os.path.join(output_dir, "eval_results.json"))
     if flags_obj.export_dir and chief:

@@ -7,6 +7,7 @@ script defines its own task flags and calls the functions here for the rest.
 from absl import flags
 
 from bert_tf.training.strategy import STRATEGIES
+from data_prep.tfds_input import check_supported
 
 
 def define_tpu_flags():
@@ -157,3 +158,94 @@ def define_new_flags():
     flags.DEFINE_integer(
         "seed", 12345, "Random seed for initialisation and data order."
     )
+
+
+# The --tfds_* flags that only mean something with --tfds_name.
+_TFDS_OPTION_FLAGS = (
+    "tfds_data_dir",
+    "tfds_split_train",
+    "tfds_split_eval",
+    "tfds_split_predict",
+    "tfds_text_a_feature",
+    "tfds_text_b_feature",
+    "tfds_label_feature",
+)
+
+
+def define_tfds_flags(text_features):
+    """Flags reading a TensorFlow Datasets dataset instead of the original's files.
+
+    Args:
+      text_features: also define the feature-name flags (run_classifier).
+    """
+    flags.DEFINE_string(
+        "tfds_name",
+        None,
+        "Read a TensorFlow Datasets dataset instead of files, e.g. glue/mrpc, "
+        "squad/v1.1 (needs the tensorflow-datasets package: bert_tf[tfds]).",
+    )
+    flags.DEFINE_string(
+        "tfds_data_dir",
+        None,
+        "TFDS data directory (default: TFDS's own, ~/tensorflow_datasets).",
+    )
+    flags.DEFINE_bool(
+        "tfds_download",
+        True,
+        "Download and prepare the TFDS dataset when it is not in --tfds_data_dir.",
+    )
+    flags.DEFINE_string(
+        "tfds_split_train",
+        None,
+        "TFDS split to train on (default: the dataset's train split).",
+    )
+    if text_features:
+        flags.DEFINE_string(
+            "tfds_split_eval",
+            None,
+            "TFDS split to evaluate on (default: validation; MNLI: "
+            "validation_matched).",
+        )
+    flags.DEFINE_string(
+        "tfds_split_predict",
+        None,
+        "TFDS split to predict (default: test; SQuAD: validation).",
+    )
+    if text_features:
+        flags.DEFINE_string(
+            "tfds_text_a_feature",
+            None,
+            "TFDS feature of the first text (default: the config's, e.g. sentence1).",
+        )
+        flags.DEFINE_string(
+            "tfds_text_b_feature",
+            None,
+            "TFDS feature of the second text (default: the config's; an empty "
+            "value makes a single-sentence task).",
+        )
+        flags.DEFINE_string(
+            "tfds_label_feature", None, "TFDS label feature (default: label)."
+        )
+
+
+def validate_tfds_flags(flags_obj, file_flags, supported):
+    """Checks the --tfds_* flags against each other and the file flags.
+
+    Args:
+      flags_obj: the parsed flags.
+      file_flags: names of the flags that name input files, exclusive with
+        --tfds_name.
+      supported: the TFDS configs the script reads (keys of a dict or a list).
+    """
+    if not getattr(flags_obj, "tfds_name", None):
+        for name in _TFDS_OPTION_FLAGS:
+            if getattr(flags_obj, name, None) not in (None, ""):
+                raise ValueError(f"--{name} needs --tfds_name")
+        return
+    for name in file_flags:
+        if getattr(flags_obj, name, None):
+            raise ValueError(
+                f"--tfds_name reads the data from TFDS: drop --{name} (the two are "
+                "exclusive)"
+            )
+    check_supported(flags_obj.tfds_name, supported)
