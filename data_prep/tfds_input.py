@@ -300,7 +300,7 @@ class TfdsGlueProcessor(glue.DataProcessor):
 
     def get_train_examples(self, data_dir=None):
         return self._checked_training_set(
-            f"{self.tfds_name}[{self.train_split}]",
+            f"TFDS {self.tfds_name}[{self.train_split}]",
             self._examples(self.train_split, "train", "--tfds_split_train"),
         )
 

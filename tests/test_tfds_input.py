@@ -244,7 +244,9 @@ def test_unlabelled_rows_of_a_labelled_split_are_errors_or_counted_skips(tmp_pat
     skipping = tfds_input.TfdsGlueProcessor(
         "glue/sst2", data_dir=data_dir, skip_bad_rows=True
     )
-    assert skipping.get_train_examples() == []
+    # Skipping every row leaves nothing to train on: an error, with the count.
+    with pytest.raises(ValueError, match=r"glue/sst2\[train\]: .*all 2 data rows"):
+        skipping.get_train_examples()
     assert len(skipping.skipped) == 2
     assert [e.label for e in processor.get_test_examples()] == ["0"]
     assert [e.label for e in processor.get_dev_examples()] == ["1"]
