@@ -5,27 +5,11 @@
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --layers=-1,-2,-3,-4 \
       --max_seq_length=128 --batch_size=8
+
+The code is in bert_tf/cli/extract_features.py (installed as `bert-tf-extract-features`).
 """
 
-from absl import app
-from absl import flags
-
-from bert_tf.tasks import feature_extraction
-
-feature_extraction.define_flags()
-
-
-def main(_):
-    feature_extraction.run(flags.FLAGS)
-
+from bert_tf.cli.extract_features import main
 
 if __name__ == "__main__":
-    for name in (
-        "input_file",
-        "vocab_file",
-        "bert_config_file",
-        "init_checkpoint",
-        "output_file",
-    ):
-        flags.mark_flag_as_required(name)
-    app.run(main)
+    main()

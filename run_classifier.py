@@ -10,21 +10,11 @@ gradient accumulation, export) and `--task_name=custom` for your own files.
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
       --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0 \
       --output_dir=/tmp/mrpc_output/
+
+The code is in bert_tf/cli/run_classifier.py (installed as `bert-tf-run-classifier`).
 """
 
-from absl import app
-from absl import flags
-
-from bert_tf.tasks import classification
-
-classification.define_flags()
-
-
-def main(_):
-    classification.run(flags.FLAGS)
-
+from bert_tf.cli.run_classifier import main
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("task_name")
-    flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    main()

@@ -11,22 +11,11 @@ gradient accumulation). Records come from create_pretraining_data.py.
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
       --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
       --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
+
+The code is in bert_tf/cli/run_pretraining.py (installed as `bert-tf-run-pretraining`).
 """
 
-from absl import app
-from absl import flags
-
-from bert_tf.tasks import pretraining
-
-pretraining.define_flags()
-
-
-def main(_):
-    pretraining.run(flags.FLAGS)
-
+from bert_tf.cli.run_pretraining import main
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("input_file")
-    flags.mark_flag_as_required("bert_config_file")
-    flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    main()

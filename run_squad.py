@@ -12,21 +12,11 @@ evaluate-v1.1.py / evaluate-v2.0.py do (eval_results.json).
       --predict_file=$SQUAD_DIR/dev-v1.1.json --train_batch_size=12 \
       --learning_rate=3e-5 --num_train_epochs=2.0 --max_seq_length=384 \
       --doc_stride=128 --output_dir=/tmp/squad_base/
+
+The code is in bert_tf/cli/run_squad.py (installed as `bert-tf-run-squad`).
 """
 
-from absl import app
-from absl import flags
-
-from bert_tf.tasks import squad
-
-squad.define_flags()
-
-
-def main(_):
-    squad.run(flags.FLAGS)
-
+from bert_tf.cli.run_squad import main
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("vocab_file")
-    flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    main()

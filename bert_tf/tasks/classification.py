@@ -13,16 +13,15 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from absl import flags
 from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
+from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.training import Trainer
-from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config
@@ -109,62 +108,6 @@ def write_test_results(probabilities, path):
             writer.write("\t".join(str(float(p)) for p in row) + "\n")
 
 
-def define_flags():
-    """Defines run_classifier.py's flags: the original's, the shared new ones, and
-    the task options (custom files, bad rows, batching)."""
-    flags.DEFINE_string(
-        "data_dir",
-        None,
-        "The input data dir. Should contain the .tsv files (or other data files) for the task.",
-    )
-    flags.DEFINE_string("task_name", None, "The name of the task to train.")
-    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-    flags.DEFINE_bool(
-        "skip_bad_rows",
-        False,
-        "Skip malformed data rows (counted and logged) instead of stopping at the first.",
-    )
-    flags.DEFINE_bool(
-        "pad_to_longest",
-        True,
-        "Cut each batch to its longest example instead of max_seq_length (same "
-        "results, less work).",
-    )
-    flags.DEFINE_bool(
-        "length_bucketing",
-        True,
-        "Training: group examples of similar length into batches (within pools of "
-        "16 batches), so short sentences are not padded to long ones.",
-    )
-    flags.DEFINE_string(
-        "xnli_language", "zh", "Language of the XNLI task (the original: zh)."
-    )
-    # --task_name=custom: your own TSV/CSV/JSONL files, no code needed.
-    flags.DEFINE_string(
-        "train_file", None, "custom task: training file (.tsv, .csv or .jsonl)."
-    )
-    flags.DEFINE_string("dev_file", None, "custom task: dev file.")
-    flags.DEFINE_string("test_file", None, "custom task: test file.")
-    flags.DEFINE_string(
-        "text_a_column", "0", "custom task: first text column (name or index)."
-    )
-    flags.DEFINE_string(
-        "text_b_column", None, "custom task: second text column, if any."
-    )
-    flags.DEFINE_string(
-        "label_column", "1", "custom task: label column (name or index)."
-    )
-    flags.DEFINE_bool(
-        "has_header", True, "custom task: .tsv/.csv files start with a header."
-    )
-    flags.DEFINE_bool(
-        "is_regression", False, "custom task: the label is a real number."
-    )
-    common_flags.define_common_flags(max_seq_length=128)
-    common_flags.define_finetuning_flags()
-
-
 def make_processor(flags_obj):
     options = {"skip_bad_rows": flags_obj.skip_bad_rows}
     task = flags_obj.task_name.lower()
@@ -193,16 +136,16 @@ def _column(value):
 def validate_flags(flags_obj):
     """The original's checks, with the flag named in each message."""
     if not (flags_obj.do_train or flags_obj.do_eval or flags_obj.do_predict):
-        raise ValueError(
+        raise UserInputError(
             "At least one of `do_train`, `do_eval` or `do_predict' must be True."
         )
     for name in ("data_dir", "task_name", "vocab_file", "output_dir"):
         if getattr(flags_obj, name) is None and not (
             name == "data_dir" and _is_custom(flags_obj)
         ):
-            raise ValueError(f"Flag --{name} must be specified.")
+            raise UserInputError(f"Flag --{name} must be specified.")
     if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
-        raise ValueError(
+        raise UserInputError(
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
         )

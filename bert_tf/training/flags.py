@@ -1,12 +1,15 @@
 """Command-line flags shared by the run_* scripts, defined once.
 
-The original's flags keep their names, defaults and meanings (spec §1); each
+The original's flags keep their names, defaults and meanings; each
 script defines its own task flags and calls the functions here for the rest.
 """
 
 from absl import flags
 
-from bert_tf.training.strategy import STRATEGIES
+# bert_tf.training.strategy.STRATEGIES, written out: flag definitions must not
+# import TensorFlow (`--help` answers at once); tests/test_cli.py checks that
+# the two lists agree.
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
 def define_tpu_flags():
