@@ -92,14 +92,18 @@ def import_tensorflow(verbosity=0):
         return sys.modules["tensorflow"]
     show = verbosity >= 1
     if not show:
-        # Later C++ messages: warnings and errors only.
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+        # Later C++ messages: errors only (its warnings are about TensorFlow's
+        # own internals, e.g. tf.data graph rewrites).
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     with stderr_held_back(show):
         import tensorflow as tf
 
         # Probing for GPUs is where a CUDA build on a machine without one
         # logs "failed call to cuInit"; do it while stderr is held back.
         tf.config.list_physical_devices("GPU")
+    if not show:
+        # TensorFlow's Python INFO lines (checkpoint sharding timings, ...).
+        tf.get_logger().setLevel("WARNING")
     return tf
 
 

@@ -21,6 +21,7 @@ from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
+from bert_tf.progress import batches_with_progress
 from bert_tf.training import Trainer
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
@@ -58,26 +59,35 @@ def classifier_loss_fn(is_regression):
     return loss_fn
 
 
-def predict_logits(model, dataset):
-    """Logits and labels of every example, in dataset order."""
+_MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
-    @tf.function
-    def step(batch):
-        return model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")})[
-            "logits"
+
+def predict_logits(model, dataset, num_examples=None):
+    """Logits and labels of every example, in dataset order (with a progress bar)."""
+
+    # One trace for every batch shape: with --pad_to_longest each batch has
+    # its own length, which would retrace the step per length.
+    @tf.function(
+        input_signature=[
+            {k: tf.TensorSpec([None, None], tf.int32) for k in _MODEL_INPUTS}
         ]
+    )
+    def step(inputs):
+        return model(inputs)["logits"]
 
     logits, labels, real = [], [], []
-    for batch in dataset:
-        logits.append(np.asarray(step(batch), dtype=np.float32))
+    for batch in batches_with_progress(dataset, num_examples):
+        logits.append(
+            np.asarray(step({k: batch[k] for k in _MODEL_INPUTS}), dtype=np.float32)
+        )
         labels.append(batch["label_ids"].numpy())
         real.append(batch["is_real_example"].numpy())
     return np.concatenate(logits), np.concatenate(labels), np.concatenate(real)
 
 
-def evaluate(model, dataset, task_name, is_regression, global_step):
+def evaluate(model, dataset, task_name, is_regression, global_step, num_examples=None):
     """The original's eval metrics plus the task's GLUE metrics."""
-    logits, labels, real = predict_logits(model, dataset)
+    logits, labels, real = predict_logits(model, dataset, num_examples)
     weights = real.astype(np.float64)
     losses = per_example_loss(labels, logits, is_regression).numpy()
     eval_loss = float(np.sum(losses * weights) / max(np.sum(weights), 1.0))
@@ -256,7 +266,9 @@ def run(flags_obj):
             dataset = examples_dataset(
                 examples, record_name, flags_obj.eval_batch_size, "evaluation"
             )
-            return evaluate(model, dataset, task, is_regression, global_step)
+            return evaluate(
+                model, dataset, task, is_regression, global_step, len(examples)
+            )
 
         results = evaluate_split(processor.get_dev_examples(data_dir), "eval.tf_record")
         if isinstance(processor, glue.MnliProcessor) and processor.matched:
@@ -276,7 +288,7 @@ def run(flags_obj):
         dataset = examples_dataset(
             examples, "predict.tf_record", flags_obj.predict_batch_size, "prediction"
         )
-        logits, _, _ = predict_logits(model, dataset)
+        logits, _, _ = predict_logits(model, dataset, len(examples))
         rows = logits if is_regression else tf.nn.softmax(logits, axis=-1).numpy()
         assert len(rows) == len(examples)
         write_test_results(rows, os.path.join(flags_obj.output_dir, "test_results.tsv"))

@@ -19,6 +19,7 @@ from absl import logging
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserInputError
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.progress import batches_with_progress
 from bert_tf.training import Trainer
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import optimizer_from_flags
@@ -65,7 +66,7 @@ def pretraining_loss(batch, outputs):
     return mlm_loss + tf.reduce_mean(nsp_ce)
 
 
-def evaluate(model, dataset, global_step):
+def evaluate(model, dataset, global_step, num_examples=None):
     """The original's eval metrics, accumulated over every batch as tf.metrics."""
 
     @tf.function
@@ -90,7 +91,7 @@ def evaluate(model, dataset, global_step):
 
     sums = {}
     batches = 0
-    for batch in dataset:
+    for batch in batches_with_progress(dataset, num_examples):
         for key, value in step(batch).items():
             sums[key] = sums.get(key, 0.0) + float(value)
         batches += 1
@@ -321,7 +322,12 @@ def run(flags_obj):
             flags_obj.eval_batch_size,
             flags_obj.max_eval_steps,
         )
-        results = evaluate(model, dataset, global_step)
+        results = evaluate(
+            model,
+            dataset,
+            global_step,
+            flags_obj.max_eval_steps * flags_obj.eval_batch_size,
+        )
         write_eval_results(
             results, os.path.join(flags_obj.output_dir, "eval_results.txt")
         )

@@ -26,6 +26,7 @@ from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertSpanLabeler
+from bert_tf.progress import batches_with_progress
 from bert_tf.training import Trainer
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
@@ -147,20 +148,25 @@ def predict_dataset(record_file, seq_length, batch_size):
     return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
-def predict_raw_results(model, dataset):
-    """One `RawResult` per feature, in dataset order."""
+def predict_raw_results(model, dataset, num_features=None):
+    """One `RawResult` per feature, in dataset order (with a progress bar)."""
 
-    @tf.function
-    def step(batch):
-        outputs = model({k: batch[k] for k in _MODEL_INPUTS})
+    # One trace for the full batches and the last, partial one.
+    @tf.function(
+        input_signature=[
+            {k: tf.TensorSpec([None, None], tf.int32) for k in _MODEL_INPUTS}
+        ]
+    )
+    def step(inputs):
+        outputs = model(inputs)
         return (
             tf.cast(outputs["start_logits"], tf.float32),
             tf.cast(outputs["end_logits"], tf.float32),
         )
 
     results = []
-    for batch in dataset:
-        start_logits, end_logits = step(batch)
+    for batch in batches_with_progress(dataset, num_features):
+        start_logits, end_logits = step({k: batch[k] for k in _MODEL_INPUTS})
         start_logits = np.asarray(start_logits)
         end_logits = np.asarray(end_logits)
         for i, unique_id in enumerate(batch["unique_ids"].numpy()):
@@ -290,6 +296,7 @@ def run(flags_obj):
         all_results = predict_raw_results(
             model,
             predict_dataset(record_file, seq_length, flags_obj.predict_batch_size),
+            num_features,
         )
         assert len(all_results) == len(eval_features)
         output_dir = flags_obj.output_dir
