@@ -59,7 +59,11 @@ def classify(model, tokenizer, labels, sentences, max_seq_length=128):
 
 
 def main(argv=None):
-    sentences = list((argv if argv is not None else sys.argv[1:]) or DEFAULT_SENTENCES)
+    args = list(argv if argv is not None else sys.argv[1:])
+    if any(a in ("-h", "--help", "--helpfull") for a in args):
+        print(__doc__.strip())
+        return 0
+    sentences = args or list(DEFAULT_SENTENCES)
     minilm = minilm_directory()
 
     from absl import flags
