@@ -382,24 +382,24 @@ class DocPositionMap(collections.abc.Mapping):
     that memory.
     """
 
-    __slots__ = ("convert", "start", "values")
+    __slots__ = ("convert", "entries", "start")
 
-    def __init__(self, start, values, convert=int):
+    def __init__(self, start, entries, convert=int):
         self.start = start
-        self.values = values
+        self.entries = entries
         self.convert = convert
 
     def __getitem__(self, position):
         index = position - self.start
-        if 0 <= index < len(self.values):
-            return self.convert(self.values[index])
+        if 0 <= index < len(self.entries):
+            return self.convert(self.entries[index])
         raise KeyError(position)
 
     def __len__(self):
-        return len(self.values)
+        return len(self.entries)
 
     def __iter__(self):
-        return iter(range(self.start, self.start + len(self.values)))
+        return iter(range(self.start, self.start + len(self.entries)))
 
     def __repr__(self):
         return repr(dict(self.items()))
