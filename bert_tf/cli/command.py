@@ -221,8 +221,7 @@ class Command:
 
         Exits 0 when it returns, 2 on bad input (one line on stderr).
         """
-        argv = list(sys.argv if argv is None else argv)
-        argv[0] = argv[0] if argv else self.name
+        argv = list(sys.argv if argv is None else argv) or [self.name]
 
         def main(_):
             verbosity = flags.FLAGS.verbosity
