@@ -15,6 +15,7 @@ A `Command` wraps a script's flags and its work:
 """
 
 import contextlib
+import importlib
 import os
 import sys
 import tempfile
@@ -28,6 +29,16 @@ from absl import logging
 from bert_tf.errors import UserInputError
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
+# The original's TPU flags, shared by run_classifier.py, run_squad.py and
+# run_pretraining.py (bert_tf.training.flags defines them).
+ORIGINAL_TPU_FLAGS = (
+    "use_tpu",
+    "tpu_name",
+    "tpu_zone",
+    "gcp_project",
+    "master",
+    "num_tpu_cores",
+)
 FULL_HELP_ARGS = ("--helpfull",)
 USER_ERROR_EXIT_CODE = 2
 
@@ -131,6 +142,8 @@ class Command:
         with dashes.
       doc: the usage text shown first by ``--help``.
       define_flags: defines the script's flags; must not import TensorFlow.
+      work: ``work(flags_obj)`` does the job, or ``"module:function"`` naming
+        it, imported only when the job starts.
       original_flags: names of the flags the original script has (listed
         first by ``--help``); the rest of what `define_flags` defines is
         listed as added by bert_tf.
@@ -140,10 +153,10 @@ class Command:
     Example:
 
     ```python
-    COMMAND = Command("run_squad", __doc__, define_flags, ORIGINAL_FLAGS)
-
-    def main(argv=None):
-        COMMAND.run(lambda flags_obj: print(flags_obj.output_dir), argv)
+    COMMAND = Command(
+        "run_squad", __doc__, define_flags, "bert_tf.tasks.squad:run", ORIGINAL_FLAGS
+    )
+    main = COMMAND.main  # the console command's entry point
     ```
     """
 
@@ -152,6 +165,7 @@ class Command:
         name,
         doc,
         define_flags,
+        work,
         original_flags=(),
         required=(),
         uses_tensorflow=True,
@@ -159,6 +173,7 @@ class Command:
         self.name = name
         self.doc = doc
         self.define_flags = define_flags
+        self.work = work
         self.original_flags = tuple(original_flags)
         self.required = tuple(required)
         self.uses_tensorflow = uses_tensorflow
@@ -216,11 +231,22 @@ class Command:
     def _print_error(self, exc):
         sys.stderr.write(f"{self.name}: error: {one_line(exc)}\n")
 
-    def run(self, work, argv=None):
-        """Parses the flags and calls ``work(flags.FLAGS)``.
+    def main(self, argv=None):
+        """Parses `argv` (default: sys.argv) and does the work.
 
-        Exits 0 when it returns, 2 on bad input (one line on stderr).
+        Exits 0 when the work returns, 2 on bad input (one line on stderr).
         """
+        work = self.work
+        if isinstance(work, str):
+            module, function = work.split(":")
+
+            def work(flags_obj):
+                return getattr(importlib.import_module(module), function)(flags_obj)
+
+        self.run(work, argv)
+
+    def run(self, work, argv=None):
+        """Parses the flags and calls ``work(flags.FLAGS)``."""
         argv = list(sys.argv if argv is None else argv) or [self.name]
 
         def main(_):

@@ -110,17 +110,6 @@ def define_flags():
     )
 
 
-COMMAND = Command(
-    "create_pretraining_data",
-    __doc__,
-    define_flags,
-    original_flags=ORIGINAL_FLAGS,
-    required=("input_file", "output_file", "vocab_file"),
-    # TensorFlow is imported only for gs:// and other non-local paths.
-    uses_tensorflow=False,
-)
-
-
 def run(flags_obj):
     """Writes the pre-training records (TensorFlow only for non-local paths)."""
     pretraining.release_large_blocks_to_os()
@@ -141,8 +130,19 @@ def run(flags_obj):
     )
 
 
-def main(argv=None):
-    COMMAND.run(run, argv)
+COMMAND = Command(
+    "create_pretraining_data",
+    __doc__,
+    define_flags,
+    run,
+    original_flags=ORIGINAL_FLAGS,
+    required=("input_file", "output_file", "vocab_file"),
+    # TensorFlow is imported only for gs:// and other non-local paths.
+    uses_tensorflow=False,
+)
+
+
+main = COMMAND.main
 
 
 if __name__ == "__main__":

@@ -80,22 +80,22 @@ def define_flags():
     )
 
 
-COMMAND = Command(
-    "export_saved_model",
-    __doc__,
-    define_flags,
-)
-
-
-def run(flags_obj):
-    """The work, with TensorFlow imported only now."""
+def export(flags_obj):
+    """Exports, then prints the version directory (TensorFlow imported now)."""
     from bert_tf.tasks import saved_model_export
 
     print(saved_model_export.run(flags_obj))
 
 
-def main(argv=None):
-    COMMAND.run(run, argv)
+COMMAND = Command(
+    "export_saved_model",
+    __doc__,
+    define_flags,
+    export,
+)
+
+
+main = COMMAND.main
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ COMMAND = Command(
     "extract_features",
     __doc__,
     define_flags,
+    "bert_tf.tasks.feature_extraction:run",
     original_flags=ORIGINAL_FLAGS,
     required=(
         "input_file",
@@ -92,15 +93,7 @@ COMMAND = Command(
 )
 
 
-def run(flags_obj):
-    """The work, with TensorFlow imported only now."""
-    from bert_tf.tasks import feature_extraction
-
-    return feature_extraction.run(flags_obj)
-
-
-def main(argv=None):
-    COMMAND.run(run, argv)
+main = COMMAND.main
 
 
 if __name__ == "__main__":

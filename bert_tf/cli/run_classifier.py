@@ -16,6 +16,7 @@ Installed as `bert-tf-run-classifier`; also `python -m bert_tf.cli.run_classifie
 
 from absl import flags
 
+from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
 from bert_tf.training import flags as common_flags
 
@@ -39,12 +40,7 @@ ORIGINAL_FLAGS = (
     "warmup_proportion",
     "save_checkpoints_steps",
     "iterations_per_loop",
-    "use_tpu",
-    "tpu_name",
-    "tpu_zone",
-    "gcp_project",
-    "master",
-    "num_tpu_cores",
+    *ORIGINAL_TPU_FLAGS,
 )
 
 
@@ -108,6 +104,7 @@ COMMAND = Command(
     "run_classifier",
     __doc__,
     define_flags,
+    "bert_tf.tasks.classification:run",
     original_flags=ORIGINAL_FLAGS,
     required=(
         "task_name",
@@ -116,15 +113,7 @@ COMMAND = Command(
 )
 
 
-def run(flags_obj):
-    """The work, with TensorFlow imported only now."""
-    from bert_tf.tasks import classification
-
-    return classification.run(flags_obj)
-
-
-def main(argv=None):
-    COMMAND.run(run, argv)
+main = COMMAND.main
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ Installed as `bert-tf-run-pretraining`; also `python -m bert_tf.cli.run_pretrain
 
 from absl import flags
 
+from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
 from bert_tf.training import flags as common_flags
 
@@ -37,12 +38,7 @@ ORIGINAL_FLAGS = (
     "save_checkpoints_steps",
     "iterations_per_loop",
     "max_eval_steps",
-    "use_tpu",
-    "tpu_name",
-    "tpu_zone",
-    "gcp_project",
-    "master",
-    "num_tpu_cores",
+    *ORIGINAL_TPU_FLAGS,
 )
 
 
@@ -86,6 +82,7 @@ COMMAND = Command(
     "run_pretraining",
     __doc__,
     define_flags,
+    "bert_tf.tasks.pretraining:run",
     original_flags=ORIGINAL_FLAGS,
     required=(
         "input_file",
@@ -95,15 +92,7 @@ COMMAND = Command(
 )
 
 
-def run(flags_obj):
-    """The work, with TensorFlow imported only now."""
-    from bert_tf.tasks import pretraining
-
-    return pretraining.run(flags_obj)
-
-
-def main(argv=None):
-    COMMAND.run(run, argv)
+main = COMMAND.main
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ Installed as `bert-tf-run-squad`; also `python -m bert_tf.cli.run_squad` and `py
 
 from absl import flags
 
+from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
 from bert_tf.training import flags as common_flags
 
@@ -43,12 +44,7 @@ ORIGINAL_FLAGS = (
     "iterations_per_loop",
     "n_best_size",
     "max_answer_length",
-    "use_tpu",
-    "tpu_name",
-    "tpu_zone",
-    "gcp_project",
-    "master",
-    "num_tpu_cores",
+    *ORIGINAL_TPU_FLAGS,
     "verbose_logging",
     "version_2_with_negative",
     "null_score_diff_threshold",
@@ -129,6 +125,7 @@ COMMAND = Command(
     "run_squad",
     __doc__,
     define_flags,
+    "bert_tf.tasks.squad:run",
     original_flags=ORIGINAL_FLAGS,
     required=(
         "vocab_file",
@@ -137,15 +134,7 @@ COMMAND = Command(
 )
 
 
-def run(flags_obj):
-    """The work, with TensorFlow imported only now."""
-    from bert_tf.tasks import squad
-
-    return squad.run(flags_obj)
-
-
-def main(argv=None):
-    COMMAND.run(run, argv)
+main = COMMAND.main
 
 
 if __name__ == "__main__":
