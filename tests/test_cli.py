@@ -236,9 +236,9 @@ def test_user_errors_exit_2_and_bugs_keep_their_traceback(tmp_path):
                     raise UserInputError("data.tsv:7: expected 3 columns, got 2")
                 raise RuntimeError("an internal error")
 
-            Command("tool", "A test tool.", define_flags, uses_tensorflow=False).run(
-                work
-            )
+            Command(
+                "tool", "A test tool.", define_flags, work, uses_tensorflow=False
+            ).main()
             """
         )
     )
