@@ -123,9 +123,12 @@ def test_console_commands_are_in_the_installed_metadata():
         dist = metadata.distribution("bert_tf")
     except metadata.PackageNotFoundError:
         pytest.skip("bert_tf is not installed (pip install -e .)")
+    # An editable install of this checkout: its dist-info names the checkout,
+    # or its egg-info lies in it.
     direct_url = json.loads(dist.read_text("direct_url.json") or "{}")
-    if direct_url.get("url", "").rstrip("/") != f"file://{REPO}":
-        pytest.skip(f"the installed bert_tf is another checkout: {direct_url}")
+    located = os.path.abspath(str(dist.locate_file("")))
+    if direct_url.get("url", "").rstrip("/") != f"file://{REPO}" and located != REPO:
+        pytest.skip(f"the installed bert_tf is another checkout ({located})")
     declared = {
         ep.name: ep.value for ep in dist.entry_points if ep.group == "console_scripts"
     }
