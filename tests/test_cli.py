@@ -284,3 +284,46 @@ def test_shared_flags_list_the_strategies_the_trainer_knows():
     from bert_tf.training.flags import STRATEGIES
 
     assert STRATEGIES == strategy.STRATEGIES
+
+
+def test_prediction_over_batches_of_many_lengths_traces_once(tiny_config, caplog):
+    """--pad_to_longest batches each have their own length; the prediction
+    step used to retrace per length ("triggered tf.function retracing")."""
+    import logging
+
+    import numpy as np
+    import tensorflow as tf
+
+    import bert_tf
+    from bert_tf.tasks import classification
+
+    model = bert_tf.BertClassifier(tiny_config, num_labels=2)
+
+    def batches():
+        for length in range(3, 11):
+            ids = np.full((2, length), 5, "int32")
+            yield {
+                "input_ids": ids,
+                "input_mask": np.ones_like(ids),
+                "segment_ids": np.zeros_like(ids),
+                "label_ids": np.zeros(2, "int32"),
+                "is_real_example": np.ones(2, "int32"),
+            }
+
+    signature = {
+        k: tf.TensorSpec([None, None], tf.int32)
+        for k in ("input_ids", "input_mask", "segment_ids")
+    }
+    signature["label_ids"] = tf.TensorSpec([None], tf.int32)
+    signature["is_real_example"] = tf.TensorSpec([None], tf.int32)
+    dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
+    with caplog.at_level(logging.WARNING):
+        logits, labels, real = classification.predict_logits(model, dataset, 16)
+    assert logits.shape == (16, 2) and labels.shape == real.shape == (16,)
+    assert "retracing" not in caplog.text
+    # The same logits as the model called eagerly on the longest batch.
+    ids = np.full((2, 10), 5, "int32")
+    eager = model(
+        {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": 0 * ids}
+    )["logits"]
+    np.testing.assert_allclose(logits[-2:], eager, atol=1e-5)
