@@ -1,24 +1,10 @@
 """Exports a trained BERT checkpoint as a SavedModel for TF Serving.
 
-Raw text in (`serving_default`), predictions out; `serve_tokenized` for
-int32 ids. See README.md ("Serving with TF Serving").
-
-    python export_saved_model.py --model_type=classifier --task_name=MRPC \
-      --init_checkpoint=/tmp/mrpc_output --do_lower_case=True \
-      --max_seq_length=128 --export_dir=/tmp/serving/mrpc
+`python export_saved_model.py --help` for the flags. The code is bert_tf/cli/export_saved_model.py, also
+installed as the command `bert-tf-export-saved-model`.
 """
 
-from absl import app
-from absl import flags
-
-from bert_tf.tasks import saved_model_export
-
-saved_model_export.define_flags()
-
-
-def main(_):
-    print(saved_model_export.run(flags.FLAGS))
-
+from bert_tf.cli.export_saved_model import main
 
 if __name__ == "__main__":
-    app.run(main)
+    main()

@@ -1,32 +1,10 @@
 """BERT SQuAD runner: the original run_squad.py on TF2 / Keras 3.
 
-The original's flags keep their names, defaults and meanings; see
-`bert_tf/training/flags.py` for the added ones (strategy, precision, optimizer,
-gradient accumulation) and `--do_eval` to score the predictions as
-evaluate-v1.1.py / evaluate-v2.0.py do (eval_results.json).
-
-    python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \
-      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_train=True \
-      --train_file=$SQUAD_DIR/train-v1.1.json --do_predict=True \
-      --predict_file=$SQUAD_DIR/dev-v1.1.json --train_batch_size=12 \
-      --learning_rate=3e-5 --num_train_epochs=2.0 --max_seq_length=384 \
-      --doc_stride=128 --output_dir=/tmp/squad_base/
+`python run_squad.py --help` for the flags. The code is bert_tf/cli/run_squad.py, also
+installed as the command `bert-tf-run-squad`.
 """
 
-from absl import app
-from absl import flags
-
-from bert_tf.tasks import squad
-
-squad.define_flags()
-
-
-def main(_):
-    squad.run(flags.FLAGS)
-
+from bert_tf.cli.run_squad import main
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("vocab_file")
-    flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    main()

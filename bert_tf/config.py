@@ -11,6 +11,8 @@ import copy
 import json
 import os
 
+from bert_tf.errors import UserInputError
+
 # Activation names as the original `modeling.get_activation` understands them,
 # plus "gelu_exact" for checkpoints trained with the erf GELU (HF's "gelu").
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
@@ -127,11 +129,11 @@ class BertConfig:
         """Builds a config from a Google-style dict; unknown keys go to `extra`."""
         where = source or "config dict"
         if not isinstance(json_object, dict):
-            raise ValueError(
+            raise UserInputError(
                 f"{where}: expected a JSON object, got {type(json_object)}"
             )
         if "vocab_size" not in json_object:
-            raise ValueError(f"{where}: required key 'vocab_size' is missing")
+            raise UserInputError(f"{where}: required key 'vocab_size' is missing")
         known = {k: json_object[k] for k in _ORIGINAL_KEYS if k in json_object}
         extra = {k: v for k, v in json_object.items() if k not in _ORIGINAL_KEYS}
         eps = extra.pop("layer_norm_eps", _DEFAULT_LAYER_NORM_EPS)
@@ -143,19 +145,19 @@ class BertConfig:
         where = source or "HF config dict"
         model_type = json_object.get("model_type", "bert")
         if model_type != "bert":
-            raise ValueError(
+            raise UserInputError(
                 f"{where}: model_type is {model_type!r}; only 'bert' is supported"
             )
         position_type = json_object.get("position_embedding_type", "absolute")
         if position_type != "absolute":
-            raise ValueError(
+            raise UserInputError(
                 f"{where}: position_embedding_type={position_type!r} is not supported "
                 "(BERT uses 'absolute')"
             )
         converted = dict(json_object)
         act = converted.get("hidden_act", "gelu")
         if act not in _HF_ACTIVATIONS:
-            raise ValueError(
+            raise UserInputError(
                 f"{where}: hidden_act={act!r} is not supported; expected one of "
                 f"{sorted(_HF_ACTIVATIONS)}"
             )
@@ -182,7 +184,7 @@ class BertConfig:
             try:
                 data = json.load(reader)
             except json.JSONDecodeError as e:
-                raise ValueError(f"{json_file}: not valid JSON: {e}") from e
+                raise UserInputError(f"{json_file}: not valid JSON: {e}") from e
         if is_hf_config_dict(data):
             return cls.from_hf_dict(data, source=json_file)
         return cls.from_dict(data, source=json_file)
@@ -212,26 +214,26 @@ class BertConfig:
         for key in _POSITIVE_INT_KEYS:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(
+                raise UserInputError(
                     f"{where}: {key} must be a positive integer, got {value!r}"
                 )
         for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise ValueError(f"{where}: {key} must be in [0, 1), got {value!r}")
+                raise UserInputError(f"{where}: {key} must be in [0, 1), got {value!r}")
         for key in ("initializer_range", "layer_norm_eps"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(
+                raise UserInputError(
                     f"{where}: {key} must be a positive number, got {value!r}"
                 )
         if self.hidden_size % self.num_attention_heads != 0:
-            raise ValueError(
+            raise UserInputError(
                 f"{where}: hidden_size ({self.hidden_size}) is not a multiple of "
                 f"num_attention_heads ({self.num_attention_heads})"
             )
         if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(
+            raise UserInputError(
                 f"{where}: hidden_act={self.hidden_act!r} is not supported; expected one "
                 f"of {ACTIVATIONS}"
             )

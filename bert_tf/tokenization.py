@@ -30,6 +30,8 @@ import collections
 import re
 import unicodedata
 
+from bert_tf.errors import UserInputError
+
 __all__ = [
     "BasicTokenizer",
     "FullTokenizer",
@@ -83,7 +85,7 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
         actual_flag, case_name, opposite_flag = "True", "cased", "False"
     else:
         return
-    raise ValueError(
+    raise UserInputError(
         f"You passed in `--do_lower_case={actual_flag}` with "
         f"`--init_checkpoint={init_checkpoint}`. However, `{model_name}` seems to "
         f"be a {case_name} model, so you should pass in "

@@ -1,10 +1,10 @@
 """SQuAD reading, feature conversion and TFRecords of ``run_squad.py``.
 
-Reproduces the data side of google-research/bert's ``run_squad.py`` (spec §5):
+Reproduces the data side of google-research/bert's ``run_squad.py``:
 ``SquadExample``, ``read_squad_examples``, ``InputFeatures``,
 ``convert_examples_to_features`` (query truncation, sliding document windows,
 ``_improve_answer_span``, ``_check_is_max_context``, training targets) and
-``FeatureWriter``, which writes the TFRecord schema of spec §2.3:
+``FeatureWriter``, which writes the original's TFRecord schema:
 
 ===============  =======  ==============  ==========================
 feature          dtype    shape           written
@@ -21,9 +21,16 @@ is_impossible    int64    scalar          training (never parsed)
 On every file the original can read, examples and features are identical.
 Differences, all on inputs where the original crashed or said nothing:
 
-* Malformed JSON, a missing field or an answer offset outside its context
-  raises ``ValueError`` naming the file and the question id (or the article and
-  paragraph index where there is no id), instead of a bare KeyError/IndexError.
+* Malformed JSON, bytes that are not UTF-8, a missing field, a question id
+  used twice or an answer offset outside its context raises
+  `bert_tf.errors.UserInputError` (a ValueError) naming the file and the
+  question id (or the article, paragraph and question index where there is
+  no id), instead of a bare KeyError/IndexError/UnicodeDecodeError or, for a
+  repeated id, a prediction silently lost.
+* A SQuAD 2.0 file (a question marked ``is_impossible``) read without
+  ``version_2_with_negative``, or a labelled 1.1 file (no ``is_impossible``
+  field) read with it, raises naming the flag, instead of failing later in
+  scoring.
 * Answers skipped because their text is not in the context (as the original
   does) are counted: the returned list has ``num_skipped_answers`` and
   ``skipped_answers`` (question ids), and the count is logged at the end.
@@ -34,7 +41,9 @@ Differences, all on inputs where the original crashed or said nothing:
   looping forever.
 """
 
+import array
 import collections
+import collections.abc
 import dataclasses
 import json
 
@@ -42,6 +51,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import tokenization
+from bert_tf.errors import UserInputError
 
 __all__ = [
     "FIRST_UNIQUE_ID",
@@ -54,6 +64,7 @@ __all__ = [
     "is_whitespace",
     "parse_squad_record",
     "read_squad_examples",
+    "write_features",
 ]
 
 FIRST_UNIQUE_ID = 1000000000
@@ -135,32 +146,67 @@ def _split_context(paragraph_text):
 
 
 def _field(obj, key, input_file, where, kind=None):
-    """obj[key], or a ValueError naming the file and `where`."""
+    """obj[key], or a UserInputError naming the file and `where`."""
     if not isinstance(obj, dict):
-        raise ValueError(
+        raise UserInputError(
             f"{input_file}: {where}: expected a JSON object, got {type(obj).__name__}"
         )
     if key not in obj:
-        raise ValueError(f"{input_file}: {where}: missing field {key!r}")
+        raise UserInputError(f"{input_file}: {where}: missing field {key!r}")
     value = obj[key]
     if kind is not None and not isinstance(value, kind):
-        raise ValueError(
+        raise UserInputError(
             f"{input_file}: {where}: field {key!r} has type {type(value).__name__}"
         )
     return value
 
 
 def _load_json(input_file):
-    with tf.io.gfile.GFile(input_file, "r") as reader:
-        text = reader.read()
-    if isinstance(text, bytes):
-        text = text.decode("utf-8")
+    with tf.io.gfile.GFile(input_file, "rb") as reader:
+        data = reader.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UserInputError(
+            f"{input_file}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at "
+            f"offset {exc.start}); SQuAD files are UTF-8 JSON"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise UserInputError(
             f"{input_file}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}"
         ) from exc
+
+
+def _check_version(input_file, dataset, version_2_with_negative):
+    """A SQuAD 2.0 file needs --version_2_with_negative, a 1.1 file must not
+    have it: scored the other way, the answers and the metric disagree."""
+    questions = [
+        qa
+        for entry in dataset
+        if isinstance(entry, dict)
+        for paragraph in entry.get("paragraphs") or ()
+        if isinstance(paragraph, dict)
+        for qa in paragraph.get("qas") or ()
+        if isinstance(qa, dict)
+    ]
+    impossible = next((qa for qa in questions if qa.get("is_impossible")), None)
+    if impossible is not None and not version_2_with_negative:
+        raise UserInputError(
+            f"{input_file}: question id {impossible.get('id')!r} has no answer "
+            "(is_impossible): this is a SQuAD 2.0 file; pass "
+            "--version_2_with_negative (version_2_with_negative=True)"
+        )
+    labelled = any(qa.get("answers") for qa in questions)
+    marked = any("is_impossible" in qa for qa in questions)
+    if version_2_with_negative and labelled and not marked:
+        raise UserInputError(
+            f"{input_file}: no question has an 'is_impossible' field: this is a "
+            "SQuAD 1.1 file; drop --version_2_with_negative "
+            "(version_2_with_negative=False)"
+        )
 
 
 def read_squad_examples(
@@ -171,7 +217,7 @@ def read_squad_examples(
     Args:
       input_file: SQuAD json path (``{"data": [{"paragraphs": [...]}]}``).
       is_training: read answers and compute word positions. A question must
-        then have exactly one answer unless it is impossible (ValueError).
+        then have exactly one answer unless it is impossible (UserInputError).
         In prediction mode answers are not read at all.
       version_2_with_negative: read ``is_impossible`` (SQuAD 2.0) when
         training; impossible questions get positions -1 and text "".
@@ -183,11 +229,17 @@ def read_squad_examples(
       with a warning, and counted in ``num_skipped_answers``.
 
     Raises:
-      ValueError: malformed JSON, a missing field, a wrong answer count or an
+      UserInputError (a ValueError): malformed JSON or UTF-8, a missing
+        field, a repeated question id, a SQuAD version that does not match
+        `version_2_with_negative`, a wrong answer count or an
         answer offset outside the context, naming the file and question id.
     """
     input_data = _field(_load_json(input_file), "data", input_file, "top level", list)
+    _check_version(input_file, input_data, version_2_with_negative)
     examples = SquadExamples()
+    # Question id -> where it was first seen: predictions are keyed by id, so
+    # a repeated id would silently lose one.
+    seen_ids = {}
     for article_index, entry in enumerate(input_data):
         article_where = f"data[{article_index}]"
         paragraphs = _field(entry, "paragraphs", input_file, article_where, list)
@@ -199,6 +251,12 @@ def read_squad_examples(
             for qa_index, qa in enumerate(qas):
                 qa_where = f"{where}.qas[{qa_index}]"
                 qas_id = _field(qa, "id", input_file, qa_where)
+                if qas_id in seen_ids:
+                    raise UserInputError(
+                        f"{input_file}: question id {qas_id!r} appears twice: "
+                        f"{seen_ids[qas_id]} and {qa_where}"
+                    )
+                seen_ids[qas_id] = qa_where
                 qa_where = f"question id {qas_id!r}"
                 question_text = _field(qa, "question", input_file, qa_where, str)
                 start_position = None
@@ -213,10 +271,11 @@ def read_squad_examples(
                     if not is_impossible:
                         answers = _field(qa, "answers", input_file, qa_where, list)
                         if len(answers) != 1 and not (first_answer_only and answers):
-                            raise ValueError(
+                            raise UserInputError(
                                 f"{input_file}: {qa_where}: for training, each "
                                 "question should have exactly 1 answer, got "
-                                f"{len(answers)}"
+                                f"{len(answers)} (run_squad.py "
+                                "--train_answer=first trains on the first)"
                             )
                         answer = answers[0]
                         orig_answer_text = _field(
@@ -231,7 +290,7 @@ def read_squad_examples(
                             or answer_offset < 0
                             or answer_end >= len(char_to_word_offset)
                         ):
-                            raise ValueError(
+                            raise UserInputError(
                                 f"{input_file}: {qa_where}: answer "
                                 f"{orig_answer_text!r} at {answer_offset} is "
                                 f"outside the context ({len(paragraph_text)} "
@@ -293,7 +352,8 @@ class InputFeatures:
     """One window of one example, padded to max_seq_length.
 
     ``token_to_orig_map`` and ``token_is_max_context`` are keyed by position in
-    ``tokens`` and hold doc tokens only. Positions are None in prediction mode.
+    ``tokens`` and hold doc tokens only (`DocPositionMap`s: read-only
+    mappings). Positions are None in prediction mode.
     """
 
     unique_id: int
@@ -311,6 +371,38 @@ class InputFeatures:
 
 
 DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
+
+
+class DocPositionMap(collections.abc.Mapping):
+    """A read-only ``{position in tokens: value}`` over one window's document
+    tokens (consecutive positions from `start`), kept as one array.
+
+    The prediction features of a whole dev set stay in memory until the
+    predictions are written; as dicts, these two maps per window were most of
+    that memory.
+    """
+
+    __slots__ = ("convert", "entries", "start")
+
+    def __init__(self, start, entries, convert=int):
+        self.start = start
+        self.entries = entries
+        self.convert = convert
+
+    def __getitem__(self, position):
+        index = position - self.start
+        if 0 <= index < len(self.entries):
+            return self.convert(self.entries[index])
+        raise KeyError(position)
+
+    def __len__(self):
+        return len(self.entries)
+
+    def __iter__(self):
+        return iter(range(self.start, self.start + len(self.entries)))
+
+    def __repr__(self):
+        return repr(dict(self.items()))
 
 
 def _improve_answer_span(
@@ -438,7 +530,7 @@ def convert_examples_to_features(
         # The -3 accounts for [CLS], [SEP] and [SEP].
         max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
         if max_tokens_for_doc < 1:
-            raise ValueError(
+            raise UserInputError(
                 f"question {example.qas_id}: max_seq_length={max_seq_length} "
                 f"leaves no room for the document after a {len(query_tokens)}"
                 "-token query (need max_seq_length > max_query_length + 3)"
@@ -448,16 +540,21 @@ def convert_examples_to_features(
         for doc_span_index, doc_span in enumerate(doc_spans):
             tokens = ["[CLS]", *query_tokens, "[SEP]"]
             segment_ids = [0] * len(tokens)
-            token_to_orig_map = {}
-            token_is_max_context = {}
+            doc_offset = len(tokens)
+            orig_indexes = array.array("i")
+            is_max_context = bytearray()
             for i in range(doc_span.length):
                 split_token_index = doc_span.start + i
-                token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
-                token_is_max_context[len(tokens)] = _check_is_max_context(
-                    doc_spans, doc_span_index, split_token_index
+                orig_indexes.append(tok_to_orig_index[split_token_index])
+                is_max_context.append(
+                    _check_is_max_context(doc_spans, doc_span_index, split_token_index)
                 )
                 tokens.append(all_doc_tokens[split_token_index])
                 segment_ids.append(1)
+            token_to_orig_map = DocPositionMap(doc_offset, orig_indexes)
+            token_is_max_context = DocPositionMap(
+                doc_offset, bytes(is_max_context), bool
+            )
             tokens.append("[SEP]")
             segment_ids.append(1)
 
@@ -523,6 +620,46 @@ def convert_examples_to_features(
     return unique_id - FIRST_UNIQUE_ID
 
 
+def write_features(
+    examples,
+    tokenizer,
+    record_file,
+    max_seq_length,
+    doc_stride,
+    max_query_length,
+    is_training,
+):
+    """Converts `examples` and writes them to `record_file` as they come.
+
+    Returns ``(num_features, features)``. Training features are not kept.
+    Prediction features are kept for writing the predictions, without their
+    padded ids (those are in the file): tokens and position maps only, so a
+    whole dev set costs tens of MiB, not hundreds.
+    """
+    kept = []
+    with FeatureWriter(record_file, is_training) as writer:
+
+        def output_fn(feature):
+            writer.process_feature(feature)
+            if not is_training:
+                kept.append(
+                    dataclasses.replace(
+                        feature, input_ids=None, input_mask=None, segment_ids=None
+                    )
+                )
+
+        convert_examples_to_features(
+            examples=examples,
+            tokenizer=tokenizer,
+            max_seq_length=max_seq_length,
+            doc_stride=doc_stride,
+            max_query_length=max_query_length,
+            is_training=is_training,
+            output_fn=output_fn,
+        )
+    return writer.num_features, kept
+
+
 def _log_feature(
     unique_id,
     example_index,
@@ -572,7 +709,7 @@ def _int_feature(values):
 
 
 class FeatureWriter:
-    """Writes `InputFeatures` to a TFRecord file (spec §2.3).
+    """Writes `InputFeatures` to a TFRecord file (the original's schema).
 
     Use as ``writer.process_feature`` for ``output_fn``; ``close()`` (or a
     ``with`` block) flushes the file. ``num_features`` counts records.

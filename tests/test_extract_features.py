@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import bert_tf
 
@@ -87,3 +88,41 @@ def test_writes_the_original_jsonl_with_the_encoder_values(tmp_path):
         ):
             np.testing.assert_allclose(entry["values"], layer[0, position], atol=2e-6)
             assert all(round(v, 6) == v for v in entry["values"])  # rounded to 6 places
+
+
+def test_a_hugging_face_directory_needs_no_config_flag(minilm_dir, tmp_path):
+    """README's command on the real MiniLM: no --bert_config_file; the last
+    layer equals Hugging Face's BertModel on the same ids."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    (tmp_path / "input.txt").write_text("The cat sat on the mat.\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "extract_features.py"),
+            f"--input_file={tmp_path / 'input.txt'}",
+            f"--output_file={tmp_path / 'out.jsonl'}",
+            f"--vocab_file={os.path.join(minilm_dir, 'vocab.txt')}",
+            f"--init_checkpoint={minilm_dir}",
+            "--layers=-1",
+            "--max_seq_length=16",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": REPO},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (line,) = (tmp_path / "out.jsonl").read_text().splitlines()
+    features = json.loads(line)["features"]
+    vocab = (
+        open(os.path.join(minilm_dir, "vocab.txt"), encoding="utf-8")
+        .read()
+        .splitlines()
+    )
+    ids = [vocab.index(f["token"]) for f in features]
+    assert [f["token"] for f in features][:3] == ["[CLS]", "the", "cat"]
+    model = transformers.BertModel.from_pretrained(minilm_dir).eval()
+    with torch.no_grad():
+        reference = model(torch.tensor([ids])).last_hidden_state[0].numpy()
+    ours = np.array([f["layers"][0]["values"] for f in features])
+    np.testing.assert_allclose(ours, reference, atol=1e-4)

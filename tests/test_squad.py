@@ -2,10 +2,10 @@
 
 The oracle test runs on the real SQuAD v1.1 dev set and the uncased vocabulary
 from $BERT_TF_DATA (skipped without it) and checks the figures measured from
-the original run_squad.py (spec §12). Everything else runs on small contexts
+the original run_squad.py. Everything else runs on small contexts
 written here with a tiny vocabulary, where windows, max-context flags, targets,
 null scores and metrics were worked out by hand from the original's rules
-(spec §5) and the official evaluation scripts.
+and the official evaluation scripts.
 """
 
 import json
@@ -16,6 +16,7 @@ import pytest
 
 from bert_tf import squad_postprocessing as post
 from bert_tf import tokenization
+from bert_tf.errors import UserInputError
 from data_prep import squad
 
 # ---------------------------------------------------------------------------
@@ -224,6 +225,116 @@ def test_read_errors_name_file_and_question(tmp_path):
     path = _write_json(tmp_path / "out.json", outside)
     with pytest.raises(ValueError, match=r"out\.json: question id 'q44'.*outside"):
         squad.read_squad_examples(path, is_training=True)
+
+
+def test_a_repeated_question_id_names_both_places(tmp_path):
+    # The original keys predictions by id: the second question's prediction
+    # replaced the first's (79 written for 80 questions).
+    data = _dataset(
+        ("alpha beta", [_qa("q1", "what", [("alpha", 0)])]),
+        ("gamma delta", [_qa("q2", "what", [("gamma", 0)]), _qa("q1", "who")]),
+    )
+    path = _write_json(tmp_path / "dup.json", data)
+    for is_training in (False, True):
+        with pytest.raises(UserInputError) as error:
+            squad.read_squad_examples(path, is_training=is_training)
+        assert str(error.value) == (
+            f"{path}: question id 'q1' appears twice: "
+            "data[0].paragraphs[0].qas[0] and data[0].paragraphs[1].qas[1]"
+        )
+
+
+def test_squad_version_must_match_the_flag(tmp_path):
+    v2 = _dataset(
+        (
+            "alpha beta",
+            [
+                _qa("a1", "what", [("alpha", 0)], is_impossible=False),
+                _qa("n1", "what", [], is_impossible=True),
+            ],
+        )
+    )
+    v2_path = _write_json(tmp_path / "v2.json", v2)
+    v1_path = _write_json(
+        tmp_path / "v1.json", _dataset(("alpha", [_qa("a1", "what", [("alpha", 0)])]))
+    )
+    for is_training in (False, True):
+        with pytest.raises(
+            UserInputError,
+            match=r"v2\.json: question id 'n1' has no answer.*SQuAD 2\.0.*"
+            r"pass --version_2_with_negative",
+        ):
+            squad.read_squad_examples(v2_path, is_training)
+        with pytest.raises(
+            UserInputError,
+            match=r"v1\.json: .*SQuAD 1\.1 file; drop --version_2_with_negative",
+        ):
+            squad.read_squad_examples(
+                v1_path, is_training, version_2_with_negative=True
+            )
+        # Matched, both read.
+        assert len(squad.read_squad_examples(v2_path, is_training, True)) == 2
+        assert len(squad.read_squad_examples(v1_path, is_training)) == 1
+    # Unlabelled questions (nothing to score) are fine either way.
+    unlabelled = _dataset(("alpha", [{"id": "u1", "question": "what"}]))
+    path = _write_json(tmp_path / "u.json", unlabelled)
+    assert (
+        len(squad.read_squad_examples(path, False, version_2_with_negative=True)) == 1
+    )
+
+
+def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path):
+    path = tmp_path / "latin1.json"
+    data = _dataset(("café au lait", [_qa("q1", "what")]))
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    path.write_bytes(text.encode("latin-1"))
+    line = text[: text.index("café")].count("\n") + 1
+    with pytest.raises(UserInputError, match=rf"latin1\.json:{line}: not UTF-8"):
+        squad.read_squad_examples(str(path), is_training=False)
+
+
+def test_several_answers_name_the_train_answer_flag(tmp_path):
+    two = _qa("q7", "what", [("alpha", 0), ("beta", 6)])
+    path = _write_json(tmp_path / "a.json", _dataset(("alpha beta", [two])))
+    with pytest.raises(UserInputError, match=r"--train_answer=first"):
+        squad.read_squad_examples(path, is_training=True)
+
+
+def test_write_features_keeps_compact_prediction_features(tokenizer, tmp_path):
+    import tensorflow as tf
+
+    doc = " ".join(f"w{i}" for i in range(10))
+    examples = [_example("q", doc)]
+    full = _features(examples, tokenizer, False, 8, 2)
+    path = str(tmp_path / "eval.tf_record")
+    count, kept = squad.write_features(examples, tokenizer, path, 8, 2, 4, False)
+    assert count == len(kept) == len(full) == 4
+    records = list(tf.data.TFRecordDataset(path))
+    for record, small, feature in zip(records, kept, full, strict=True):
+        parsed = squad.parse_squad_record(record, 8, is_training=False)
+        assert parsed["input_ids"].numpy().tolist() == feature.input_ids
+        assert small.input_ids is None and small.input_mask is None
+        assert small.tokens == feature.tokens
+        # The maps read as the dicts the original built.
+        orig_map = dict(small.token_to_orig_map.items())
+        assert small.token_to_orig_map == orig_map
+        assert list(orig_map) == list(range(3, 3 + len(orig_map)))
+        assert all(isinstance(v, bool) for v in small.token_is_max_context.values())
+        assert small.token_is_max_context.get(99, False) is False
+        assert 2 not in small.token_to_orig_map
+        with pytest.raises(KeyError):
+            small.token_to_orig_map[len(feature.tokens) - 1]  # the last [SEP]
+    # Training features are written, not kept.
+    count, kept = squad.write_features(
+        [_example("q", doc, orig_answer_text="w4", start_position=4, end_position=4)],
+        tokenizer,
+        str(tmp_path / "train.tf_record"),
+        8,
+        2,
+        4,
+        True,
+    )
+    assert count == 4 and kept == []
 
 
 # ---------------------------------------------------------------------------

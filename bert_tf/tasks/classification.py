@@ -13,15 +13,16 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from absl import flags
 from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
+from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.progress import batches_with_progress
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
@@ -62,24 +63,34 @@ def classifier_loss_fn(is_regression):
     return loss_fn
 
 
-def predict_logits(model, dataset):
-    """Logits and labels of every example, in dataset order."""
+def predict_logits(model, dataset, num_examples=None):
+    """Logits and labels of every example, in dataset order (with a progress bar)."""
 
-    @tf.function
-    def step(batch):
-        return model({k: batch[k] for k in ENCODER_INPUT_NAMES})["logits"]
+    # One trace for every batch shape: with --pad_to_longest each batch has
+    # its own length, which would retrace the step per length.
+    @tf.function(
+        input_signature=[
+            {k: tf.TensorSpec([None, None], tf.int32) for k in ENCODER_INPUT_NAMES}
+        ]
+    )
+    def step(inputs):
+        return model(inputs)["logits"]
 
     logits, labels, real = [], [], []
-    for batch in dataset:
-        logits.append(np.asarray(step(batch), dtype=np.float32))
+    for batch in batches_with_progress(dataset, num_examples):
+        logits.append(
+            np.asarray(
+                step({k: batch[k] for k in ENCODER_INPUT_NAMES}), dtype=np.float32
+            )
+        )
         labels.append(batch["label_ids"].numpy())
         real.append(batch["is_real_example"].numpy())
     return np.concatenate(logits), np.concatenate(labels), np.concatenate(real)
 
 
-def evaluate(model, dataset, task_name, is_regression, global_step):
+def evaluate(model, dataset, task_name, is_regression, global_step, num_examples=None):
     """The original's eval metrics plus the task's GLUE metrics."""
-    logits, labels, real = predict_logits(model, dataset)
+    logits, labels, real = predict_logits(model, dataset, num_examples)
     weights = real.astype(np.float64)
     losses = per_example_loss(labels, logits, is_regression).numpy()
     eval_loss = float(np.sum(losses * weights) / max(np.sum(weights), 1.0))
@@ -108,76 +119,6 @@ def write_test_results(probabilities, path):
     with tf.io.gfile.GFile(path, "w") as writer:
         for row in probabilities:
             writer.write("\t".join(str(float(p)) for p in row) + "\n")
-
-
-def define_flags():
-    """Defines run_classifier.py's flags: the original's, the shared new ones, and
-    the task options (custom files, bad rows, batching)."""
-    flags.DEFINE_string(
-        "data_dir",
-        None,
-        "The input data dir. Should contain the .tsv files (or other data files) for the task.",
-    )
-    flags.DEFINE_string("task_name", None, "The name of the task to train.")
-    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-    flags.DEFINE_bool(
-        "skip_bad_rows",
-        False,
-        "Skip malformed data rows (counted and logged) instead of stopping at the first.",
-    )
-    flags.DEFINE_bool(
-        "pad_to_longest",
-        True,
-        "Cut each batch to its longest example instead of max_seq_length (same "
-        "results, less work).",
-    )
-    flags.DEFINE_bool(
-        "length_bucketing",
-        True,
-        "Training: group examples of similar length into batches (within pools of "
-        "16 batches), so short sentences are not padded to long ones.",
-    )
-    flags.DEFINE_string(
-        "xnli_language", "zh", "Language of the XNLI task (the original: zh)."
-    )
-    # --task_name=custom: your own TSV/CSV/JSONL files, no code needed.
-    flags.DEFINE_string(
-        "train_file", None, "custom task: training file (.tsv, .csv or .jsonl)."
-    )
-    flags.DEFINE_string("dev_file", None, "custom task: dev file.")
-    flags.DEFINE_string("test_file", None, "custom task: test file.")
-    flags.DEFINE_string(
-        "text_a_column", "0", "custom task: first text column (name or index)."
-    )
-    flags.DEFINE_string(
-        "text_b_column", None, "custom task: second text column, if any."
-    )
-    flags.DEFINE_string(
-        "label_column", "1", "custom task: label column (name or index)."
-    )
-    flags.DEFINE_bool(
-        "has_header", True, "custom task: .tsv/.csv files start with a header."
-    )
-    flags.DEFINE_bool(
-        "is_regression", False, "custom task: the label is a real number."
-    )
-    flags.DEFINE_bool(
-        "allow_single_class",
-        False,
-        "Train even if every training example has the same label (by default "
-        "an error naming the file: usually a cut or mis-parsed file).",
-    )
-    flags.DEFINE_bool(
-        "allow_header_like_first_row",
-        False,
-        "custom task with --has_header=false: accept a first train row that "
-        "looks like a header (single-word cells, a label found in no other "
-        "row); by default an error, since it would become a bogus class.",
-    )
-    common_flags.define_common_flags(max_seq_length=128)
-    common_flags.define_finetuning_flags()
-    common_flags.define_tfds_flags(text_features=True)
 
 
 def make_processor(flags_obj):
@@ -225,7 +166,7 @@ def _column(value):
 def validate_flags(flags_obj):
     """The original's checks, with the flag named in each message."""
     if not (flags_obj.do_train or flags_obj.do_eval or flags_obj.do_predict):
-        raise ValueError(
+        raise UserInputError(
             "At least one of `do_train`, `do_eval` or `do_predict' must be True."
         )
     _validate_tfds_flags(flags_obj)
@@ -233,9 +174,9 @@ def validate_flags(flags_obj):
         if getattr(flags_obj, name) is None and not (
             name == "data_dir" and (_is_custom(flags_obj) or flags_obj.tfds_name)
         ):
-            raise ValueError(f"Flag --{name} must be specified.")
+            raise UserInputError(f"Flag --{name} must be specified.")
     if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
-        raise ValueError(
+        raise UserInputError(
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
         )
@@ -370,7 +311,9 @@ def run(flags_obj):
             dataset = examples_dataset(
                 examples, record_name, flags_obj.eval_batch_size, "evaluation"
             )
-            return evaluate(model, dataset, task, is_regression, global_step)
+            return evaluate(
+                model, dataset, task, is_regression, global_step, len(examples)
+            )
 
         results = evaluate_split(processor.get_dev_examples(data_dir), "eval.tf_record")
         if getattr(processor, "matched", False):
@@ -390,7 +333,7 @@ def run(flags_obj):
         dataset = examples_dataset(
             examples, "predict.tf_record", flags_obj.predict_batch_size, "prediction"
         )
-        logits, _, _ = predict_logits(model, dataset)
+        logits, _, _ = predict_logits(model, dataset, len(examples))
         rows = logits if is_regression else tf.nn.softmax(logits, axis=-1).numpy()
         assert len(rows) == len(examples)
         write_test_results(rows, os.path.join(flags_obj.output_dir, "test_results.tsv"))

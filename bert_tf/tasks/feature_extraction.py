@@ -13,62 +13,14 @@ import re
 
 import numpy as np
 import tensorflow as tf
-from absl import flags
 from absl import logging
 
 from bert_tf import tokenization
+from bert_tf.errors import UserInputError
 from bert_tf.models import BertEncoder
 from bert_tf.training.run_setup import load_config
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
-
-
-def define_flags():
-    """The original extract_features.py flags, names and defaults unchanged."""
-    flags.DEFINE_string("input_file", None, "")
-    flags.DEFINE_string("output_file", None, "")
-    flags.DEFINE_string("layers", "-1,-2,-3,-4", "")
-    flags.DEFINE_string(
-        "bert_config_file",
-        None,
-        "The config json file corresponding to the pre-trained BERT model. "
-        "This specifies the model architecture.",
-    )
-    flags.DEFINE_integer(
-        "max_seq_length",
-        128,
-        "The maximum total input sequence length after WordPiece tokenization. "
-        "Sequences longer than this will be truncated, and sequences shorter than this "
-        "will be padded.",
-    )
-    flags.DEFINE_string(
-        "init_checkpoint",
-        None,
-        "Initial checkpoint (usually from a pre-trained BERT model).",
-    )
-    flags.DEFINE_string(
-        "vocab_file", None, "The vocabulary file that the BERT model was trained on."
-    )
-    flags.DEFINE_bool(
-        "do_lower_case",
-        True,
-        "Whether to lower case the input text. Should be True for uncased models and "
-        "False for cased models.",
-    )
-    flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
-    flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
-    flags.DEFINE_string("master", None, "If using a TPU, the address of the master.")
-    flags.DEFINE_integer(
-        "num_tpu_cores",
-        8,
-        "Only used if `use_tpu` is True. Total number of TPU cores to use.",
-    )
-    flags.DEFINE_bool(
-        "use_one_hot_embeddings",
-        False,
-        "If True, tf.one_hot will be used for embedding lookups, otherwise tf.nn.embedding_lookup "
-        "will be used. On TPUs, this should be True since it is much faster.",
-    )
 
 
 def read_examples(input_file):
@@ -142,17 +94,17 @@ def extract_features(encoder, tokenizer, examples, layers, max_seq_length, batch
 def run(flags_obj):
     for name in ("input_file", "output_file", "init_checkpoint", "vocab_file"):
         if not getattr(flags_obj, name):
-            raise ValueError(f"Flag --{name} must be specified.")
+            raise UserInputError(f"Flag --{name} must be specified.")
     config = load_config(flags_obj)
     layers = [int(x) for x in flags_obj.layers.split(",")]
     for layer in layers:
         if not -config.num_hidden_layers <= layer < config.num_hidden_layers:
-            raise ValueError(
+            raise UserInputError(
                 f"--layers={flags_obj.layers}: {layer} is not a layer of a "
                 f"{config.num_hidden_layers}-layer model"
             )
     if flags_obj.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
+        raise UserInputError(
             f"--max_seq_length={flags_obj.max_seq_length} > max_position_embeddings "
             f"({config.max_position_embeddings})"
         )

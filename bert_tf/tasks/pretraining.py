@@ -14,14 +14,14 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from absl import flags
 from absl import logging
 
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserInputError
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.progress import batches_with_progress
 from bert_tf.training import Trainer
-from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import optimizer_from_flags
 from bert_tf.training.run_setup import prepare_run
@@ -37,42 +37,6 @@ from data_prep.pretraining import expand_input_files
 from data_prep.pretraining import pretraining_feature_spec
 
 MODEL_INPUTS = (*ENCODER_INPUT_NAMES, "masked_lm_positions")
-
-
-def define_flags():
-    """Defines run_pretraining.py's flags: the original's and the shared new ones."""
-    flags.DEFINE_string(
-        "input_file",
-        None,
-        "Input TF example files (can be a glob or comma separated).",
-    )
-    flags.DEFINE_integer(
-        "max_predictions_per_seq",
-        20,
-        "Maximum number of masked LM predictions per sequence. "
-        "Must match data generation.",
-    )
-    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-    flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
-    flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
-    flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-    flags.DEFINE_bool(
-        "dynamic_masking",
-        False,
-        "Draw new masked-LM predictions each time a record is read (per epoch) "
-        "instead of using the masks in the records. Needs --vocab_file.",
-    )
-    flags.DEFINE_string(
-        "vocab_file",
-        None,
-        "--dynamic_masking: the vocabulary of the records (for the [CLS], [SEP] "
-        "and [MASK] ids).",
-    )
-    flags.DEFINE_float(
-        "masked_lm_prob", 0.15, "--dynamic_masking: share of tokens to predict."
-    )
-    common_flags.define_common_flags(max_seq_length=128)
 
 
 # --------------------------------------------------------------------------
@@ -104,7 +68,7 @@ def pretraining_loss(batch, outputs):
     return mlm_loss + tf.reduce_mean(nsp_ce)
 
 
-def evaluate(model, dataset, global_step):
+def evaluate(model, dataset, global_step, num_examples=None):
     """The original's eval metrics, accumulated over every batch as tf.metrics."""
 
     @tf.function
@@ -129,12 +93,12 @@ def evaluate(model, dataset, global_step):
 
     sums = {}
     batches = 0
-    for batch in dataset:
+    for batch in batches_with_progress(dataset, num_examples):
         for key, value in step(batch).items():
             sums[key] = sums.get(key, 0.0) + float(value)
         batches += 1
     if not batches:
-        raise ValueError(
+        raise UserInputError(
             "No eval batch: the input files hold fewer records than --eval_batch_size"
         )
 
@@ -229,10 +193,10 @@ def dynamic_masking_options(flags_obj, config):
 def validate_flags(flags_obj):
     """The original's checks, with the flag named in each message."""
     if not (flags_obj.do_train or flags_obj.do_eval):
-        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+        raise UserInputError("At least one of `do_train` or `do_eval` must be True.")
     for name in ("bert_config_file", "input_file", "output_dir"):
         if not getattr(flags_obj, name):
-            raise ValueError(f"Flag --{name} must be specified.")
+            raise UserInputError(f"Flag --{name} must be specified.")
     for name in (
         "max_seq_length",
         "max_predictions_per_seq",
@@ -241,33 +205,35 @@ def validate_flags(flags_obj):
         "max_eval_steps",
     ):
         if getattr(flags_obj, name) < 1:
-            raise ValueError(f"--{name} must be ≥ 1, got {getattr(flags_obj, name)}")
+            raise UserInputError(
+                f"--{name} must be ≥ 1, got {getattr(flags_obj, name)}"
+            )
     if flags_obj.do_train and flags_obj.num_train_steps < 1:
-        raise ValueError(
+        raise UserInputError(
             f"--num_train_steps must be ≥ 1, got {flags_obj.num_train_steps}"
         )
     if flags_obj.num_warmup_steps < 0:
-        raise ValueError(
+        raise UserInputError(
             f"--num_warmup_steps must be ≥ 0, got {flags_obj.num_warmup_steps}"
         )
     if flags_obj.gradient_accumulation_steps < 1:
-        raise ValueError(
+        raise UserInputError(
             "--gradient_accumulation_steps must be ≥ 1, got "
             f"{flags_obj.gradient_accumulation_steps}"
         )
     if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
-        raise ValueError(
+        raise UserInputError(
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
         )
     if flags_obj.dynamic_masking and not flags_obj.vocab_file:
-        raise ValueError("--dynamic_masking needs --vocab_file (for the [MASK] id)")
+        raise UserInputError("--dynamic_masking needs --vocab_file (for the [MASK] id)")
     if not 0.0 < flags_obj.masked_lm_prob < 1.0:
-        raise ValueError(
+        raise UserInputError(
             f"--masked_lm_prob must be in (0, 1), got {flags_obj.masked_lm_prob}"
         )
     if flags_obj.export_dir:
-        raise ValueError(
+        raise UserInputError(
             "--export_dir: run_pretraining.py trains the pre-training heads; export "
             "the pre-trained encoder with export_saved_model.py "
             "--model_type=encoder --init_checkpoint=OUTPUT_DIR --vocab_file=..."
@@ -340,7 +306,12 @@ def run(flags_obj):
             flags_obj.eval_batch_size,
             flags_obj.max_eval_steps,
         )
-        results = evaluate(model, dataset, global_step)
+        results = evaluate(
+            model,
+            dataset,
+            global_step,
+            flags_obj.max_eval_steps * flags_obj.eval_batch_size,
+        )
         write_eval_results(
             results, os.path.join(flags_obj.output_dir, "eval_results.txt")
         )

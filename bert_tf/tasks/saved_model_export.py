@@ -8,11 +8,11 @@ builds the task model, and writes `export_dir/<version>/` with
 
 import os
 
-from absl import flags
 from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.errors import UserInputError
 from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
@@ -22,86 +22,23 @@ from data_prep import glue
 MODEL_TYPES = ("classifier", "span", "encoder")
 
 
-def define_flags():
-    flags.DEFINE_enum(
-        "model_type",
-        None,
-        list(MODEL_TYPES),
-        "classifier (run_classifier output), span (run_squad output) or encoder.",
-    )
-    flags.DEFINE_string(
-        "init_checkpoint",
-        None,
-        "The trained model: a run_* --output_dir, a checkpoint prefix, or a Google "
-        "or Hugging Face model directory.",
-    )
-    flags.DEFINE_string(
-        "bert_config_file",
-        None,
-        "bert_config.json; default: the one beside the checkpoint.",
-    )
-    flags.DEFINE_string(
-        "vocab_file", None, "vocab.txt; default: the one beside the checkpoint."
-    )
-    flags.DEFINE_bool(
-        "do_lower_case",
-        True,
-        "Whether to lower case the input text (as the model was trained).",
-    )
-    flags.DEFINE_integer(
-        "max_seq_length", 128, "Packed length of the raw-text signature."
-    )
-    flags.DEFINE_string(
-        "export_dir", None, "Base directory; the model goes to export_dir/<version>/."
-    )
-    flags.DEFINE_integer(
-        "version", None, "Version number; default: the current Unix time."
-    )
-    flags.DEFINE_string(
-        "task_name",
-        None,
-        "classifier: a run_classifier task (e.g. MRPC) for the label names and "
-        "whether it takes text pairs.",
-    )
-    flags.DEFINE_list(
-        "labels",
-        None,
-        "classifier: label names in label-id order (instead of --task_name).",
-    )
-    flags.DEFINE_bool(
-        "text_pair",
-        None,
-        "classifier/encoder: serving_default takes text_b too (default: from "
-        "--task_name; else false).",
-    )
-    flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
-    flags.DEFINE_integer("max_answer_length", 30, "span: longest answer in tokens.")
-    flags.DEFINE_enum(
-        "serving_tokenizer",
-        "bert",
-        ["bert", "fast_bert"],
-        "In-graph tokenizer: bert (TF Serving >= 2.3, ids equal to the "
-        "original's) or fast_bert (TF Serving >= 2.12).",
-    )
-
-
 def classifier_labels(flags_obj):
     """(label_list, text_pair) from --labels / --task_name / --text_pair."""
     if flags_obj.labels and flags_obj.task_name:
-        raise ValueError("Give --labels or --task_name, not both")
+        raise UserInputError("Give --labels or --task_name, not both")
     if flags_obj.labels:
         labels, pair = list(flags_obj.labels), False
     elif flags_obj.task_name:
         task = flags_obj.task_name.lower()
         if task == "custom":
-            raise ValueError(
+            raise UserInputError(
                 "--task_name=custom: give the labels with --labels and pairs with "
                 "--text_pair"
             )
         processor = glue.get_processor(task)
         labels, pair = processor.get_labels(None), processor.text_pair
     else:
-        raise ValueError(
+        raise UserInputError(
             "--model_type=classifier needs --task_name or --labels (label names)"
         )
     if flags_obj.text_pair is not None:
@@ -113,11 +50,11 @@ def run(flags_obj):
     """Exports the checkpoint; returns the version directory."""
     for name in ("model_type", "init_checkpoint", "export_dir"):
         if not getattr(flags_obj, name):
-            raise ValueError(f"Flag --{name} must be specified.")
+            raise UserInputError(f"Flag --{name} must be specified.")
     files = find_checkpoint(flags_obj.init_checkpoint)
     vocab_file = flags_obj.vocab_file or files.vocab_file
     if not vocab_file:
-        raise ValueError(
+        raise UserInputError(
             f"No vocab.txt beside {flags_obj.init_checkpoint}: give --vocab_file"
         )
     tokenization.validate_case_matches_checkpoint(
@@ -147,7 +84,7 @@ def run(flags_obj):
         options = {"text_pair": bool(flags_obj.text_pair)}
     report = model.checkpoint_load_report
     if report.missing:
-        raise ValueError(
+        raise UserInputError(
             f"{flags_obj.init_checkpoint} lacks {len(report.missing)} of the "
             f"{flags_obj.model_type} model's variables, e.g. {report.missing[:3]}: "
             "is --model_type right?"

@@ -19,14 +19,15 @@ import random
 
 import numpy as np
 import tensorflow as tf
-from absl import flags
 from absl import logging
 
 from bert_tf import squad_postprocessing
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
+from bert_tf.errors import UserInputError
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.progress import batches_with_progress
 from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
 from bert_tf.training.run_setup import build_model
@@ -46,69 +47,6 @@ from data_prep import tfds_input
 TRAIN_EXAMPLES_SEED = 12345
 
 
-def define_flags():
-    """Defines run_squad.py's flags: the original's, the shared new ones, and
-    --do_eval."""
-    common_flags.define_common_flags(max_seq_length=384)
-    common_flags.define_finetuning_flags()
-    flags.DEFINE_string(
-        "train_file", None, "SQuAD json for training. E.g., train-v1.1.json"
-    )
-    flags.DEFINE_string(
-        "predict_file",
-        None,
-        "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json",
-    )
-    flags.DEFINE_integer(
-        "doc_stride",
-        128,
-        "When splitting up a long document into chunks, how much stride to take "
-        "between chunks.",
-    )
-    flags.DEFINE_integer(
-        "max_query_length",
-        64,
-        "The maximum number of tokens for the question. Questions longer than this "
-        "will be truncated to this length.",
-    )
-    flags.DEFINE_integer(
-        "n_best_size",
-        20,
-        "The total number of n-best predictions to generate in the "
-        "nbest_predictions.json output file.",
-    )
-    flags.DEFINE_integer(
-        "max_answer_length",
-        30,
-        "The maximum length of an answer that can be generated. This is needed "
-        "because the start and end predictions are not conditioned on one another.",
-    )
-    flags.DEFINE_bool(
-        "verbose_logging",
-        False,
-        "If true, all of the warnings related to data processing will be printed. "
-        "A number of warnings are expected for a normal SQuAD evaluation.",
-    )
-    flags.DEFINE_bool(
-        "version_2_with_negative",
-        False,
-        "If true, the SQuAD examples contain some that do not have an answer.",
-    )
-    flags.DEFINE_float(
-        "null_score_diff_threshold",
-        0.0,
-        "If null_score - best_non_null is greater than the threshold predict null.",
-    )
-    flags.DEFINE_bool(
-        "do_eval",
-        False,
-        "After predicting, score predictions.json against --predict_file as "
-        "evaluate-v1.1.py (or evaluate-v2.0.py with --version_2_with_negative, "
-        "using null_odds.json) and write eval_results.json.",
-    )
-    common_flags.define_tfds_flags(text_features=False)
-
-
 def validate_flags_or_throw(flags_obj, bert_config=None):
     """The original's checks, with the flag named in each message.
 
@@ -118,43 +56,43 @@ def validate_flags_or_throw(flags_obj, bert_config=None):
         flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
     )
     if not flags_obj.do_train and not flags_obj.do_predict:
-        raise ValueError("At least one of `do_train` or `do_predict` must be True.")
+        raise UserInputError("At least one of `do_train` or `do_predict` must be True.")
     _validate_tfds_flags(flags_obj)
     if flags_obj.do_train and not (
         flags_obj.train_file or getattr(flags_obj, "tfds_name", None)
     ):
-        raise ValueError(
+        raise UserInputError(
             "If `do_train` is True, then `train_file` must be specified (--train_file)."
         )
     if flags_obj.do_predict and not (
         flags_obj.predict_file or getattr(flags_obj, "tfds_name", None)
     ):
-        raise ValueError(
+        raise UserInputError(
             "If `do_predict` is True, then `predict_file` must be specified "
             "(--predict_file)."
         )
     if flags_obj.do_eval and not flags_obj.do_predict:
-        raise ValueError("`do_eval` scores the predictions: it needs --do_predict.")
+        raise UserInputError("`do_eval` scores the predictions: it needs --do_predict.")
     for name in ("vocab_file", "output_dir"):
         if getattr(flags_obj, name) is None:
-            raise ValueError(f"Flag --{name} must be specified.")
+            raise UserInputError(f"Flag --{name} must be specified.")
     if bert_config is not None and (
         flags_obj.max_seq_length > bert_config.max_position_embeddings
     ):
-        raise ValueError(
+        raise UserInputError(
             f"Cannot use sequence length {flags_obj.max_seq_length} because the BERT "
             "model was only trained up to sequence length "
             f"{bert_config.max_position_embeddings} "
             "(--max_seq_length > max_position_embeddings)"
         )
     if flags_obj.max_seq_length <= flags_obj.max_query_length + 3:
-        raise ValueError(
+        raise UserInputError(
             f"The max_seq_length ({flags_obj.max_seq_length}) must be greater than "
             f"max_query_length ({flags_obj.max_query_length}) + 3 "
             "(--max_seq_length, --max_query_length)"
         )
     if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
-        raise ValueError(
+        raise UserInputError(
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
         )
@@ -249,20 +187,25 @@ def predict_dataset(record_file, seq_length, batch_size):
     )
 
 
-def predict_raw_results(model, dataset):
-    """One `RawResult` per feature, in dataset order."""
+def predict_raw_results(model, dataset, num_features=None):
+    """One `RawResult` per feature, in dataset order (with a progress bar)."""
 
-    @tf.function
-    def step(batch):
-        outputs = model({k: batch[k] for k in ENCODER_INPUT_NAMES})
+    # One trace for the full batches and the last, partial one.
+    @tf.function(
+        input_signature=[
+            {k: tf.TensorSpec([None, None], tf.int32) for k in ENCODER_INPUT_NAMES}
+        ]
+    )
+    def step(inputs):
+        outputs = model(inputs)
         return (
             tf.cast(outputs["start_logits"], tf.float32),
             tf.cast(outputs["end_logits"], tf.float32),
         )
 
     results = []
-    for batch in dataset:
-        start_logits, end_logits = step(batch)
+    for batch in batches_with_progress(dataset, num_features):
+        start_logits, end_logits = step({k: batch[k] for k in ENCODER_INPUT_NAMES})
         start_logits = np.asarray(start_logits)
         end_logits = np.asarray(end_logits)
         for i, unique_id in enumerate(batch["unique_ids"].numpy()):
@@ -309,30 +252,22 @@ def run(flags_obj):
     train_file, predict_file = input_files(flags_obj)
 
     def convert(examples, record_file, is_training):
-        features = []
-        with squad_data.FeatureWriter(record_file, is_training) as writer:
-
-            def append_feature(feature):
-                if not is_training:
-                    features.append(feature)
-                writer.process_feature(feature)
-
-            squad_data.convert_examples_to_features(
-                examples=examples,
-                tokenizer=tokenizer,
-                max_seq_length=seq_length,
-                doc_stride=flags_obj.doc_stride,
-                max_query_length=flags_obj.max_query_length,
-                is_training=is_training,
-                output_fn=append_feature,
-            )
-        return writer.num_features, features
+        return squad_data.write_features(
+            examples,
+            tokenizer,
+            record_file,
+            max_seq_length=seq_length,
+            doc_stride=flags_obj.doc_stride,
+            max_query_length=flags_obj.max_query_length,
+            is_training=is_training,
+        )
 
     if flags_obj.do_train:
         train_examples = squad_data.read_squad_examples(
             train_file,
             is_training=True,
             version_2_with_negative=version_2,
+            first_answer_only=getattr(flags_obj, "train_answer", "error") == "first",
         )
         num_train_steps = int(
             len(train_examples)
@@ -401,6 +336,7 @@ def run(flags_obj):
         all_results = predict_raw_results(
             model,
             predict_dataset(record_file, seq_length, flags_obj.predict_batch_size),
+            num_features,
         )
         assert len(all_results) == len(eval_features)
         output_dir = flags_obj.output_dir

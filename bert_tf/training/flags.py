@@ -1,13 +1,17 @@
 """Command-line flags shared by the run_* scripts, defined once.
 
-The original's flags keep their names, defaults and meanings (spec §1); each
+The original's flags keep their names, defaults and meanings; each
 script defines its own task flags and calls the functions here for the rest.
 """
 
 from absl import flags
 
-from bert_tf.training.strategy import STRATEGIES
-from data_prep.tfds_input import check_supported
+from bert_tf.errors import UserInputError
+
+# bert_tf.training.strategy.STRATEGIES, written out: flag definitions must not
+# import TensorFlow (`--help` answers at once); tests/test_cli.py checks that
+# the two lists agree.
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
 def define_tpu_flags():
@@ -240,12 +244,14 @@ def validate_tfds_flags(flags_obj, file_flags, supported):
     if not getattr(flags_obj, "tfds_name", None):
         for name in _TFDS_OPTION_FLAGS:
             if getattr(flags_obj, name, None) not in (None, ""):
-                raise ValueError(f"--{name} needs --tfds_name")
+                raise UserInputError(f"--{name} needs --tfds_name")
         return
     for name in file_flags:
         if getattr(flags_obj, name, None):
-            raise ValueError(
+            raise UserInputError(
                 f"--tfds_name reads the data from TFDS: drop --{name} (the two are "
                 "exclusive)"
             )
+    from data_prep.tfds_input import check_supported
+
     check_supported(flags_obj.tfds_name, supported)

@@ -16,6 +16,7 @@ from absl import logging
 from bert_tf.checkpoints import save_tf1_checkpoint
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserInputError
 from bert_tf.optimization import create_optimizer
 from bert_tf.training.strategy import create_strategy
 
@@ -28,7 +29,7 @@ def load_config(flags_obj):
         return BertConfig.from_json_file(
             find_checkpoint(flags_obj.init_checkpoint).config_file
         )
-    raise ValueError(
+    raise UserInputError(
         "Flag --bert_config_file must be specified (or an --init_checkpoint with one)."
     )
 
@@ -39,7 +40,7 @@ def prepare_run(flags_obj, config):
     if flags_obj.dtype != "float32":
         keras.mixed_precision.set_global_policy(flags_obj.dtype)
     if flags_obj.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
+        raise UserInputError(
             f"Cannot use sequence length {flags_obj.max_seq_length} because the BERT model "
             f"was only trained up to sequence length {config.max_position_embeddings} "
             "(--max_seq_length > max_position_embeddings)"

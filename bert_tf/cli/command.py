@@ -1,0 +1,265 @@
+"""How every bert_tf command behaves: help, quiet TensorFlow, one-line errors.
+
+A `Command` wraps a script's flags and its work:
+
+* ``--help`` (``-h``, ``--helpshort``) prints the script's own flags, the
+  original's first, then those bert_tf adds, and exits 0 at once: flags are
+  defined without importing TensorFlow. ``--helpfull`` lists every flag.
+* TensorFlow is imported only when the work starts, with its start-up
+  messages (oneDNN notice, CUDA probing on machines without a GPU) held back
+  and its C++ log at warnings and above; ``--verbosity=1`` shows everything.
+* Bad input (`bert_tf.errors.UserInputError`, a malformed data row, a missing
+  file, a bad flag) prints one line naming the file, line or flag and exits
+  2; ``--verbosity=1`` adds the traceback. Any other exception is a bug and
+  keeps its traceback.
+"""
+
+import contextlib
+import importlib
+import os
+import sys
+import tempfile
+import textwrap
+import traceback
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from bert_tf.errors import UserInputError
+
+HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
+# The original's TPU flags, shared by run_classifier.py, run_squad.py and
+# run_pretraining.py (bert_tf.training.flags defines them).
+ORIGINAL_TPU_FLAGS = (
+    "use_tpu",
+    "tpu_name",
+    "tpu_zone",
+    "gcp_project",
+    "master",
+    "num_tpu_cores",
+)
+FULL_HELP_ARGS = ("--helpfull",)
+USER_ERROR_EXIT_CODE = 2
+
+
+def user_error_types():
+    """The exception types that mean bad input rather than a bug."""
+    types = [
+        UserInputError,
+        flags.Error,
+        FileNotFoundError,
+        IsADirectoryError,
+        NotADirectoryError,
+    ]
+    glue = sys.modules.get("data_prep.glue")
+    if glue is not None and hasattr(glue, "BadRowError"):
+        types.append(glue.BadRowError)
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        # tf.io.gfile on a path that does not exist.
+        types.append(tf.errors.NotFoundError)
+    return tuple(types)
+
+
+def one_line(exc):
+    """The exception's message on one line."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, FileNotFoundError) and exc.filename and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    return text
+
+
+@contextlib.contextmanager
+def stderr_held_back(show):
+    """Sends file descriptor 2 to a temporary file (unless `show`).
+
+    TensorFlow's C++ start-up messages are written before its log level is
+    read, so only the file descriptor catches them. They are replayed if the
+    block raises.
+    """
+    if show:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            held.seek(0)
+            sys.stderr.write(held.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def import_tensorflow(verbosity=0):
+    """Imports TensorFlow, quietly unless `verbosity` >= 1; returns the module."""
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    show = verbosity >= 1
+    if not show:
+        # Later C++ messages: errors only (its warnings are about TensorFlow's
+        # own internals, e.g. tf.data graph rewrites).
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with stderr_held_back(show):
+        import tensorflow as tf
+
+        # Probing for GPUs is where a CUDA build on a machine without one
+        # logs "failed call to cuInit"; do it while stderr is held back.
+        tf.config.list_physical_devices("GPU")
+    if not show:
+        # TensorFlow's Python INFO lines (checkpoint sharding timings, ...).
+        tf.get_logger().setLevel("WARNING")
+    return tf
+
+
+def _flag_text(flag):
+    name = f"--[no]{flag.name}" if flag.boolean else f"--{flag.name}"
+    if flag.short_name:
+        name = f"-{flag.short_name},{name}"
+    text = flag.help or ""
+    lines = textwrap.wrap(
+        f"{name}: {text}".rstrip(),
+        width=88,
+        initial_indent="  ",
+        subsequent_indent="    ",
+    )
+    lines.append(f"    (default: {flag.default_as_str})")
+    return "\n".join(lines)
+
+
+class Command:
+    """One command-line tool: its flags (defined at once) and its work.
+
+    Args:
+      name: the original script's name without ``.py`` (e.g.
+        ``"run_classifier"``); the console command is ``bert-tf-`` + name
+        with dashes.
+      doc: the usage text shown first by ``--help``.
+      define_flags: defines the script's flags; must not import TensorFlow.
+      work: ``work(flags_obj)`` does the job, or ``"module:function"`` naming
+        it, imported only when the job starts.
+      original_flags: names of the flags the original script has (listed
+        first by ``--help``); the rest of what `define_flags` defines is
+        listed as added by bert_tf.
+      required: flags that must be given.
+      uses_tensorflow: import TensorFlow (quietly) before the work starts.
+
+    Example:
+
+    ```python
+    COMMAND = Command(
+        "run_squad", __doc__, define_flags, "bert_tf.tasks.squad:run", ORIGINAL_FLAGS
+    )
+    main = COMMAND.main  # the console command's entry point
+    ```
+    """
+
+    def __init__(
+        self,
+        name,
+        doc,
+        define_flags,
+        work,
+        original_flags=(),
+        required=(),
+        uses_tensorflow=True,
+    ):
+        self.name = name
+        self.doc = doc
+        self.define_flags = define_flags
+        self.work = work
+        self.original_flags = tuple(original_flags)
+        self.required = tuple(required)
+        self.uses_tensorflow = uses_tensorflow
+        before = set(flags.FLAGS)
+        define_flags()
+        self.defined_flags = [n for n in flags.FLAGS if n not in before]
+        unknown = set(self.original_flags) - set(self.defined_flags)
+        if unknown:
+            raise AssertionError(f"{name}: original flags not defined: {unknown}")
+
+    def help_text(self):
+        """The script's flags: the original's, then bert_tf's, then logging."""
+        registry = flags.FLAGS
+        added = [
+            n
+            for n in self.defined_flags
+            if n not in self.original_flags and registry[n].name == n
+        ]
+        sections = [(self.doc or "").strip()]
+        if self.original_flags:
+            sections.append(
+                f"Flags of the original {self.name}.py:\n"
+                + "\n".join(_flag_text(registry[n]) for n in self.original_flags)
+            )
+        if added:
+            title = "Flags added by bert_tf:" if self.original_flags else "Flags:"
+            sections.append(
+                title + "\n" + "\n".join(_flag_text(registry[n]) for n in added)
+            )
+        sections.append(
+            "Logging and help:\n"
+            "  --verbosity: -1 warnings only, 0 progress (default), 1 debug: also "
+            "TensorFlow's\n    start-up messages and the traceback of input errors.\n"
+            "  --helpfull: every flag, those of absl's logging included."
+        )
+        return "\n\n".join(s for s in sections if s) + "\n"
+
+    def parse(self, argv):
+        """Parses `argv` (help and flag errors exit here); returns the rest."""
+        args = argv[1:]
+        if any(a in HELP_ARGS for a in args):
+            sys.stdout.write(self.help_text())
+            sys.exit(0)
+        if any(a in FULL_HELP_ARGS for a in args):
+            sys.stdout.write(flags.FLAGS.get_help() + "\n")
+            sys.exit(0)
+        for name in self.required:
+            flags.mark_flag_as_required(name)
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as exc:
+            self._print_error(exc)
+            sys.exit(USER_ERROR_EXIT_CODE)
+
+    def _print_error(self, exc):
+        sys.stderr.write(f"{self.name}: error: {one_line(exc)}\n")
+
+    def main(self, argv=None):
+        """Parses `argv` (default: sys.argv) and does the work.
+
+        Exits 0 when the work returns, 2 on bad input (one line on stderr).
+        """
+        work = self.work
+        if isinstance(work, str):
+            module, function = work.split(":")
+
+            def work(flags_obj):
+                return getattr(importlib.import_module(module), function)(flags_obj)
+
+        self.run(work, argv)
+
+    def run(self, work, argv=None):
+        """Parses the flags and calls ``work(flags.FLAGS)``."""
+        argv = list(sys.argv if argv is None else argv) or [self.name]
+
+        def main(_):
+            verbosity = flags.FLAGS.verbosity
+            try:
+                if self.uses_tensorflow:
+                    import_tensorflow(verbosity)
+                work(flags.FLAGS)
+            except user_error_types() as exc:
+                if verbosity >= 1:
+                    traceback.print_exc()
+                logging.flush()
+                self._print_error(exc)
+                sys.exit(USER_ERROR_EXIT_CODE)
+
+        app.run(main, argv=argv, flags_parser=self.parse)

@@ -1,0 +1,102 @@
+r"""Exports a trained BERT checkpoint as a SavedModel for TF Serving.
+
+Raw text in (`serving_default`), predictions out; `serve_tokenized` for
+int32 ids. See README.md ("Serving with TF Serving").
+
+    python export_saved_model.py --model_type=classifier --task_name=MRPC \
+      --init_checkpoint=/tmp/mrpc_output --do_lower_case=True \
+      --max_seq_length=128 --export_dir=/tmp/serving/mrpc
+
+Installed as `bert-tf-export-saved-model`; also `python -m bert_tf.cli.export_saved_model` and `python export_saved_model.py`.
+"""
+
+from absl import flags
+
+from bert_tf.cli.command import Command
+
+MODEL_TYPES = ("classifier", "span", "encoder")
+
+
+def define_flags():
+    flags.DEFINE_enum(
+        "model_type",
+        None,
+        list(MODEL_TYPES),
+        "classifier (run_classifier output), span (run_squad output) or encoder.",
+    )
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "The trained model: a run_* --output_dir, a checkpoint prefix, or a Google "
+        "or Hugging Face model directory.",
+    )
+    flags.DEFINE_string(
+        "bert_config_file",
+        None,
+        "bert_config.json; default: the one beside the checkpoint.",
+    )
+    flags.DEFINE_string(
+        "vocab_file", None, "vocab.txt; default: the one beside the checkpoint."
+    )
+    flags.DEFINE_bool(
+        "do_lower_case",
+        True,
+        "Whether to lower case the input text (as the model was trained).",
+    )
+    flags.DEFINE_integer(
+        "max_seq_length", 128, "Packed length of the raw-text signature."
+    )
+    flags.DEFINE_string(
+        "export_dir", None, "Base directory; the model goes to export_dir/<version>/."
+    )
+    flags.DEFINE_integer(
+        "version", None, "Version number; default: the current Unix time."
+    )
+    flags.DEFINE_string(
+        "task_name",
+        None,
+        "classifier: a run_classifier task (e.g. MRPC) for the label names and "
+        "whether it takes text pairs.",
+    )
+    flags.DEFINE_list(
+        "labels",
+        None,
+        "classifier: label names in label-id order (instead of --task_name).",
+    )
+    flags.DEFINE_bool(
+        "text_pair",
+        None,
+        "classifier/encoder: serving_default takes text_b too (default: from "
+        "--task_name; else false).",
+    )
+    flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
+    flags.DEFINE_integer("max_answer_length", 30, "span: longest answer in tokens.")
+    flags.DEFINE_enum(
+        "serving_tokenizer",
+        "bert",
+        ["bert", "fast_bert"],
+        "In-graph tokenizer: bert (TF Serving >= 2.3, ids equal to the "
+        "original's) or fast_bert (TF Serving >= 2.12).",
+    )
+
+
+def export(flags_obj):
+    """Exports, then prints the version directory (TensorFlow imported now)."""
+    from bert_tf.tasks import saved_model_export
+
+    print(saved_model_export.run(flags_obj))
+
+
+COMMAND = Command(
+    "export_saved_model",
+    __doc__,
+    define_flags,
+    export,
+)
+
+
+main = COMMAND.main
+
+
+if __name__ == "__main__":
+    main()
