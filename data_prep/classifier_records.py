@@ -150,11 +150,15 @@ def parse_classifier_record(serialized, seq_length, is_regression=False):
 PAD_MULTIPLE = 8
 
 
-def trim_to_longest(batch):
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+
+
+def trim_to_longest(batch, sequence_features=SEQUENCE_FEATURES):
     """Cuts a padded batch to its longest example (rounded up to PAD_MULTIPLE).
 
     BERT's output at a real position does not depend on trailing padding (the
     padded keys are masked), so this changes no result, only the work.
+    `sequence_features` are the entries cut (a tagger's per-token labels too).
     """
     seq_length = tf.shape(batch["input_ids"])[1]
     longest = tf.reduce_max(tf.reduce_sum(batch["input_mask"], axis=1))
@@ -163,9 +167,7 @@ def trim_to_longest(batch):
     )
     length = tf.maximum(length, 1)
     return {
-        name: value[:, :length]
-        if name in ("input_ids", "input_mask", "segment_ids")
-        else value
+        name: value[:, :length] if name in sequence_features else value
         for name, value in batch.items()
     }
 
