@@ -159,10 +159,10 @@ def _to_iob2(numbered_tags, scheme, strict, path, first_line):
     bad = [i for i, (a, b) in enumerate(zip(tags, canonical, strict=True)) if a != b]
     if strict and bad:
         i = bad[0]
-        previous = tags[i - 1] if i else "the sentence start"
+        where = f"after {tags[i - 1]!r}" if i else "at the sentence start"
         raise ConllFormatError(
             f"{path}:{numbered_tags[i][1]}: ill-formed {scheme} sequence: "
-            f"{tags[i]!r} after {previous!r} (expected {canonical[i]!r}; "
+            f"{tags[i]!r} {where} (expected {canonical[i]!r}; "
             "drop --strict_tags to read it as conlleval does)"
         )
     return iob2, len(bad)
