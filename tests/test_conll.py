@@ -233,7 +233,9 @@ def test_doc_stride_must_not_skip_tokens(tokenizer):
     sentence = conll.TaggedSentence(["a"], ["O"], "x:1")
     for stride in (0, 15):
         with pytest.raises(ValueError, match="doc_stride"):
-            conll.convert_sentences_to_features([sentence], ["O"], 16, tokenizer, stride)
+            conll.convert_sentences_to_features(
+                [sentence], ["O"], 16, tokenizer, stride
+            )
 
 
 def test_predictions_file_in_the_input_scheme(tmp_path):

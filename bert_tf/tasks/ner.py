@@ -210,7 +210,8 @@ def predict_positions(model, features, batch_size, pad_to_longest=True):
     if pad_to_longest:
         dataset = dataset.map(_trim)
 
-    @tf.function
+    # One trace for every batch shape (trimmed batches vary in length).
+    @tf.function(reduce_retracing=True)
     def step(batch):
         inputs = {name: batch[name] for name in SEQUENCE_FEATURES}
         logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
