@@ -203,25 +203,23 @@ def test_long_sentence_windows_score_each_word_once(tokenizer):
     starts = conll.window_starts(total, max_seq - 2, stride)
     assert len(starts) == len(features.input_ids) > 5
     assert starts[-1] + max_seq - 2 >= total
+
     # Each word is scored once, in the window where min(left, right) context
     # (then the window length) is largest — checked by brute force.
+    def context(start, position):
+        length = min(max_seq - 2, total - start)
+        if not start <= position < start + length:
+            return -1
+        return min(position - start, start + length - 1 - position) + 0.01 * length
+
     scored = collections.Counter()
     for row, start in enumerate(starts):
         for position in np.flatnonzero(features.word_index[row] >= 0):
             word = features.word_index[row, position]
             scored[word] += 1
-            length = min(max_seq - 2, total - start)
-
-            def score(s):
-                ln = min(max_seq - 2, total - s)
-                p = first[word]
-                if not s <= p < s + ln:
-                    return -1
-                return min(p - s, s + ln - 1 - p) + 0.01 * ln
-
             assert first[word] == start + position - 1
-            assert score(start) == max(score(s) for s in starts)
-            assert length > 0
+            best = max(context(s, first[word]) for s in starts)
+            assert context(start, first[word]) == best
     assert scored == {w: 1 for w in range(60)}
     predicted = conll.words_predictions(
         features, np.where(features.word_index >= 0, features.word_index, 0), [sentence]
