@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -348,3 +349,35 @@ def test_in_graph_entities_read_ill_formed_tags_as_conlleval(minilm_dir):
                     strict=True,
                 )
             ] == expected
+
+
+def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
+    """export_saved_model.py --model_type=tagger on run_ner's output_dir: the
+    labels come from its label_list.json; the model answers as --export_dir's."""
+    from bert_tf.tasks import saved_model_export
+
+    options = types.SimpleNamespace(
+        model_type="tagger",
+        init_checkpoint=str(run_dir / "out"),
+        export_dir=str(tmp_path / "export"),
+        vocab_file=None,
+        bert_config_file=None,
+        do_lower_case=True,
+        labels=None,
+        max_seq_length=SEQ_LENGTH,
+        serving_tokenizer="bert",
+        version=7,
+    )
+    path = saved_model_export.run(options)
+    labels = json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
+    with open(os.path.join(path, "assets.extra", "bert_tf_export.json")) as f:
+        metadata = json.load(f)
+    assert metadata["model"] == "tagger" and metadata["labels"] == labels
+    assert metadata["signatures"]["serving_default"] == ["text"]
+    (version,) = os.listdir(run_dir / "export")
+    texts = tf.constant(SERVING_TEXTS[:1])
+    ours = tf.saved_model.load(path).signatures["serving_default"](text=texts)
+    trained = tf.saved_model.load(str(run_dir / "export" / version))
+    theirs = trained.signatures["serving_default"](text=texts)
+    np.testing.assert_allclose(ours["logits"], theirs["logits"], atol=1e-5)
+    np.testing.assert_array_equal(ours["entity_text"], theirs["entity_text"])
