@@ -222,30 +222,54 @@ def training_dataset_fn(
     """
 
     def dataset_fn(context, skip_batches):
-        per_replica = context.get_per_replica_batch_size(batch_size)
-        dataset = tf.data.TFRecordDataset(record_file)
-        dataset = dataset.shuffle(
-            num_examples, seed=seed, reshuffle_each_iteration=True
+        return shuffled_training_batches(
+            tf.data.TFRecordDataset(record_file),
+            num_examples,
+            batch_size,
+            seed,
+            context,
+            skip_batches,
+            parse=lambda r: parse_classifier_record(r, seq_length, is_regression),
+            pad_to_longest=pad_to_longest,
+            bucket_pool_batches=bucket_pool_batches,
         )
-        dataset = dataset.repeat()
-        dataset = dataset.map(
-            lambda r: parse_classifier_record(r, seq_length, is_regression),
-            num_parallel_calls=tf.data.AUTOTUNE,
-        )
-        if bucket_pool_batches > 1:
-            dataset = dataset.batch(
-                per_replica * bucket_pool_batches, drop_remainder=True
-            )
-            dataset = dataset.flat_map(
-                lambda pool: sort_into_batches(pool, per_replica, seed)
-            )
-        else:
-            dataset = dataset.batch(per_replica, drop_remainder=True)
-        # Whole batches go to workers in turn: same batches as one worker.
-        dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
-        dataset = dataset.skip(skip_batches)
-        if pad_to_longest:
-            dataset = dataset.map(trim_to_longest)
-        return dataset.prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
+
+
+def shuffled_training_batches(
+    dataset,
+    num_examples,
+    batch_size,
+    seed,
+    context,
+    skip_batches,
+    parse=None,
+    pad_to_longest=True,
+    bucket_pool_batches=16,
+    sequence_features=SEQUENCE_FEATURES,
+):
+    """One input pipeline's training batches of `dataset` (see
+    `training_dataset_fn`): seeded full shuffles, repeated, `parse`d, cut into
+    per-replica batches (of similar lengths with `bucket_pool_batches` > 1),
+    sharded over pipelines, the first `skip_batches` skipped, and trimmed to
+    their longest example with `pad_to_longest` (`sequence_features` cut).
+    """
+    per_replica = context.get_per_replica_batch_size(batch_size)
+    dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.repeat()
+    if parse is not None:
+        dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    if bucket_pool_batches > 1:
+        dataset = dataset.batch(per_replica * bucket_pool_batches, drop_remainder=True)
+        dataset = dataset.flat_map(
+            lambda pool: sort_into_batches(pool, per_replica, seed)
+        )
+    else:
+        dataset = dataset.batch(per_replica, drop_remainder=True)
+    # Whole batches go to workers in turn: same batches as one worker.
+    dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
+    dataset = dataset.skip(skip_batches)
+    if pad_to_longest:
+        dataset = dataset.map(lambda batch: trim_to_longest(batch, sequence_features))
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -42,7 +42,7 @@ from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import conll
 from data_prep.classifier_records import SEQUENCE_FEATURES
-from data_prep.classifier_records import sort_into_batches
+from data_prep.classifier_records import shuffled_training_batches
 from data_prep.classifier_records import trim_to_longest
 
 LABELS_FILE = "label_list.json"
@@ -176,24 +176,17 @@ def training_dataset_fn(features, batch_size, seed, pad_to_longest, bucket_pool)
     num_examples = len(features.input_ids)
 
     def dataset_fn(context, skip_batches):
-        per_replica = context.get_per_replica_batch_size(batch_size)
-        dataset = tf.data.Dataset.from_tensor_slices(arrays)
-        dataset = dataset.shuffle(
-            num_examples, seed=seed, reshuffle_each_iteration=True
+        return shuffled_training_batches(
+            tf.data.Dataset.from_tensor_slices(arrays),
+            num_examples,
+            batch_size,
+            seed,
+            context,
+            skip_batches,
+            pad_to_longest=pad_to_longest,
+            bucket_pool_batches=bucket_pool,
+            sequence_features=TAGGING_SEQUENCE_FEATURES,
         )
-        dataset = dataset.repeat()
-        if bucket_pool > 1:
-            dataset = dataset.batch(per_replica * bucket_pool, drop_remainder=True)
-            dataset = dataset.flat_map(
-                lambda pool: sort_into_batches(pool, per_replica, seed)
-            )
-        else:
-            dataset = dataset.batch(per_replica, drop_remainder=True)
-        dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
-        dataset = dataset.skip(skip_batches)
-        if pad_to_longest:
-            dataset = dataset.map(_trim)
-        return dataset.prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
 
