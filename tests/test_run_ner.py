@@ -381,3 +381,31 @@ def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
     theirs = trained.signatures["serving_default"](text=texts)
     np.testing.assert_allclose(ours["logits"], theirs["logits"], atol=1e-5)
     np.testing.assert_array_equal(ours["entity_text"], theirs["entity_text"])
+
+
+def test_training_batches_resume_where_they_stopped(shared_data, minilm_dir):
+    """What a resumed run reads: the batches after the ones already consumed,
+    each word's label still on its first piece."""
+    from bert_tf.tasks import ner
+    from data_prep import conll
+
+    path = os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
+    sentences = conll.read_conll(path)[:60]
+    tokenizer = tokenization.FullTokenizer(os.path.join(minilm_dir, "vocab.txt"))
+    labels = conll.label_list_from(sentences)
+    features = conll.convert_sentences_to_features(
+        sentences, labels, SEQ_LENGTH, tokenizer, 15
+    )
+    dataset_fn = ner.training_dataset_fn(features, 4, 3, True, 4)
+    context = tf.distribute.InputContext()
+    full = list(dataset_fn(context, 0).take(40))
+    resumed = list(dataset_fn(context, 25).take(15))
+    for a, b in zip(full[25:], resumed, strict=True):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
+    # The first 30 batches hold a whole epoch: every window is there.
+    assert len(features.input_ids) <= 30 * 4
+    rows = {
+        tuple(ids[ids > 0]) for batch in full[:30] for ids in batch["input_ids"].numpy()
+    }
+    assert len(rows) == len({tuple(r[r > 0]) for r in features.input_ids})
