@@ -250,7 +250,8 @@ class TaggingFeatures:
     `label_ids` is the label of each scored position (IGNORED_LABEL
     elsewhere); `word_index` is, for each scored position, the index of its
     word in its sentence (-1 elsewhere); `sentence_index` [windows] is the
-    sentence each window comes from. Each word is scored in exactly one window.
+    sentence each window comes from; `counts` are the logged counts (words,
+    tokens, windows, ...). Each word is scored in exactly one window.
     """
 
     input_ids: np.ndarray
@@ -259,6 +260,7 @@ class TaggingFeatures:
     label_ids: np.ndarray
     word_index: np.ndarray
     sentence_index: np.ndarray
+    counts: dict = dataclasses.field(default_factory=dict)
 
     def model_inputs(self):
         return {
@@ -347,16 +349,15 @@ def convert_sentences_to_features(
         ", ".join(f"{count} {name}" for name, count in counts.items()),
     )
     input_ids = np.stack(rows["input_ids"])
-    features = TaggingFeatures(
+    return TaggingFeatures(
         input_ids=input_ids,
         input_mask=np.stack(rows["input_mask"]),
         segment_ids=np.zeros_like(input_ids),
         label_ids=np.stack(rows["label_ids"]),
         word_index=np.stack(rows["word_index"]),
         sentence_index=np.array(rows["sentence_index"], np.int32),
+        counts=dict(counts),
     )
-    features.counts = dict(counts)
-    return features
 
 
 def words_predictions(features, position_label_ids, sentences):
