@@ -111,7 +111,8 @@ def data_file(flags_obj, split):
         return path
     if flags_obj.data_dir:
         return os.path.join(flags_obj.data_dir, SPLIT_FILES[split])
-    raise ValueError(f"Give --{split}_file or --data_dir")
+    flag = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}[split]
+    raise ValueError(f"--{flag} needs --{split}_file or --data_dir")
 
 
 def validate_flags(flags_obj):
@@ -130,6 +131,14 @@ def validate_flags(flags_obj):
             f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
             f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
         )
+    for split, wanted in (
+        ("train", flags_obj.do_train),
+        ("dev", flags_obj.do_eval),
+        ("test", flags_obj.do_predict),
+    ):
+        path = data_file(flags_obj, split) if wanted else None
+        if path and not tf.io.gfile.exists(path):
+            raise ValueError(f"--{split}_file: {path} does not exist")
     window = flags_obj.max_seq_length - 2
     if flags_obj.doc_stride is None:
         flags_obj.doc_stride = max(1, window // 2)
