@@ -166,16 +166,22 @@ def load_label_list(directory):
         return json.load(f)["labels"]
 
 
-def tagging_loss(batch, outputs):
-    """Mean cross-entropy over the scored positions (first word pieces)."""
-    labels = batch["label_ids"]
-    logits = tf.cast(outputs["logits"], tf.float32)
+def scored_cross_entropy(labels, logits):
+    """(sum of the cross-entropies, number) over the scored positions: the
+    first piece of each word (the others have IGNORED_LABEL)."""
+    logits = tf.cast(logits, tf.float32)
     scored = labels != conll.IGNORED_LABEL
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
         tf.where(scored, labels, 0), logits
     )
     weights = tf.cast(scored, tf.float32)
-    return tf.reduce_sum(losses * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+    return tf.reduce_sum(losses * weights), tf.reduce_sum(weights)
+
+
+def tagging_loss(batch, outputs):
+    """Mean cross-entropy over the batch's scored positions (as HF's -100)."""
+    total, count = scored_cross_entropy(batch["label_ids"], outputs["logits"])
+    return total / tf.maximum(count, 1.0)
 
 
 def training_dataset_fn(features, batch_size, seed, pad_to_longest, bucket_pool):
@@ -216,18 +222,9 @@ def predict_positions(model, features, batch_size, pad_to_longest=True):
     @tf.function(reduce_retracing=True)
     def step(batch):
         inputs = {name: batch[name] for name in SEQUENCE_FEATURES}
-        logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
-        labels = batch["label_ids"]
-        scored = labels != conll.IGNORED_LABEL
-        losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            tf.where(scored, labels, 0), logits
-        )
-        weights = tf.cast(scored, tf.float32)
-        return (
-            tf.argmax(logits, axis=-1, output_type=tf.int32),
-            tf.reduce_sum(losses * weights),
-            tf.reduce_sum(weights),
-        )
+        logits = model(inputs, training=False)["logits"]
+        total, count = scored_cross_entropy(batch["label_ids"], logits)
+        return tf.argmax(logits, axis=-1, output_type=tf.int32), total, count
 
     seq_length = features.input_ids.shape[1]
     predictions, loss_sum, scored = [], 0.0, 0.0
