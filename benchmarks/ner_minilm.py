@@ -19,6 +19,7 @@ Both are scored by `bert_tf.entity_metrics.entity_scores` (equal to seqeval
 and conlleval) on every dev word.
 
     BERT_TF_DATA=../shared/data python benchmarks/ner_minilm.py [--output_dir DIR]
+        [extra run_ner flags, e.g. --optimizer=adamw]
 """
 
 import argparse
@@ -56,7 +57,7 @@ def split_files(data, output):
     return files
 
 
-def run_bert_tf(files, minilm, output):
+def run_bert_tf(files, minilm, output, extra):
     common = [
         sys.executable,
         os.path.join(REPO, "run_ner.py"),
@@ -70,6 +71,7 @@ def run_bert_tf(files, minilm, output):
         f"--warmup_proportion={WARMUP}",
         f"--seed={SEED}",
         f"--output_dir={output}",
+        *extra,
     ]
     env = {**os.environ, "PYTHONPATH": REPO}
     began = time.perf_counter()
@@ -122,7 +124,9 @@ def run_hugging_face(files, minilm):
     collate = DataCollatorForTokenClassification(tokenizer)
     train_features = encode(train)
     steps = len(train_features) // BATCH_SIZE * EPOCHS
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, eps=1e-8)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=LEARNING_RATE, eps=1e-8, weight_decay=0.0
+    )
     schedule = get_linear_schedule_with_warmup(optimizer, int(WARMUP * steps), steps)
     model.train()
     for _ in range(EPOCHS):
@@ -165,7 +169,7 @@ def run_hugging_face(files, minilm):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output_dir", default=None)
-    args = parser.parse_args()
+    args, extra = parser.parse_known_args()
     data = os.environ.get("BERT_TF_DATA")
     if not data:
         sys.exit("Set BERT_TF_DATA to the shared data folder (it holds ner/wnut17).")
@@ -175,10 +179,13 @@ def main():
     output = args.output_dir or tempfile.mkdtemp(prefix="ner_minilm_")
     os.makedirs(output, exist_ok=True)
     files = split_files(data, output)
-    tf_seconds, tf_results = run_bert_tf(files, minilm, os.path.join(output, "bert_tf"))
+    tf_seconds, tf_results = run_bert_tf(
+        files, minilm, os.path.join(output, "bert_tf"), extra
+    )
     hf_seconds, hf_results, hf_steps = run_hugging_face(files, minilm)
+    print(f"\nrun_ner flags added: {' '.join(extra) or '(none)'}")
     print(
-        f"\nWNUT-17 ({TRAIN_SENTENCES} train / {1009 - TRAIN_SENTENCES} dev "
+        f"WNUT-17 ({TRAIN_SENTENCES} train / {1009 - TRAIN_SENTENCES} dev "
         f"sentences), MiniLM L6-H384, {EPOCHS} epochs, batch {BATCH_SIZE}, "
         f"lr {LEARNING_RATE}, seq {SEQ_LENGTH}, {os.cpu_count()} cores"
     )
