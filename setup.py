@@ -15,6 +15,7 @@ COMMANDS = (
     "create_pretraining_data",
     "extract_features",
     "export_saved_model",
+    "run_ner",
 )
 
 setup(

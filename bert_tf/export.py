@@ -23,6 +23,13 @@ model               serving_default inputs       outputs (both signatures)
                                                  `token_end`
 `BertEncoder`       `text_a` (+ `text_b`)        `pooled_output` [B, H],
                                                  `sequence_output` [B, L, H]
+`BertTokenClassi-   `text`                       `logits`, `tag_ids`, `tags` [B, L];
+fier` (tagger)                                   raw text only: `token_start`,
+                                                 `token_end`, `entity_type`,
+                                                 `entity_text`, `entity_start`,
+                                                 `entity_end`, `entity_score`,
+                                                 `num_entities` (see
+                                                 `bert_tf.tagger_serving`)
 ==================  ===========================  =================================
 
 Span answers: the question is cut to `max_query_length` tokens and the context
@@ -58,10 +65,12 @@ from absl import logging
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
+from bert_tf.models import BertTokenClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.preprocessing import BertPreprocessor
 from bert_tf.preprocessing import repair_utf8
 from bert_tf.preprocessing import take_prefix
+from bert_tf.tagger_serving import TaggerSignatures
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
@@ -89,12 +98,13 @@ def export_saved_model(
     """Exports `model` for TF Serving; returns the version directory.
 
     Args:
-        model: a `BertClassifier`, `BertSpanLabeler` or `BertEncoder`.
+        model: a `BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier`
+            or `BertEncoder`.
         export_dir: the model's base directory (TF Serving's `model_base_path`).
         vocab_file, do_lower_case: the tokenization the model was trained with.
         seq_length: packed length of the raw-text signature.
-        label_list: classifier only: the label strings, in label-id order
-            (default "0", "1", ...).
+        label_list: classifier: the label strings, in label-id order
+            (default "0", "1", ...); tagger (required): its IOB2 tags.
         text_pair: classifier/encoder: whether `serving_default` takes
             `text_b` too.
         max_query_length, max_answer_length: span model only (the
@@ -107,7 +117,10 @@ def export_saved_model(
     preprocessor = BertPreprocessor(
         vocab_file, do_lower_case, seq_length, tokenizer=tokenizer, name="preprocessor"
     )
-    if isinstance(model, BertClassifier):
+    if isinstance(model, BertTokenClassifier):
+        module = TaggerSignatures(model, preprocessor, label_list)
+        kind = "tagger"
+    elif isinstance(model, BertClassifier):
         module = _ClassifierModule(model, preprocessor, label_list, text_pair)
         kind = "classifier"
     elif isinstance(model, BertSpanLabeler):
@@ -118,8 +131,8 @@ def export_saved_model(
         kind = "encoder"
     else:
         raise TypeError(
-            "export_saved_model exports BertClassifier, BertSpanLabeler or "
-            f"BertEncoder, got {type(model).__name__}"
+            "export_saved_model exports BertClassifier, BertSpanLabeler, "
+            f"BertTokenClassifier or BertEncoder, got {type(model).__name__}"
         )
     config = model.config if kind == "encoder" else model.encoder.config
     if preprocessor.vocab_size > config.vocab_size:
@@ -163,7 +176,7 @@ def export_saved_model(
             "tokenizer": tokenizer,
             "vocab_size": preprocessor.vocab_size,
         }
-        if kind == "classifier":
+        if kind in ("classifier", "tagger"):
             metadata["labels"] = module.labels
         if kind == "span":
             metadata["max_query_length"] = max_query_length

@@ -85,11 +85,12 @@ def check_record_files(record_files, feature_spec):
     return counts
 
 
-def trim_to_longest(batch):
+def trim_to_longest(batch, sequence_features=ENCODER_INPUT_NAMES):
     """Cuts a padded batch to its longest example (rounded up to PAD_MULTIPLE).
 
     BERT's output at a real position does not depend on trailing padding (the
     padded keys are masked), so this changes no result, only the work.
+    `sequence_features` are the entries cut (a tagger's per-token labels too).
     """
     seq_length = tf.shape(batch["input_ids"])[1]
     longest = tf.reduce_max(tf.reduce_sum(batch["input_mask"], axis=1))
@@ -98,7 +99,7 @@ def trim_to_longest(batch):
     )
     length = tf.maximum(length, 1)
     return {
-        name: value[:, :length] if name in ENCODER_INPUT_NAMES else value
+        name: value[:, :length] if name in sequence_features else value
         for name, value in batch.items()
     }
 
@@ -224,24 +225,87 @@ def training_dataset_fn(
             )
             dataset = dataset.repeat()
         dataset = _parsed(dataset, feature_spec)
-        if indexed_map is not None:
-            dataset = dataset.enumerate().map(
-                indexed_map, num_parallel_calls=tf.data.AUTOTUNE
-            )
-        if bucket_pool_batches > 1:
-            dataset = dataset.batch(
-                per_replica * bucket_pool_batches, drop_remainder=True
-            )
-            dataset = dataset.flat_map(
-                lambda pool: sort_into_batches(pool, per_replica, seed)
-            )
-        else:
-            dataset = dataset.batch(per_replica, drop_remainder=True)
-        # Whole batches go to input pipelines in turn: the same batches as one.
-        dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
-        dataset = dataset.skip(skip_batches)
-        if pad_to_longest:
-            dataset = dataset.map(trim_to_longest)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return _training_batches(
+            dataset,
+            per_replica,
+            seed,
+            context,
+            skip_batches,
+            indexed_map=indexed_map,
+            bucket_pool_batches=bucket_pool_batches,
+            pad_to_longest=pad_to_longest,
+        )
 
     return dataset_fn
+
+
+def in_memory_training_dataset_fn(
+    arrays,
+    batch_size,
+    seed,
+    *,
+    bucket_pool_batches=1,
+    pad_to_longest=False,
+    sequence_features=ENCODER_INPUT_NAMES,
+):
+    """`training_dataset_fn` for features held in memory instead of records.
+
+    Args:
+      arrays: {name: array [examples, ...]}, the features of every example.
+      batch_size, seed, bucket_pool_batches, pad_to_longest: as
+        `training_dataset_fn` (a full shuffle each epoch).
+      sequence_features: the entries `pad_to_longest` cuts.
+    """
+    num_examples = len(next(iter(arrays.values())))
+
+    def dataset_fn(context, skip_batches):
+        per_replica = context.get_per_replica_batch_size(batch_size)
+        dataset = tf.data.Dataset.from_tensor_slices(arrays)
+        dataset = dataset.shuffle(
+            num_examples, seed=seed, reshuffle_each_iteration=True
+        )
+        dataset = dataset.repeat()
+        return _training_batches(
+            dataset,
+            per_replica,
+            seed,
+            context,
+            skip_batches,
+            bucket_pool_batches=bucket_pool_batches,
+            pad_to_longest=pad_to_longest,
+            sequence_features=sequence_features,
+        )
+
+    return dataset_fn
+
+
+def _training_batches(
+    dataset,
+    per_replica,
+    seed,
+    context,
+    skip_batches,
+    *,
+    indexed_map=None,
+    bucket_pool_batches=1,
+    pad_to_longest=False,
+    sequence_features=ENCODER_INPUT_NAMES,
+):
+    """One input pipeline's batches of an endless stream of examples."""
+    if indexed_map is not None:
+        dataset = dataset.enumerate().map(
+            indexed_map, num_parallel_calls=tf.data.AUTOTUNE
+        )
+    if bucket_pool_batches > 1:
+        dataset = dataset.batch(per_replica * bucket_pool_batches, drop_remainder=True)
+        dataset = dataset.flat_map(
+            lambda pool: sort_into_batches(pool, per_replica, seed)
+        )
+    else:
+        dataset = dataset.batch(per_replica, drop_remainder=True)
+    # Whole batches go to input pipelines in turn: the same batches as one.
+    dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
+    dataset = dataset.skip(skip_batches)
+    if pad_to_longest:
+        dataset = dataset.map(lambda batch: trim_to_longest(batch, sequence_features))
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -22,6 +22,7 @@ COMMANDS = {
     "bert-tf-create-pretraining-data": "bert_tf.cli.create_pretraining_data:main",
     "bert-tf-extract-features": "bert_tf.cli.extract_features:main",
     "bert-tf-export-saved-model": "bert_tf.cli.export_saved_model:main",
+    "bert-tf-run-ner": "bert_tf.cli.run_ner:main",
     "bert-tf-demo": "bert_tf.demo:main",
 }
 TOOLS = [
@@ -31,6 +32,7 @@ TOOLS = [
     "create_pretraining_data",
     "extract_features",
     "export_saved_model",
+    "run_ner",
 ]
 # One flag of the original script and one bert_tf adds, per tool.
 ORIGINAL_AND_ADDED = {
@@ -40,6 +42,7 @@ ORIGINAL_AND_ADDED = {
     "create_pretraining_data": ("--dupe_factor", "--num_workers"),
     "extract_features": ("--layers", None),
     "export_saved_model": (None, "--model_type"),
+    "run_ner": (None, "--tag_scheme"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 

@@ -14,7 +14,7 @@ from absl import flags
 
 from bert_tf.cli.command import Command
 
-MODEL_TYPES = ("classifier", "span", "encoder")
+MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 
 
 def define_flags():
@@ -22,7 +22,8 @@ def define_flags():
         "model_type",
         None,
         list(MODEL_TYPES),
-        "classifier (run_classifier output), span (run_squad output) or encoder.",
+        "classifier (run_classifier output), span (run_squad output), tagger "
+        "(run_ner output) or encoder.",
     )
     flags.DEFINE_string(
         "init_checkpoint",
@@ -61,7 +62,9 @@ def define_flags():
     flags.DEFINE_list(
         "labels",
         None,
-        "classifier: label names in label-id order (instead of --task_name).",
+        "classifier: label names in label-id order (instead of --task_name); "
+        "tagger: its IOB2 tags in label-id order (default: the label_list.json "
+        "run_ner.py saved beside the checkpoint).",
     )
     flags.DEFINE_bool(
         "text_pair",

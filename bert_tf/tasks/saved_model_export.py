@@ -17,9 +17,10 @@ from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
+from bert_tf.models import BertTokenClassifier
 from data_prep import glue
 
-MODEL_TYPES = ("classifier", "span", "encoder")
+MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 
 
 def classifier_labels(flags_obj):
@@ -44,6 +45,24 @@ def classifier_labels(flags_obj):
     if flags_obj.text_pair is not None:
         pair = flags_obj.text_pair
     return labels, pair
+
+
+def tagger_labels(init_checkpoint):
+    """The tags run_ner.py saved in its output_dir (label_list.json)."""
+    from bert_tf.tasks.ner import load_label_list
+
+    directory = (
+        init_checkpoint
+        if os.path.isdir(init_checkpoint)
+        else os.path.dirname(init_checkpoint)
+    )
+    labels = load_label_list(directory)
+    if labels is None:
+        raise ValueError(
+            f"No label_list.json in {directory}: give the tagger's IOB2 tags with "
+            "--labels"
+        )
+    return labels
 
 
 def run(flags_obj):
@@ -79,6 +98,12 @@ def run(flags_obj):
             "max_query_length": flags_obj.max_query_length,
             "max_answer_length": flags_obj.max_answer_length,
         }
+    elif flags_obj.model_type == "tagger":
+        labels = flags_obj.labels or tagger_labels(flags_obj.init_checkpoint)
+        model = BertTokenClassifier.from_checkpoint(
+            flags_obj.init_checkpoint, config=config, num_labels=len(labels)
+        )
+        options = {"label_list": labels}
     else:
         model = BertEncoder.from_checkpoint(flags_obj.init_checkpoint, config=config)
         options = {"text_pair": bool(flags_obj.text_pair)}

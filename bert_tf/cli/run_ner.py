@@ -1,0 +1,92 @@
+r"""Named-entity recognition: fine-tune BERT on CoNLL files, evaluate as conlleval.
+
+Same shared flags, training loop, resume and outputs as run_classifier.py; see
+`bert_tf/tasks/ner.py` for the files it writes and `data_prep/conll.py` for
+the formats and tag schemes it reads.
+
+    python run_ner.py --data_dir=$CONLL03_DIR --tag_scheme=iob1 \
+      --vocab_file=$BERT_BASE_DIR/vocab.txt --do_lower_case=False \
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
+      --do_train --do_eval --do_predict --train_batch_size=32 \
+      --learning_rate=5e-5 --num_train_epochs=3.0 --output_dir=/tmp/ner_output/
+
+Installed as `bert-tf-run-ner`; also `python -m bert_tf.cli.run_ner` and
+`python run_ner.py`.
+"""
+
+from absl import flags
+
+from bert_tf.cli.command import Command
+from bert_tf.training import flags as common_flags
+from data_prep import conll
+
+
+def define_flags():
+    """run_ner.py's flags: data, tag scheme and windows, plus the shared ones."""
+    flags.DEFINE_string(
+        "data_dir",
+        None,
+        "Directory with train.txt, dev.txt and test.txt (the CoNLL-2003 names).",
+    )
+    flags.DEFINE_string("train_file", None, "Training file (instead of data_dir).")
+    flags.DEFINE_string("dev_file", None, "Dev file, for --do_eval.")
+    flags.DEFINE_string("test_file", None, "Test file, for --do_predict.")
+    flags.DEFINE_enum(
+        "tag_scheme",
+        "iob2",
+        list(conll.TAG_SCHEMES),
+        "How the files' tags are written: iob1 (CoNLL-2003's original), iob2 (BIO) "
+        "or bioes (IOBES). Predictions are written in the same scheme.",
+    )
+    flags.DEFINE_bool(
+        "strict_tags",
+        False,
+        "Stop at an ill-formed tag sequence (e.g. I-X after O in iob2) instead of "
+        "reading it as conlleval does.",
+    )
+    flags.DEFINE_list(
+        "labels",
+        None,
+        "Entity types, in label order (e.g. PER,LOC,ORG,MISC); default: those of "
+        "the training file, sorted.",
+    )
+    flags.DEFINE_integer(
+        "doc_stride",
+        None,
+        "Sentences longer than max_seq_length - 2 tokens are cut into windows this "
+        "many tokens apart (default: half of max_seq_length - 2); each word is "
+        "scored in the window where it has most context.",
+    )
+    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+    flags.DEFINE_bool(
+        "pad_to_longest",
+        True,
+        "Cut each batch to its longest example instead of max_seq_length (same "
+        "results, less work).",
+    )
+    flags.DEFINE_bool(
+        "length_bucketing",
+        True,
+        "Training: group sentences of similar length into batches (within pools "
+        "of 16 batches).",
+    )
+    common_flags.define_common_flags(max_seq_length=128)
+    common_flags.define_finetuning_flags()
+
+
+COMMAND = Command(
+    "run_ner",
+    __doc__,
+    define_flags,
+    "bert_tf.tasks.ner:run",
+    required=("output_dir",),
+)
+
+
+main = COMMAND.main
+
+
+if __name__ == "__main__":
+    main()

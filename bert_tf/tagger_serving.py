@@ -1,0 +1,202 @@
+"""The SavedModel signatures of a `BertTokenClassifier` (named-entity tagger).
+
+`serving_default` takes raw `text` [batch] (tokenized in the graph by
+`BertPreprocessor`, cut to `seq_length - 2` word pieces) and returns:
+
+- `logits` [B, L, tags] and `tag_ids` [B, L] (argmax at every position);
+- `tags` [B, L]: the predicted tag at the first word piece of each word,
+  "" elsewhere (continuation pieces, [CLS], [SEP], padding) — the BERT
+  paper's recipe, as run_ner.py trains; a word is what the original's basic
+  tokenizer makes (whitespace- and punctuation-split pieces);
+- `token_start`, `token_end` [B, L]: each position's UTF-8 byte span in the
+  text (-1 outside it), from `BertPreprocessor.tokenize_with_offsets`;
+- the entities, read from the word tags as conlleval reads them (an `I-X`
+  after `O` or another type starts an entity), padded to the most entities
+  of the batch: `entity_type` (string, "" padding), `entity_text`,
+  `entity_start` / `entity_end` (byte offsets in the text, end exclusive,
+  -1 padding), `entity_score` (mean probability of the entity's word tags,
+  0 padding), and `num_entities` [B].
+
+`serve_tokenized` takes int32 `input_ids`, `input_mask`, `segment_ids` and
+returns `logits`, `tag_ids` and `tags` (word starts found from the ids: not a
+`##` piece, not [CLS]/[SEP]/padding).
+"""
+
+import tensorflow as tf
+
+from bert_tf import tokenization
+from bert_tf.preprocessing import repair_utf8
+from bert_tf.preprocessing import take_prefix
+
+# Tag prefixes, as codes: the model's labels are IOB2 tags.
+_OUTSIDE, _BEGIN, _INSIDE = 0, 1, 2
+
+
+def parse_iob2_labels(label_list):
+    """(prefix codes, type index per label, entity types) of IOB2 tags."""
+    prefixes, type_index, types = [], [], []
+    for label in label_list:
+        if label == "O":
+            prefixes.append(_OUTSIDE)
+            type_index.append(-1)
+            continue
+        prefix, sep, entity_type = label.partition("-")
+        if prefix not in ("B", "I") or not sep or not entity_type:
+            raise ValueError(
+                f"tagger labels must be IOB2 tags (O, B-TYPE, I-TYPE), got {label!r}"
+            )
+        if entity_type not in types:
+            types.append(entity_type)
+        prefixes.append(_BEGIN if prefix == "B" else _INSIDE)
+        type_index.append(types.index(entity_type))
+    return prefixes, type_index, types
+
+
+class TaggerSignatures:
+    """The tagger's `serving_default` and `serve_tokenized` functions."""
+
+    def __init__(self, model, preprocessor, label_list):
+        if label_list is None or len(label_list) != model.num_labels:
+            raise ValueError(
+                f"a tagger export needs its {model.num_labels} IOB2 tags in label "
+                f"order (label_list), got {label_list!r}"
+            )
+        self.model = model
+        self.preprocessor = preprocessor
+        self.labels = [str(label) for label in label_list]
+        prefixes, type_index, self.types = parse_iob2_labels(self.labels)
+        self._prefix = tf.constant(prefixes, tf.int32)
+        self._type = tf.constant(type_index, tf.int32)
+        vocab = tokenization.load_vocab(preprocessor.vocab_file)
+        continuation = [False] * (max(vocab.values()) + 1)
+        for token, index in vocab.items():
+            continuation[index] = token.startswith("##")
+        self._continuation = tf.constant(continuation, tf.bool)
+
+    def text_endpoint(self):
+        return self.serve_text, [tf.TensorSpec([None], tf.string, "text")]
+
+    def tokenize_for_warmup(self, inputs):
+        return self.preprocessor(inputs["text"])
+
+    def _tags(self, inputs, word_start):
+        logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+        tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        tags = tf.where(word_start, tf.gather(tf.constant(self.labels), tag_ids), "")
+        return logits, tag_ids, tags
+
+    def serve_tokenized(self, input_ids, input_mask, segment_ids):
+        inputs = {
+            "input_ids": input_ids,
+            "input_mask": input_mask,
+            "segment_ids": segment_ids,
+        }
+        special = (input_ids == self.preprocessor.cls_id) | (
+            input_ids == self.preprocessor.sep_id
+        )
+        word_start = (
+            (input_mask > 0) & ~special & ~tf.gather(self._continuation, input_ids)
+        )
+        logits, tag_ids, tags = self._tags(inputs, word_start)
+        return {"logits": logits, "tag_ids": tag_ids, "tags": tags}
+
+    def serve_text(self, text):
+        # Offsets index the repaired text, which entity texts are cut from.
+        text = repair_utf8(text)
+        seq_length = self.preprocessor.seq_length
+        ids, starts, ends = self.preprocessor.tokenize_with_offsets(text)
+        length = tf.minimum(ids.row_lengths(), seq_length - 2)
+        inputs = self.preprocessor.pack([ids], lengths=[length])
+
+        def at_positions(values):
+            # [CLS] first, then the kept pieces; -1 for [SEP] and padding.
+            lead = tf.fill([tf.shape(length)[0], 1], tf.constant(-1, tf.int64))
+            kept = take_prefix(values, length)
+            return tf.concat([lead, kept], axis=1).to_tensor(
+                -1, shape=[None, seq_length]
+            )
+
+        token_start, token_end = at_positions(starts), at_positions(ends)
+        in_text = token_start >= 0
+        word_start = in_text & ~tf.gather(self._continuation, inputs["input_ids"])
+        logits, tag_ids, tags = self._tags(inputs, word_start)
+        probability = tf.reduce_max(tf.nn.softmax(logits, axis=-1), axis=-1)
+        entities = self._entities(
+            text, in_text, word_start, tag_ids, probability, token_start, token_end
+        )
+        return {
+            "logits": logits,
+            "tag_ids": tag_ids,
+            "tags": tags,
+            "token_start": token_start,
+            "token_end": token_end,
+            **entities,
+        }
+
+    def _entities(
+        self, text, in_text, word_start, tag_ids, probability, token_start, token_end
+    ):
+        """Entities of the word tags, as conlleval reads them, padded per row."""
+        batch = tf.shape(text, out_type=tf.int64)[0]
+        where = tf.where(in_text)  # row-major: [positions, 2]
+        starts_word = tf.gather_nd(word_start, where)
+        # Every row's first piece starts a word, so words never span rows.
+        token_word = tf.cumsum(tf.cast(starts_word, tf.int32)) - 1
+        num_words = tf.reduce_sum(tf.cast(starts_word, tf.int32))
+        word_row = tf.math.unsorted_segment_max(where[:, 0], token_word, num_words)
+        word_begin = tf.math.unsorted_segment_min(
+            tf.gather_nd(token_start, where), token_word, num_words
+        )
+        word_end = tf.math.unsorted_segment_max(
+            tf.gather_nd(token_end, where), token_word, num_words
+        )
+        at_words = tf.boolean_mask(where, starts_word)
+        word_tag = tf.gather_nd(tag_ids, at_words)
+        word_probability = tf.gather_nd(probability, at_words)
+        prefix = tf.gather(self._prefix, word_tag)
+        entity_type = tf.gather(self._type, word_tag)
+        # The previous word of the same row (none: O).
+        first_of_row = (word_row != tf.roll(word_row, 1, axis=0)) | (
+            tf.range(num_words) == 0
+        )
+        prev_prefix = tf.where(first_of_row, _OUTSIDE, tf.roll(prefix, 1, axis=0))
+        prev_type = tf.where(first_of_row, -1, tf.roll(entity_type, 1, axis=0))
+        inside = prefix != _OUTSIDE
+        begins = (prefix == _BEGIN) | (
+            inside & ((prev_prefix == _OUTSIDE) | (prev_type != entity_type))
+        )
+        entity_of_word = tf.cumsum(tf.cast(begins, tf.int32)) - 1
+        num_entities = tf.reduce_sum(tf.cast(begins, tf.int32))
+        ids = tf.boolean_mask(entity_of_word, inside)
+
+        def per_entity(values, reduce):
+            return reduce(tf.boolean_mask(values, inside), ids, num_entities)
+
+        row = per_entity(word_row, tf.math.unsorted_segment_max)
+        begin = per_entity(word_begin, tf.math.unsorted_segment_min)
+        end = per_entity(word_end, tf.math.unsorted_segment_max)
+        score = per_entity(word_probability, tf.math.unsorted_segment_mean)
+        type_name = tf.gather(
+            tf.constant(self.types or [""]),
+            per_entity(entity_type, tf.math.unsorted_segment_max),
+        )
+        entity_text = tf.strings.substr(
+            tf.gather(text, row), begin, end - begin, unit="BYTE"
+        )
+
+        def padded(values, default):
+            ragged = tf.RaggedTensor.from_value_rowids(values, row, nrows=batch)
+            return ragged.to_tensor(default)
+
+        return {
+            "entity_type": padded(type_name, ""),
+            "entity_text": padded(entity_text, ""),
+            "entity_start": padded(begin, tf.constant(-1, tf.int64)),
+            "entity_end": padded(end, tf.constant(-1, tf.int64)),
+            "entity_score": padded(score, 0.0),
+            "num_entities": tf.math.bincount(
+                tf.cast(row, tf.int32),
+                minlength=tf.cast(batch, tf.int32),
+                maxlength=tf.cast(batch, tf.int32),
+            ),
+        }

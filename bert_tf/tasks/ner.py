@@ -1,0 +1,330 @@
+"""What run_ner.py does: fine-tune, evaluate and predict a named-entity tagger.
+
+CoNLL files in (`data_prep.conll`: CoNLL-2003 or two-column, IOB1/IOB2/BIOES),
+the BERT paper's tagging recipe (the first WordPiece of each word carries its
+label; long sentences in overlapping windows, each word scored once), the
+training loop, strategies, precision, resume and final checkpoint of
+run_classifier.py, and out:
+
+- `eval_results.txt`: entity `precision`, `recall`, `f1` (micro, as
+  conlleval), `f1_<TYPE>` per entity type, token `accuracy`, `eval_loss`,
+  `global_step`;
+- `eval_predictions.txt` / `test_predictions.txt`: `token [gold] predicted`
+  lines in the input's tag scheme, for conlleval;
+- `label_list.json`: the tags in label-id order and the tag scheme, also
+  beside the final checkpoint and in the SavedModel.
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import tokenization
+from bert_tf.checkpoints import check_vocab_matches_config
+from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.entity_metrics import entity_scores
+from bert_tf.models import BertTokenClassifier
+from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.training import Trainer
+from bert_tf.training.run_setup import build_model
+from bert_tf.training.run_setup import export_from_flags
+from bert_tf.training.run_setup import load_config
+from bert_tf.training.run_setup import optimizer_from_flags
+from bert_tf.training.run_setup import prepare_run
+from bert_tf.training.run_setup import restore_latest
+from bert_tf.training.run_setup import save_final_checkpoint
+from bert_tf.training.run_setup import strategy_from_flags
+from bert_tf.training.run_setup import write_eval_results
+from bert_tf.training.strategy import is_chief
+from data_prep import conll
+from data_prep import record_pipeline
+
+LABELS_FILE = "label_list.json"
+SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
+TAGGING_SEQUENCE_FEATURES = (*ENCODER_INPUT_NAMES, "label_ids")
+
+
+def data_file(flags_obj, split):
+    """--<split>_file, else data_dir/<CoNLL-2003 name>."""
+    path = getattr(flags_obj, f"{split}_file")
+    if path:
+        return path
+    if flags_obj.data_dir:
+        return os.path.join(flags_obj.data_dir, SPLIT_FILES[split])
+    flag = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}[split]
+    raise ValueError(f"--{flag} needs --{split}_file or --data_dir")
+
+
+def validate_flags(flags_obj):
+    if not (flags_obj.do_train or flags_obj.do_eval or flags_obj.do_predict):
+        raise ValueError(
+            "At least one of `do_train`, `do_eval` or `do_predict' must be True."
+        )
+    if flags_obj.vocab_file is None and flags_obj.init_checkpoint:
+        # A Google or Hugging Face model directory carries its vocab.txt.
+        flags_obj.vocab_file = find_checkpoint(flags_obj.init_checkpoint).vocab_file
+    for name in ("vocab_file", "output_dir"):
+        if getattr(flags_obj, name) is None:
+            raise ValueError(f"Flag --{name} must be specified.")
+    if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
+        raise ValueError(
+            f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
+            f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
+        )
+    for split, wanted in (
+        ("train", flags_obj.do_train),
+        ("dev", flags_obj.do_eval),
+        ("test", flags_obj.do_predict),
+    ):
+        path = data_file(flags_obj, split) if wanted else None
+        if path and not tf.io.gfile.exists(path):
+            raise ValueError(f"--{split}_file: {path} does not exist")
+    window = flags_obj.max_seq_length - 2
+    if flags_obj.doc_stride is None:
+        flags_obj.doc_stride = max(1, window // 2)
+    if not 1 <= flags_obj.doc_stride <= window:
+        raise ValueError(
+            f"--doc_stride={flags_obj.doc_stride} must be between 1 and "
+            f"max_seq_length - 2 = {window}, or windows would skip tokens"
+        )
+    tokenization.validate_case_matches_checkpoint(
+        flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
+    )
+
+
+def save_label_list(label_list, tag_scheme, directory):
+    with tf.io.gfile.GFile(os.path.join(directory, LABELS_FILE), "w") as f:
+        json.dump({"labels": label_list, "tag_scheme": tag_scheme}, f, indent=2)
+
+
+def load_label_list(directory):
+    """The tags a run saved in `directory`, or None."""
+    path = os.path.join(directory, LABELS_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)["labels"]
+
+
+def scored_cross_entropy(labels, logits):
+    """(sum of the cross-entropies, number) over the scored positions: the
+    first piece of each word (the others have IGNORED_LABEL)."""
+    logits = tf.cast(logits, tf.float32)
+    scored = labels != conll.IGNORED_LABEL
+    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        tf.where(scored, labels, 0), logits
+    )
+    weights = tf.cast(scored, tf.float32)
+    return tf.reduce_sum(losses * weights), tf.reduce_sum(weights)
+
+
+def tagging_loss(batch, outputs):
+    """Mean cross-entropy over the batch's scored positions (as HF's -100)."""
+    total, count = scored_cross_entropy(batch["label_ids"], outputs["logits"])
+    return total / tf.maximum(count, 1.0)
+
+
+def training_dataset_fn(features, batch_size, seed, pad_to_longest, bucket_pool):
+    """`dataset_fn(input_context, skip_batches)` for the Trainer, as the
+    classifier's: a seeded full shuffle each epoch, optional length buckets."""
+    return record_pipeline.in_memory_training_dataset_fn(
+        features.model_inputs(),
+        batch_size,
+        seed,
+        bucket_pool_batches=bucket_pool,
+        pad_to_longest=pad_to_longest,
+        sequence_features=TAGGING_SEQUENCE_FEATURES,
+    )
+
+
+def _trim(batch):
+    return record_pipeline.trim_to_longest(batch, TAGGING_SEQUENCE_FEATURES)
+
+
+def predict_positions(model, features, batch_size, pad_to_longest=True):
+    """Per-position label ids [windows, seq] and the mean loss of the scored
+    positions (None without labels)."""
+    dataset = tf.data.Dataset.from_tensor_slices(features.model_inputs())
+    dataset = dataset.batch(batch_size)
+    if pad_to_longest:
+        dataset = dataset.map(_trim)
+
+    # One trace for every batch shape (trimmed batches vary in length).
+    @tf.function(reduce_retracing=True)
+    def step(batch):
+        inputs = {name: batch[name] for name in ENCODER_INPUT_NAMES}
+        logits = model(inputs, training=False)["logits"]
+        total, count = scored_cross_entropy(batch["label_ids"], logits)
+        return tf.argmax(logits, axis=-1, output_type=tf.int32), total, count
+
+    seq_length = features.input_ids.shape[1]
+    predictions, loss_sum, scored = [], 0.0, 0.0
+    for batch in dataset:
+        ids, batch_loss, batch_scored = step(batch)
+        ids = ids.numpy()
+        predictions.append(np.pad(ids, [(0, 0), (0, seq_length - ids.shape[1])]))
+        loss_sum += float(batch_loss)
+        scored += float(batch_scored)
+    loss = loss_sum / scored if scored else None
+    return np.concatenate(predictions), loss
+
+
+def predict_sentences(model, sentences, features, label_list, batch_size, flags_obj):
+    """Predicted IOB2 tags of every word, and the eval loss."""
+    positions, loss = predict_positions(
+        model, features, batch_size, flags_obj.pad_to_longest
+    )
+    ids = conll.words_predictions(features, positions, sentences)
+    return [[label_list[i] for i in sentence] for sentence in ids], loss
+
+
+def evaluate(sentences, predicted, scheme, eval_loss, global_step):
+    """conlleval's scores of the tags as written to eval_predictions.txt."""
+    gold = [conll.canonical_tags(s.tags, scheme) for s in sentences]
+    written = [conll.canonical_tags(tags, scheme) for tags in predicted]
+    results = entity_scores(gold, written)
+    results = {
+        name: value
+        for name, value in results.items()
+        if not name.startswith(("precision_", "recall_", "support_"))
+    }
+    results["eval_loss"] = eval_loss
+    results["global_step"] = int(global_step)
+    return results
+
+
+def run(flags_obj):
+    """Runs run_ner.py with the parsed flags; returns the eval results."""
+    validate_flags(flags_obj)
+    config = load_config(flags_obj)
+    prepare_run(flags_obj, config)
+    check_vocab_matches_config(flags_obj.vocab_file, config)
+    scheme = flags_obj.tag_scheme
+
+    def read(split):
+        return conll.read_conll(
+            data_file(flags_obj, split), scheme, flags_obj.strict_tags
+        )
+
+    train_sentences = read("train") if flags_obj.do_train else None
+    if train_sentences is not None:
+        label_list = conll.label_list_from(train_sentences, flags_obj.labels)
+    else:
+        label_list = load_label_list(flags_obj.output_dir)
+        if label_list is None and flags_obj.labels:
+            label_list = conll.label_list_from([], flags_obj.labels)
+        if label_list is None:
+            raise ValueError(
+                f"No {LABELS_FILE} in {flags_obj.output_dir} (written by a training "
+                "run): give the entity types with --labels"
+            )
+    logging.info("Labels (%d): %s", len(label_list), " ".join(label_list))
+    tf.io.gfile.makedirs(flags_obj.output_dir)
+    save_label_list(label_list, scheme, flags_obj.output_dir)
+
+    tokenizer = tokenization.FullTokenizer(
+        flags_obj.vocab_file, flags_obj.do_lower_case
+    )
+    seq_length = flags_obj.max_seq_length
+
+    def featurize(sentences):
+        return conll.convert_sentences_to_features(
+            sentences, label_list, seq_length, tokenizer, flags_obj.doc_stride
+        )
+
+    strategy = strategy_from_flags(flags_obj)
+    chief = is_chief(strategy)
+    model = build_model(
+        strategy,
+        BertTokenClassifier,
+        config,
+        flags_obj.init_checkpoint,
+        num_labels=len(label_list),
+    )
+
+    if flags_obj.do_train:
+        features = featurize(train_sentences)
+        num_examples = len(features.input_ids)
+        num_train_steps = int(
+            num_examples / flags_obj.train_batch_size * flags_obj.num_train_epochs
+        )
+        num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
+        logging.info("***** Running training *****")
+        logging.info(
+            "  Num examples = %d windows of %d sentences",
+            num_examples,
+            len(train_sentences),
+        )
+        logging.info("  Batch size = %d", flags_obj.train_batch_size)
+        logging.info("  Num steps = %d", num_train_steps)
+        optimizer = optimizer_from_flags(
+            flags_obj, strategy, model, num_train_steps, num_warmup_steps
+        )
+        accumulation = flags_obj.gradient_accumulation_steps
+        trainer = Trainer(
+            strategy,
+            model,
+            optimizer,
+            tagging_loss,
+            training_dataset_fn(
+                features,
+                flags_obj.train_batch_size // accumulation,
+                flags_obj.seed,
+                flags_obj.pad_to_longest,
+                16 if flags_obj.length_bucketing else 1,
+            ),
+            flags_obj.output_dir,
+            num_train_steps=num_train_steps,
+            global_batch_size=flags_obj.train_batch_size,
+            save_checkpoints_steps=flags_obj.save_checkpoints_steps,
+            gradient_accumulation_steps=accumulation,
+            use_xla=flags_obj.use_xla,
+            steps_per_loop=flags_obj.iterations_per_loop if flags_obj.use_tpu else 1,
+        )
+        trainer.train()
+        global_step = trainer.global_step
+        if chief:
+            save_final_checkpoint(
+                model, flags_obj.output_dir, global_step, flags_obj.vocab_file
+            )
+    else:
+        global_step = restore_latest(model, flags_obj.output_dir)
+
+    def predict_split(split, what):
+        sentences = read(split)
+        if sentences[0].tags is not None:
+            conll.check_labels(sentences, label_list, data_file(flags_obj, split))
+        features = featurize(sentences)
+        logging.info("***** Running %s *****", what)
+        logging.info("  Num examples = %d sentences", len(sentences))
+        batch_size = (
+            flags_obj.eval_batch_size
+            if split == "dev"
+            else flags_obj.predict_batch_size
+        )
+        predicted, loss = predict_sentences(
+            model, sentences, features, label_list, batch_size, flags_obj
+        )
+        name = "eval_predictions.txt" if split == "dev" else "test_predictions.txt"
+        conll.write_predictions(
+            os.path.join(flags_obj.output_dir, name), sentences, predicted, scheme
+        )
+        return sentences, predicted, loss
+
+    results = None
+    if flags_obj.do_eval and chief:
+        sentences, predicted, loss = predict_split("dev", "evaluation")
+        if sentences[0].tags is None:
+            raise ValueError(f"{data_file(flags_obj, 'dev')}: --do_eval needs tags")
+        results = evaluate(sentences, predicted, scheme, loss, global_step)
+        write_eval_results(
+            results, os.path.join(flags_obj.output_dir, "eval_results.txt")
+        )
+    if flags_obj.do_predict and chief:
+        predict_split("test", "prediction")
+    if flags_obj.export_dir and chief:
+        export_from_flags(flags_obj, model, label_list=label_list)
+    return results

@@ -1,0 +1,411 @@
+"""run_ner.py end to end on real WNUT-17 sentences, and its TF Serving export.
+
+One training run (module fixture): the first two layers of the real MiniLM
+checkpoint, 160 training sentences, 4 epochs; dev and test are later
+sentences of the same file (the test split without tags). The export is
+called in a fresh process that imports only TensorFlow and tensorflow-text,
+against the Keras model fed by the original tokenizer.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from cli_script import REPO
+from cli_script import run_script
+
+import bert_tf
+from bert_tf import tokenization
+from bert_tf.entity_metrics import get_entities
+from bert_tf.preprocessing import BertPreprocessor
+from bert_tf.tagger_serving import TaggerSignatures
+
+SEQ_LENGTH = 32
+SCRIPT = os.path.join(REPO, "run_ner.py")
+SERVING_TEXTS = [
+    "Barack Obama met Vanessa Hudgens in Redondo Beach , California .",
+    "",
+    "Ünïcödé Steve Smith's café 🙂 &amp; New York Knicks !",
+    "word " * 300,
+]
+
+
+def _sentences(shared_data):
+    path = os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
+    with open(path, encoding="utf-8") as f:
+        return f.read().strip("\n").split("\n\n")
+
+
+@pytest.fixture(scope="module")
+def run_dir(shared_data, minilm_dir, tmp_path_factory):
+    base = tmp_path_factory.mktemp("ner")
+    blocks = _sentences(shared_data)
+    (base / "train.txt").write_text("\n\n".join(blocks[:160]) + "\n", "utf-8")
+    (base / "dev.txt").write_text("\n\n".join(blocks[160:260]) + "\n", "utf-8")
+    tokens_only = [
+        "\n".join(line.split("\t")[0] for line in block.split("\n"))
+        for block in blocks[260:300]
+    ]
+    (base / "test.txt").write_text("\n\n".join(tokens_only) + "\n", "utf-8")
+    with open(os.path.join(minilm_dir, "config.json")) as f:
+        config = json.load(f)
+    config["num_hidden_layers"] = 2  # the checkpoint's first two layers
+    (base / "bert_config.json").write_text(json.dumps(config))
+    run_script(
+        SCRIPT,
+        f"--data_dir={base}",
+        f"--init_checkpoint={minilm_dir}",
+        f"--bert_config_file={base / 'bert_config.json'}",
+        f"--output_dir={base / 'out'}",
+        f"--export_dir={base / 'export'}",
+        f"--max_seq_length={SEQ_LENGTH}",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--train_batch_size=16",
+        "--num_train_epochs=4",
+        "--learning_rate=2e-4",
+        timeout=600,
+    )
+    return base
+
+
+def _read_results(path):
+    with open(path) as f:
+        return {
+            key: float(value)
+            for key, value in (line.strip().split(" = ") for line in f if line.strip())
+        }
+
+
+def _read_columns(path):
+    with open(path, encoding="utf-8") as f:
+        blocks = f.read().strip("\n").split("\n\n")
+    return [[line.split(" ") for line in block.split("\n")] for block in blocks]
+
+
+def test_learns_entities_on_held_out_sentences(run_dir):
+    results = _read_results(run_dir / "out" / "eval_results.txt")
+    for key in ("precision", "recall", "f1", "accuracy", "eval_loss", "global_step"):
+        assert key in results
+    assert {k for k in results if k.startswith("f1_")} >= {"f1_person", "f1_location"}
+    # Untrained, the head tags at chance (loss ln 13 = 2.56, F1 near 0).
+    assert results["eval_loss"] < 0.6
+    assert results["f1"] > 0.2
+    assert results["global_step"] > 30
+    saved = json.loads((run_dir / "out" / "label_list.json").read_text())
+    assert saved["labels"][0] == "O" and len(saved["labels"]) == 13
+
+
+def test_prediction_files_have_every_input_word(run_dir):
+    labels = set(
+        json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
+    )
+    dev = _read_columns(run_dir / "dev.txt")
+    dev = [[row[0].split("\t") for row in block] for block in dev]
+    predicted = _read_columns(run_dir / "out" / "eval_predictions.txt")
+    assert [[r[:2] for r in block] for block in predicted] == dev
+    assert all(r[2] in labels for block in predicted for r in block)
+    test_words = _read_columns(run_dir / "test.txt")
+    test_predicted = _read_columns(run_dir / "out" / "test_predictions.txt")
+    assert [[r[:1] for r in block] for block in test_predicted] == test_words
+    assert all(len(r) == 2 and r[1] in labels for b in test_predicted for r in b)
+
+
+def test_eval_results_are_conlleval_scores_of_the_predictions_file(run_dir):
+    seqeval = pytest.importorskip("seqeval.metrics", reason="seqeval not installed")
+    results = _read_results(run_dir / "out" / "eval_results.txt")
+    blocks = _read_columns(run_dir / "out" / "eval_predictions.txt")
+    gold = [[r[1] for r in block] for block in blocks]
+    predicted = [[r[2] for r in block] for block in blocks]
+    assert results["f1"] == pytest.approx(seqeval.f1_score(gold, predicted))
+    assert results["precision"] == pytest.approx(
+        seqeval.precision_score(gold, predicted)
+    )
+    assert results["recall"] == pytest.approx(seqeval.recall_score(gold, predicted))
+    assert results["accuracy"] == pytest.approx(seqeval.accuracy_score(gold, predicted))
+
+
+def test_eval_only_rerun_restores_the_trained_model(run_dir):
+    first = _read_results(run_dir / "out" / "eval_results.txt")
+    run_script(
+        SCRIPT,
+        f"--data_dir={run_dir}",
+        f"--vocab_file={run_dir / 'out' / 'vocab.txt'}",
+        f"--bert_config_file={run_dir / 'bert_config.json'}",
+        f"--output_dir={run_dir / 'out'}",
+        f"--max_seq_length={SEQ_LENGTH}",
+        "--do_eval",
+        "--eval_batch_size=5",
+    )
+    again = _read_results(run_dir / "out" / "eval_results.txt")
+    assert again.pop("eval_loss") == pytest.approx(first.pop("eval_loss"), rel=1e-4)
+    assert again == pytest.approx(first, rel=1e-6)
+
+
+def test_bad_file_stops_with_file_and_line(run_dir, tmp_path):
+    (tmp_path / "train.txt").write_text("Paris\tB-location\nis\tE-location\n")
+    result = run_script(
+        SCRIPT,
+        f"--train_file={tmp_path / 'train.txt'}",
+        f"--vocab_file={run_dir / 'out' / 'vocab.txt'}",
+        f"--bert_config_file={run_dir / 'bert_config.json'}",
+        f"--output_dir={tmp_path / 'out'}",
+        "--do_train",
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "train.txt:2: tag 'E-location' is not in the iob2 scheme" in result.stderr
+
+
+LOADER = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+
+    class NoBertTf(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("bert_tf", "data_prep"):
+                raise ImportError("the SavedModel must not need " + name)
+
+    sys.meta_path.insert(0, NoBertTf())
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    directory, texts, out = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
+    model = tf.saved_model.load(directory)
+    results = {}
+    text = model.signatures["serving_default"](text=tf.constant(texts))
+    results.update({"text/" + k: v.numpy() for k, v in text.items()})
+    ids = {k: tf.constant(v, tf.int32) for k, v in json.load(open(sys.argv[4])).items()}
+    tokenized = model.signatures["serve_tokenized"](**ids)
+    results.update({"ids/" + k: v.numpy() for k, v in tokenized.items()})
+    np.savez(out, **results)
+    """
+)
+
+
+def _packed(vocab_file, texts):
+    """The original tokenizer's ids and tokens of each text, cut to one window."""
+    tokenizer = tokenization.FullTokenizer(vocab_file, True)
+    ids, tokens = [], []
+    for text in texts:
+        pieces = tokenizer.tokenize(text)[: SEQ_LENGTH - 2]
+        tokens.append(pieces)
+        row = tokenizer.convert_tokens_to_ids(["[CLS]", *pieces, "[SEP]"])
+        ids.append(row + [0] * (SEQ_LENGTH - len(row)))
+    ids = np.array(ids, np.int32)
+    return {
+        "input_ids": ids,
+        "input_mask": (ids > 0).astype(np.int32),
+        "segment_ids": np.zeros_like(ids),
+    }, tokens
+
+
+def test_exported_tagger_answers_raw_text_in_a_fresh_process(run_dir, tmp_path):
+    (version,) = os.listdir(run_dir / "export")
+    vocab_file = str(run_dir / "out" / "vocab.txt")
+    inputs, tokens = _packed(vocab_file, SERVING_TEXTS)
+    (tmp_path / "texts.json").write_text(json.dumps(SERVING_TEXTS))
+    (tmp_path / "ids.json").write_text(
+        json.dumps({k: v.tolist() for k, v in inputs.items()})
+    )
+    (tmp_path / "load.py").write_text(LOADER)
+    subprocess.run(
+        [
+            sys.executable,
+            str(tmp_path / "load.py"),
+            str(run_dir / "export" / version),
+            str(tmp_path / "texts.json"),
+            str(tmp_path / "out.npz"),
+            str(tmp_path / "ids.json"),
+        ],
+        check=True,
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": "", "TF_CPP_MIN_LOG_LEVEL": "2"},
+        timeout=600,
+    )
+    out = dict(np.load(tmp_path / "out.npz", allow_pickle=True))
+    labels = json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
+    model = bert_tf.BertTokenClassifier.from_checkpoint(
+        str(run_dir / "out"),
+        config=str(run_dir / "bert_config.json"),
+        num_labels=len(labels),
+    )
+    logits = model(inputs, training=False)["logits"].numpy()
+    for prefix in ("text/", "ids/"):
+        np.testing.assert_allclose(out[prefix + "logits"], logits, atol=1e-4)
+        np.testing.assert_array_equal(out[prefix + "tag_ids"], logits.argmax(-1))
+    np.testing.assert_array_equal(out["text/tags"], out["ids/tags"])
+
+    found_entities = 0
+    for row, text in enumerate(SERVING_TEXTS):
+        data = text.encode("utf-8")
+        starts, ends = out["text/token_start"][row], out["text/token_end"][row]
+        n = len(tokens[row])
+        assert (starts[1 : n + 1] >= 0).all() and (starts[n + 1 :] == -1).all()
+        # Words: the first piece of each, as run_ner.py scores them.
+        words = [i + 1 for i, t in enumerate(tokens[row]) if not t.startswith("##")]
+        tags = [labels[logits[row, i].argmax()] for i in words]
+        expected_tags = np.full(SEQ_LENGTH, b"", object)
+        expected_tags[words] = [t.encode() for t in tags]
+        assert out["text/tags"][row].tolist() == expected_tags.tolist()
+        expected = []
+        for entity_type, first, last in get_entities(tags):
+            word_end = words[last + 1] if last + 1 < len(words) else n + 1
+            begin = starts[words[first]]
+            end = ends[words[last] : word_end].max()
+            expected.append((entity_type, data[begin:end], begin, end))
+        count = out["text/num_entities"][row]
+        assert count == len(expected)
+        found_entities += count
+        got = list(
+            zip(
+                [t.decode() for t in out["text/entity_type"][row][:count]],
+                out["text/entity_text"][row][:count].tolist(),
+                out["text/entity_start"][row][:count].tolist(),
+                out["text/entity_end"][row][:count].tolist(),
+                strict=True,
+            )
+        )
+        assert got == expected
+        assert (out["text/entity_start"][row][count:] == -1).all()
+        scores = out["text/entity_score"][row][:count]
+        assert ((scores > 1 / len(labels)) & (scores <= 1)).all()
+    assert found_entities >= 3
+    first = out["text/entity_text"][0][: out["text/num_entities"][0]].tolist()
+    assert b"Obama" in b" ".join(first)
+
+
+def test_in_graph_entities_read_ill_formed_tags_as_conlleval(minilm_dir):
+    labels = ["O", "B-A", "I-A", "B-B", "I-B"]
+    config = bert_tf.BertConfig(
+        vocab_size=30522,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=8,
+        max_position_embeddings=16,
+    )
+    signatures = TaggerSignatures(
+        bert_tf.BertTokenClassifier(config, num_labels=len(labels)),
+        BertPreprocessor(os.path.join(minilm_dir, "vocab.txt"), True, 12),
+        labels,
+    )
+    rng = np.random.default_rng(0)
+    text = tf.constant(["abcdefghijklmnopqrstuvwxyz0123456789"] * 2)
+    length = 12
+    # Positions 1..10 hold one-piece words in row 0; row 1 has three words and
+    # a continuation piece at position 2.
+    in_text = np.zeros([2, length], bool)
+    in_text[0, 1:11] = True
+    in_text[1, 1:5] = True
+    word_start = in_text.copy()
+    word_start[1, 2] = False
+    starts = np.where(in_text, np.arange(length) * 3 - 3, -1)
+    ends = np.where(in_text, np.arange(length) * 3 - 1, -1)
+    for _ in range(30):
+        tag_ids = rng.integers(0, len(labels), size=[2, length]).astype(np.int32)
+        got = signatures._entities(
+            text,
+            tf.constant(in_text),
+            tf.constant(word_start),
+            tf.constant(tag_ids),
+            tf.fill([2, length], 0.5),
+            tf.constant(starts, tf.int64),
+            tf.constant(ends, tf.int64),
+        )
+        for row in range(2):
+            positions = np.flatnonzero(word_start[row])
+            word_tags = [labels[tag_ids[row, p]] for p in positions]
+            expected = []
+            for entity_type, first, last in get_entities(word_tags):
+                stop = positions[last + 1] if last + 1 < len(positions) else 99
+                last_pieces = [
+                    p
+                    for p in np.flatnonzero(in_text[row])
+                    if positions[last] <= p < stop
+                ]
+                expected.append(
+                    (
+                        entity_type,
+                        starts[row, positions[first]],
+                        ends[row, last_pieces].max(),
+                    )
+                )
+            count = int(got["num_entities"][row])
+            assert [
+                (t.decode(), s, e)
+                for t, s, e in zip(
+                    got["entity_type"][row][:count].numpy(),
+                    got["entity_start"][row][:count].numpy(),
+                    got["entity_end"][row][:count].numpy(),
+                    strict=True,
+                )
+            ] == expected
+
+
+def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
+    """export_saved_model.py --model_type=tagger on run_ner's output_dir: the
+    labels come from its label_list.json; the model answers as --export_dir's."""
+    from bert_tf.tasks import saved_model_export
+
+    options = types.SimpleNamespace(
+        model_type="tagger",
+        init_checkpoint=str(run_dir / "out"),
+        export_dir=str(tmp_path / "export"),
+        vocab_file=None,
+        bert_config_file=None,
+        do_lower_case=True,
+        labels=None,
+        max_seq_length=SEQ_LENGTH,
+        serving_tokenizer="bert",
+        version=7,
+    )
+    path = saved_model_export.run(options)
+    labels = json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
+    with open(os.path.join(path, "assets.extra", "bert_tf_export.json")) as f:
+        metadata = json.load(f)
+    assert metadata["model"] == "tagger" and metadata["labels"] == labels
+    assert metadata["signatures"]["serving_default"] == ["text"]
+    (version,) = os.listdir(run_dir / "export")
+    texts = tf.constant(SERVING_TEXTS[:1])
+    ours = tf.saved_model.load(path).signatures["serving_default"](text=texts)
+    trained = tf.saved_model.load(str(run_dir / "export" / version))
+    theirs = trained.signatures["serving_default"](text=texts)
+    np.testing.assert_allclose(ours["logits"], theirs["logits"], atol=1e-5)
+    np.testing.assert_array_equal(ours["entity_text"], theirs["entity_text"])
+
+
+def test_training_batches_resume_where_they_stopped(shared_data, minilm_dir):
+    """What a resumed run reads: the batches after the ones already consumed,
+    each word's label still on its first piece."""
+    from bert_tf.tasks import ner
+    from data_prep import conll
+
+    path = os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
+    sentences = conll.read_conll(path)[:60]
+    tokenizer = tokenization.FullTokenizer(os.path.join(minilm_dir, "vocab.txt"))
+    labels = conll.label_list_from(sentences)
+    features = conll.convert_sentences_to_features(
+        sentences, labels, SEQ_LENGTH, tokenizer, 15
+    )
+    dataset_fn = ner.training_dataset_fn(features, 4, 3, True, 4)
+    context = tf.distribute.InputContext()
+    full = list(dataset_fn(context, 0).take(40))
+    resumed = list(dataset_fn(context, 25).take(15))
+    for a, b in zip(full[25:], resumed, strict=True):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
+    # The first 30 batches hold a whole epoch: every window is there.
+    assert len(features.input_ids) <= 30 * 4
+    rows = {
+        tuple(ids[ids > 0]) for batch in full[:30] for ids in batch["input_ids"].numpy()
+    }
+    assert len(rows) == len({tuple(r[r > 0]) for r in features.input_ids})
