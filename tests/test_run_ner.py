@@ -9,6 +9,7 @@ against the Keras model fed by the original tokenizer.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -19,6 +20,8 @@ import pytest
 import tensorflow as tf
 from cli_script import REPO
 from cli_script import run_script
+from safetensors.numpy import load_file
+from safetensors.numpy import save_file
 
 import bert_tf
 from bert_tf import tokenization
@@ -42,6 +45,25 @@ def _sentences(shared_data):
         return f.read().strip("\n").split("\n\n")
 
 
+def _first_layers_of(hf_dir, out_dir, layers):
+    """A Hugging Face directory holding the first `layers` layers of `hf_dir`'s
+    model (loading is strict: a 2-layer config on the 6-layer file fails)."""
+    out_dir.mkdir()
+    weights = load_file(os.path.join(hf_dir, "model.safetensors"))
+    kept = {
+        name: value
+        for name, value in weights.items()
+        if not name.startswith("encoder.layer.") or int(name.split(".")[2]) < layers
+    }
+    save_file(kept, str(out_dir / "model.safetensors"))
+    with open(os.path.join(hf_dir, "config.json")) as f:
+        config = json.load(f)
+    config["num_hidden_layers"] = layers
+    (out_dir / "config.json").write_text(json.dumps(config))
+    shutil.copy(os.path.join(hf_dir, "vocab.txt"), out_dir / "vocab.txt")
+    return out_dir
+
+
 @pytest.fixture(scope="module")
 def run_dir(shared_data, minilm_dir, tmp_path_factory):
     base = tmp_path_factory.mktemp("ner")
@@ -53,15 +75,12 @@ def run_dir(shared_data, minilm_dir, tmp_path_factory):
         for block in blocks[260:300]
     ]
     (base / "test.txt").write_text("\n\n".join(tokens_only) + "\n", "utf-8")
-    with open(os.path.join(minilm_dir, "config.json")) as f:
-        config = json.load(f)
-    config["num_hidden_layers"] = 2  # the checkpoint's first two layers
-    (base / "bert_config.json").write_text(json.dumps(config))
+    checkpoint = _first_layers_of(minilm_dir, base / "minilm_2_layers", 2)
+    shutil.copy(checkpoint / "config.json", base / "bert_config.json")
     run_script(
         SCRIPT,
         f"--data_dir={base}",
-        f"--init_checkpoint={minilm_dir}",
-        f"--bert_config_file={base / 'bert_config.json'}",
+        f"--init_checkpoint={checkpoint}",
         f"--output_dir={base / 'out'}",
         f"--export_dir={base / 'export'}",
         f"--max_seq_length={SEQ_LENGTH}",
