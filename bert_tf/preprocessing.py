@@ -36,6 +36,7 @@ _MAX_INPUT_CHARS_PER_WORD = 200
 _MAX_BYTES_PER_WORD = 4 * _MAX_INPUT_CHARS_PER_WORD + 1
 
 TOKENIZERS = ("bert", "fast_bert")
+PADDINGS = ("max_length", "longest")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -44,9 +45,16 @@ class BertPreprocessor(keras.layers.Layer):
 
     The ids equal `tokenization.FullTokenizer` followed by the original's
     packing: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, segment ids 0 then 1,
-    zero padding to `seq_length`, and the original truncation (a single
-    segment is cut to `seq_length - 2`; a pair loses tokens from the end of
-    the longer segment, the second one on ties, until it fits).
+    zero padding, and the original truncation (a single segment is cut to
+    `seq_length - 2`; a pair loses tokens from the end of the longer segment,
+    the second one on ties, until it fits).
+
+    Padding: `padding="max_length"` (default) pads every row to `seq_length`,
+    the original's fixed shape, which `tf.data` pipelines, XLA and TPUs want.
+    `padding="longest"` pads each batch only to its longest row (never past
+    `seq_length`): what a server wants, since a 25-token sentence then costs
+    25 positions, not 128. The model's outputs at real positions are the same
+    either way (padded keys are masked out).
 
     With `tokenizer="bert"` (default) only ops that stock TF Serving has
     shipped since 2.3 are used: `RegexSplitWithOffsets`, `NormalizeUTF8`,
@@ -57,14 +65,17 @@ class BertPreprocessor(keras.layers.Layer):
     Args:
         vocab_file: str. The model's vocab.txt.
         do_lower_case: bool. Lower-case and strip accents, as the original.
-        seq_length: int. Length of the packed outputs.
+        seq_length: int. Length of the packed outputs (with
+            `padding="longest"`: the most they can have).
         tokenizer: "bert" or "fast_bert".
+        padding: "max_length" or "longest" (see above).
 
     Call arguments: `inputs`, a string tensor [batch] (one segment) or a
     tuple/list of two (a pair).
 
     Returns: a dict of int32 [batch, seq_length] tensors `input_ids`,
-    `input_mask` and `segment_ids`.
+    `input_mask` and `segment_ids` ([batch, longest row] with
+    `padding="longest"`).
 
     Example:
     >>> preprocessor = bert_tf.BertPreprocessor("vocab.txt", True, 128)
@@ -73,19 +84,28 @@ class BertPreprocessor(keras.layers.Layer):
     """
 
     def __init__(
-        self, vocab_file, do_lower_case=True, seq_length=128, tokenizer="bert", **kw
+        self,
+        vocab_file,
+        do_lower_case=True,
+        seq_length=128,
+        tokenizer="bert",
+        padding="max_length",
+        **kw,
     ):
         super().__init__(**kw)
         if tokenizer not in TOKENIZERS:
             raise ValueError(
                 f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}"
             )
+        if padding not in PADDINGS:
+            raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}")
         if seq_length < 3:
             raise ValueError(f"seq_length must be >= 3, got {seq_length}")
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.seq_length = seq_length
         self.tokenizer = tokenizer
+        self.padding = padding
         # The same token -> id map as FullTokenizer (stripped lines, the last
         # occurrence of a duplicate wins), stored in the graph as constants.
         vocab = tokenization.load_vocab(vocab_file)
@@ -136,9 +156,10 @@ class BertPreprocessor(keras.layers.Layer):
 
         Returns `(ids, starts, ends)`, int64 ragged [batch, tokens]: the ids,
         and for each token the byte span in its (UTF-8-cleaned) input string
-        of the smallest piece of text it maps back to — its punctuation-split
-        piece when normalisation kept the word's length in bytes, else its
-        whitespace-delimited word (as the original's tok_to_orig_index).
+        of the characters it was made from ("##ana" of "Banana": "ana"). A
+        word whose normalisation changes its number of characters (a
+        decomposed accent, a control character) maps back whole, as the
+        original's `get_final_text` does when its character alignment fails.
         """
         texts = repair_utf8(texts)
         if self.tokenizer == "fast_bert":
@@ -158,38 +179,68 @@ class BertPreprocessor(keras.layers.Layer):
             normalized = text.normalize_utf8(normalized, "NFD")
             normalized = tf.strings.regex_replace(normalized, _NONSPACING_MARK, "")
         # [batch, words, pieces]
-        pieces, piece_starts, piece_ends = text.regex_split_with_offsets(
+        pieces, piece_starts, _ = text.regex_split_with_offsets(
             normalized, _OWN_TOKEN, _OWN_TOKEN
         )
         too_long = (
             tf.strings.length(pieces.flat_values, unit="UTF8_CHAR")
             > _MAX_INPUT_CHARS_PER_WORD
         )
-        pieces = pieces.with_flat_values(
+        unk_pieces = pieces.with_flat_values(
             tf.where(too_long, "[UNK]", pieces.flat_values)
         )
-        # [batch, words, pieces, word pieces]
-        ids = self._wordpiece.tokenize(pieces)
-        # Byte spans: piece-level where the word's bytes did not move.
-        same_length = tf.strings.length(normalized) == tf.strings.length(words)
-        word_starts = tf.cast(word_starts, tf.int64)
-        word_ends = tf.cast(word_ends, tf.int64)
-        piece_word = pieces.values.value_rowids()
-        piece_word_start = tf.gather(word_starts.flat_values, piece_word)
-        piece_word_end = tf.gather(word_ends.flat_values, piece_word)
-        piece_exact = tf.gather(same_length.flat_values, piece_word)
+        # [batch, words, pieces, word pieces]; offsets in bytes of the piece.
+        ids, wp_starts, wp_ends = self._wordpiece.tokenize_with_offsets(unk_pieces)
+        # Each word piece's bytes in its normalized word (a too-long piece,
+        # now one [UNK], covers its whole piece).
+        token_piece = ids.values.values.value_rowids()
+        piece_bytes = tf.cast(tf.strings.length(pieces.flat_values), tf.int64)
+        in_piece_start = tf.where(
+            tf.gather(too_long, token_piece),
+            tf.constant(0, tf.int64),
+            tf.cast(wp_starts.flat_values, tf.int64),
+        )
+        in_piece_end = tf.where(
+            tf.gather(too_long, token_piece),
+            tf.gather(piece_bytes, token_piece),
+            tf.cast(wp_ends.flat_values, tf.int64),
+        )
+        piece_start = tf.cast(
+            tf.gather(piece_starts.flat_values, token_piece), tf.int64
+        )
+        normalized_start = piece_start + in_piece_start
+        normalized_end = piece_start + in_piece_end
+        # Back to the input's bytes through character positions, which
+        # lower-casing and accent stripping keep when they keep the count.
+        token_word = tf.gather(pieces.values.value_rowids(), token_piece)
+        word_text = tf.gather(words.flat_values, token_word)
+        normalized_text = tf.gather(normalized.flat_values, token_word)
+        same_count = tf.equal(
+            tf.strings.length(words.flat_values, unit="UTF8_CHAR"),
+            tf.strings.length(normalized.flat_values, unit="UTF8_CHAR"),
+        )
+
+        def to_input_bytes(normalized_offset):
+            chars = tf.strings.length(
+                tf.strings.substr(
+                    normalized_text, tf.zeros_like(normalized_offset), normalized_offset
+                ),
+                unit="UTF8_CHAR",
+            )
+            prefix = tf.strings.substr(
+                word_text, tf.zeros_like(chars), chars, unit="UTF8_CHAR"
+            )
+            return tf.cast(tf.strings.length(prefix), tf.int64)
+
+        exact = tf.gather(same_count, token_word)
+        word_start = tf.gather(tf.cast(word_starts.flat_values, tf.int64), token_word)
+        word_end = tf.gather(tf.cast(word_ends.flat_values, tf.int64), token_word)
         flat_start = tf.where(
-            piece_exact,
-            piece_word_start + tf.cast(piece_starts.flat_values, tf.int64),
-            piece_word_start,
+            exact, word_start + to_input_bytes(normalized_start), word_start
         )
         flat_end = tf.where(
-            piece_exact,
-            piece_word_start + tf.cast(piece_ends.flat_values, tf.int64),
-            piece_word_end,
+            exact, word_start + to_input_bytes(normalized_end), word_end
         )
-        flat_start = tf.gather(flat_start, ids.values.values.value_rowids())
-        flat_end = tf.gather(flat_end, ids.values.values.value_rowids())
         ids = ids.merge_dims(1, -1)
         return ids, ids.with_flat_values(flat_start), ids.with_flat_values(flat_end)
 
@@ -234,7 +285,7 @@ class BertPreprocessor(keras.layers.Layer):
                 types.append(piece * 0 + index)
         ids = tf.concat(parts, axis=1)
         type_ids = tf.concat(types, axis=1)
-        shape = [None, seq_length]
+        shape = [None, seq_length if self.padding == "max_length" else None]
         return {
             "input_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
             "input_mask": tf.cast(
@@ -252,10 +303,14 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError(
                 f"BertPreprocessor takes 1 or 2 segments, got {len(segments)}"
             )
-        return self.pack([self.tokenize(_as_strings(s)) for s in segments])
+        segments = [_as_strings(s) for s in segments]
+        if len(segments) == 2:
+            segments = same_batch_size(segments, ("first segment", "second segment"))
+        return self.pack([self.tokenize(s) for s in segments])
 
     def compute_output_spec(self, inputs):
-        spec = keras.KerasTensor((None, self.seq_length), dtype="int32")
+        length = self.seq_length if self.padding == "max_length" else None
+        spec = keras.KerasTensor((None, length), dtype="int32")
         return {"input_ids": spec, "input_mask": spec, "segment_ids": spec}
 
     def get_config(self):
@@ -266,6 +321,7 @@ class BertPreprocessor(keras.layers.Layer):
                 "do_lower_case": self.do_lower_case,
                 "seq_length": self.seq_length,
                 "tokenizer": self.tokenizer,
+                "padding": self.padding,
             }
         )
         return config
@@ -296,6 +352,37 @@ def truncated_pair_lengths(length_a, length_b, budget):
         tf.where(length_a <= half_down, budget - length_a, half_down),
     )
     return [new_a, new_b]
+
+
+def same_batch_size(tensors, names):
+    """`tensors`, checked to have as many rows as each other.
+
+    A mismatch raises ValueError naming both inputs and sizes when the shapes
+    are known, else fails at run time (InvalidArgumentError) with that
+    message, before any tokenization.
+    """
+    first, first_name = tensors[0], names[0]
+    checks = []
+    for tensor, name in zip(tensors[1:], names[1:], strict=True):
+        rows_a, rows_b = first.shape[0], tensor.shape[0]
+        if rows_a is not None and rows_b is not None:
+            if rows_a != rows_b:
+                raise ValueError(
+                    f"{first_name} has {rows_a} rows but {name} has {rows_b}: "
+                    "they must have the same batch size"
+                )
+            continue
+        size_a, size_b = tf.shape(first)[0], tf.shape(tensor)[0]
+        message = tf.strings.format(
+            f"{first_name} has {{}} rows but {name} has {{}}: they must have the "
+            "same batch size",
+            (size_a, size_b),
+        )
+        checks.append(tf.debugging.Assert(tf.equal(size_a, size_b), [message]))
+    if not checks:
+        return list(tensors)
+    with tf.control_dependencies(checks):
+        return [tf.identity(tensor) for tensor in tensors]
 
 
 def take_prefix(ragged, lengths):
