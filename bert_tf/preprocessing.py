@@ -16,7 +16,7 @@ from bert_tf import tokenization
 # Python's str.split() after the original's _clean_text: tab/newline/CR and Zs
 # became " "; U+2028/U+2029 are the only other separators that survive
 # cleaning (the remaining Python whitespace characters are Cc and are dropped).
-_WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]+"
+WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]+"
 # _clean_text drops NUL, U+FFFD and controls (Cc, Cf); \t\n\r are split on
 # before this runs.
 _CONTROL = r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]"
@@ -114,6 +114,7 @@ class BertPreprocessor(keras.layers.Layer):
                 raise ValueError(f"{vocab_file}: the vocabulary has no {token}")
         self.cls_id = vocab["[CLS]"]
         self.sep_id = vocab["[SEP]"]
+        self.unk_id = vocab["[UNK]"]
         self.vocab_size = len(vocab)
         tokens = list(vocab)
         self._table = tf.lookup.StaticHashTable(
@@ -170,14 +171,9 @@ class BertPreprocessor(keras.layers.Layer):
                 ends.merge_dims(1, -1),
             )
         words, word_starts, word_ends = text.regex_split_with_offsets(
-            texts, _WHITESPACE, ""
+            texts, WHITESPACE, ""
         )
-        cleaned = tf.strings.regex_replace(words, _CONTROL, "")
-        normalized = cleaned
-        if self.do_lower_case:
-            normalized = tf.strings.lower(normalized, encoding="utf-8")
-            normalized = text.normalize_utf8(normalized, "NFD")
-            normalized = tf.strings.regex_replace(normalized, _NONSPACING_MARK, "")
+        normalized = normalize_words(words, self.do_lower_case)
         # [batch, words, pieces]
         pieces, piece_starts, _ = text.regex_split_with_offsets(
             normalized, _OWN_TOKEN, _OWN_TOKEN
@@ -325,6 +321,19 @@ class BertPreprocessor(keras.layers.Layer):
             }
         )
         return config
+
+
+def normalize_words(words, do_lower_case):
+    """What the original's BasicTokenizer does to the characters of
+    whitespace-free `words`: drops NUL, U+FFFD and control characters and,
+    when lower-casing, lower-cases, decomposes (NFD) and drops the
+    non-spacing marks. (Splitting at punctuation adds no characters.)"""
+    words = tf.strings.regex_replace(words, _CONTROL, "")
+    if do_lower_case:
+        words = tf.strings.lower(words, encoding="utf-8")
+        words = text.normalize_utf8(words, "NFD")
+        words = tf.strings.regex_replace(words, _NONSPACING_MARK, "")
+    return words
 
 
 def truncated_pair_lengths(length_a, length_b, budget):
