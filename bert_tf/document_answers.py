@@ -47,6 +47,7 @@ in the span's first word with other case or accents ("Anna" -> "##a").
 import tensorflow as tf
 import tensorflow_text as text
 
+from bert_tf import tokenization
 from bert_tf.preprocessing import WHITESPACE
 from bert_tf.preprocessing import normalize_words
 from bert_tf.preprocessing import repair_utf8
@@ -104,6 +105,11 @@ class DocumentAnswers:
                 raise ValueError(f"{name} must be >= 1, got {value}")
         self.model = model
         self.preprocessor = preprocessor
+        vocab = tokenization.load_vocab(preprocessor.vocab_file)
+        texts = [""] * (max(vocab.values()) + 1)
+        for token, index in vocab.items():
+            texts[index] = token
+        self._piece_texts = tf.constant(texts)
         self.max_query_length = max_query_length
         self.max_answer_length = max_answer_length
         self.doc_stride = doc_stride
@@ -371,7 +377,7 @@ class DocumentAnswers:
         start_logit = ranked("start_logit", 0.0)
         end_logit = ranked("end_logit", 0.0)
         answer_start, answer_end, answer_text = self._span_text(
-            context, layout, window, start, end
+            context, layout, window, start, end, valid & ~null
         )
         answer_start = tf.where(valid & ~null, answer_start, _NONE)
         answer_end = tf.where(valid & ~null, answer_end, _NONE)
@@ -454,8 +460,12 @@ class DocumentAnswers:
             )
             answer = {
                 "answer_text": tf.where(to_null, "", answer["answer_text"]),
-                "answer_start": tf.where(to_null, _NONE, answer["answer_start"]),
-                "answer_end": tf.where(to_null, _NONE, answer["answer_end"]),
+                "answer_start": tf.where(
+                    to_null, tf.constant(_NONE, tf.int64), answer["answer_start"]
+                ),
+                "answer_end": tf.where(
+                    to_null, tf.constant(_NONE, tf.int64), answer["answer_end"]
+                ),
                 "answer_score": tf.where(to_null, null_score, answer["answer_score"]),
                 "answer_probability": tf.where(
                     to_null,
@@ -470,9 +480,10 @@ class DocumentAnswers:
         )
         return {**answer, **outputs}
 
-    def _span_text(self, context, layout, window, start, end):
+    def _span_text(self, context, layout, window, start, end, valid):
         """Byte offsets and text of spans given as (window, start, end)
-        positions [batch, candidates], by the original's get_final_text."""
+        positions [batch, candidates], by the original's get_final_text
+        (where `valid`; elsewhere anything in range)."""
         context_ids = layout["context_ids"]
         offset = tf.gather(layout["offset"], window)
         doc_start = tf.gather(layout["doc_start"], window)
@@ -529,7 +540,7 @@ class DocumentAnswers:
         unknowns -= gather_or(unknown_before, first_piece, has_pieces, 0)
         changes = gather_or(changed_before, last_word + 1, has_words, 0)
         changes -= gather_or(changed_before, first_word, has_words, 0)
-        exact = tf.equal(unknowns, 0) & tf.equal(changes, 0)
+        exact = tf.equal(unknowns, 0) & tf.equal(changes, 0) & valid
         span_start = tf.where(
             exact,
             gather_or(piece_start.flat_values, first_piece, has_pieces, 0),
@@ -540,11 +551,137 @@ class DocumentAnswers:
             gather_or(layout["token_end"].flat_values, last_piece, has_pieces, 0),
             gather_or(word_ends.flat_values, last_word, has_words, 0),
         )
+        span_start, span_end = self._first_occurrence(
+            context,
+            context_ids,
+            word_index,
+            first_word,
+            first_piece,
+            last_piece,
+            exact & has_pieces,
+            span_start,
+            span_end,
+        )
         rows = tf.broadcast_to(context[:, None], tf.shape(span_start))
         span_end = tf.maximum(span_end, span_start)
         span_text = tf.strings.substr(rows, span_start, span_end - span_start)
         span_text = tf.strings.regex_replace(span_text, DOC_WHITESPACE, " ")
         return span_start, span_end, span_text
+
+    def _first_occurrence(
+        self,
+        context,
+        context_ids,
+        word_index,
+        first_word,
+        first_piece,
+        last_piece,
+        exact,
+        span_start,
+        span_end,
+    ):
+        """Offsets moved to where get_final_text finds the prediction.
+
+        It looks the span's normalised text up with `str.find` in the
+        normalised words of the span: when the same text occurs earlier in
+        the first word (other case or accents: "##a" of "Anna" gives "A"),
+        the answer is that earlier occurrence.
+        """
+        # The context's normalised text as the original rebuilds a
+        # prediction from word pieces: joined by spaces, "##" pieces glued.
+        pieces = tf.gather(self._piece_texts, context_ids.flat_values)
+        bare = tf.strings.regex_replace(pieces, "^##", "")
+        rows = context_ids.value_rowids()
+        position = tf.range(
+            tf.size(context_ids.flat_values, out_type=tf.int64)
+        ) - tf.gather(context_ids.row_starts(), rows)
+        glued = tf.strings.regex_full_match(pieces, "##.+") | tf.equal(position, 0)
+        space = tf.cast(~glued, tf.int64)
+        size = space + tf.cast(tf.strings.length(bare), tf.int64)
+        before = tf.cumsum(size, exclusive=True)
+        row_base = gather_or(before, context_ids.row_starts(), True, 0)
+        piece_start = before - tf.gather(row_base, rows) + space
+        piece_end = piece_start + size - space
+        normalized_text = tf.strings.reduce_join(
+            context_ids.with_flat_values(tf.where(glued, bare, " " + bare)), axis=1
+        )
+
+        has_pieces = tf.size(pieces) > 0
+        true_start = gather_or(piece_start, first_piece, has_pieces, 0)
+        length = gather_or(piece_end, last_piece, has_pieces, 0) - true_start
+        word_first_piece = tf.reshape(
+            tf.searchsorted(
+                word_index[None, :],
+                tf.reshape(first_word, [1, -1]),
+                side="left",
+                out_type=tf.int64,
+            ),
+            tf.shape(first_word),
+        )
+        word_start = gather_or(piece_start, word_first_piece, has_pieces, 0)
+        # Only exact spans are looked up; Substr refuses positions past the
+        # end of its string, so the others read from 0.
+        true_start = tf.where(exact, true_start, 0)
+        length = tf.where(exact, length, 0)
+        word_start = tf.where(exact, word_start, 0)
+        room = true_start - word_start
+        width = tf.reduce_max(tf.concat([tf.reshape(room, [-1]), [0]], 0))
+        shift = tf.range(width)[None, None, :]
+        shape = tf.shape(room, out_type=tf.int64)
+        text_3d = tf.broadcast_to(
+            normalized_text[:, None, None], tf.concat([shape, [width]], 0)
+        )
+        length_3d = tf.broadcast_to(length[:, :, None], tf.shape(text_3d))
+        wanted = tf.strings.substr(
+            tf.broadcast_to(normalized_text[:, None], shape), true_start, length
+        )
+        found_at = tf.strings.substr(
+            text_3d,
+            word_start[:, :, None] + tf.minimum(shift, room[:, :, None]),
+            length_3d,
+        )
+        match = (shift < room[:, :, None]) & tf.equal(found_at, wanted[:, :, None])
+        first = tf.reduce_min(tf.where(match, shift, width), axis=2)
+        moved = first < room
+        start_at = tf.where(moved, word_start + first, 0)
+        skipped = tf.strings.substr(
+            tf.broadcast_to(normalized_text[:, None], shape),
+            start_at,
+            tf.where(moved, true_start - start_at, 0),
+        )
+        # Characters moved, spaces (which the original strips) not counted.
+        back = tf.cast(
+            tf.strings.length(skipped, unit="UTF8_CHAR")
+            - tf.strings.length(tf.strings.regex_replace(skipped, "[^ ]", "")),
+            tf.int64,
+        )
+
+        # Byte offsets of the context's non-whitespace characters.
+        chars, char_starts = tf.strings.unicode_split_with_offsets(context, "UTF-8")
+        keep = chars.with_flat_values(
+            ~tf.strings.regex_full_match(chars.flat_values, DOC_WHITESPACE)
+        )
+        char_ends = char_starts + tf.cast(tf.strings.length(chars), tf.int64)
+        char_starts = tf.ragged.boolean_mask(char_starts, keep).to_tensor(tf.int64.max)
+        char_ends = tf.ragged.boolean_mask(char_ends, keep).to_tensor(0)
+        first_char = tf.searchsorted(
+            char_starts, span_start, side="left", out_type=tf.int64
+        )
+        last_char = (
+            tf.searchsorted(char_starts, span_end, side="left", out_type=tf.int64) - 1
+        )
+        limit = tf.maximum(tf.shape(char_starts, out_type=tf.int64)[1] - 1, 0)
+        moved &= tf.shape(char_starts)[1] > 0
+        new_start = tf.gather(
+            char_starts, tf.clip_by_value(first_char - back, 0, limit), batch_dims=1
+        )
+        new_end = tf.gather(
+            char_ends, tf.clip_by_value(last_char - back, 0, limit), batch_dims=1
+        )
+        return (
+            tf.where(moved, new_start, span_start),
+            tf.where(moved, new_end, span_end),
+        )
 
 
 def prefix_sums(values):
