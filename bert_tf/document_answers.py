@@ -366,11 +366,23 @@ class DocumentAnswers:
         width = tf.shape(score)[1]
         keep = tf.minimum(width, CANDIDATES_PER_NBEST_ENTRY * self.n_best_size + 1)
         order = tf.math.top_k(score, keep).indices
+        also = tf.zeros_like(order[:, :0], tf.bool)
+        if self.version_2_with_negative:
+            # The null answer (each row's last candidate) is in the n-best
+            # list however low it ranks: add it after the others if needed.
+            null_index = tf.cast(candidates["score"].row_lengths() - 1, tf.int32)
+            ranked_in = tf.reduce_any(tf.equal(order, null_index[:, None]), axis=1)
+            order = tf.concat([order, null_index[:, None]], axis=1)
+            also = ~ranked_in[:, None]
+            keep += 1
 
         def ranked(name, default):
             return tf.gather(candidates[name].to_tensor(default), order, batch_dims=1)
 
         valid = ranked("valid", False)
+        valid &= tf.concat(
+            [tf.ones_like(order[:, : keep - tf.shape(also)[1]], tf.bool), also], 1
+        )
         null = tf.gather(is_null.to_tensor(False), order, batch_dims=1) & valid
         window = ranked("window", 0)
         start, end = ranked("start", 0), ranked("end", 0)
@@ -563,7 +575,8 @@ class DocumentAnswers:
             span_end,
         )
         rows = tf.broadcast_to(context[:, None], tf.shape(span_start))
-        span_end = tf.maximum(span_end, span_start)
+        span_start = tf.where(valid, span_start, 0)
+        span_end = tf.where(valid, tf.maximum(span_end, span_start), 0)
         span_text = tf.strings.substr(rows, span_start, span_end - span_start)
         span_text = tf.strings.regex_replace(span_text, DOC_WHITESPACE, " ")
         return span_start, span_end, span_text
