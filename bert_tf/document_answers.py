@@ -196,11 +196,18 @@ class DocumentAnswers:
         step = tf.gather(layout["step"], token_question)[:, None]
         max_doc = tf.gather(layout["max_doc"], token_question)[:, None]
         num_tokens = tf.gather(context_ids.row_lengths(), token_question)[:, None]
-        window = tf.range(tf.reduce_max(layout["num_windows"]))[None, :]
+        # A piece is in at most ceil(max_doc / step) + 1 windows, the last
+        # one number position // step: only those are scored.
+        reach = tf.reduce_max(
+            tf.concat(
+                [(layout["max_doc"] + layout["step"] - 1) // layout["step"], [0]], 0
+            )
+        )
+        window = position[:, None] // step - tf.range(reach, -1, -1)[None, :]
         start = window * step
         length = tf.minimum(num_tokens - start, max_doc)
         position = position[:, None]
-        inside = (window < num_windows) & (position >= start)
+        inside = (window >= 0) & (window < num_windows) & (position >= start)
         inside &= position < start + length
         # min(left, right) + 0.01 * length, in float64 as the original's floats.
         score = tf.cast(
@@ -208,8 +215,8 @@ class DocumentAnswers:
         ) + 0.01 * tf.cast(length, tf.float64)
         score = tf.where(inside, score, tf.constant(-1.0, tf.float64))
         best = tf.reduce_max(score, axis=1, keepdims=True)
-        last = tf.reduce_max(layout["num_windows"])
-        return tf.reduce_min(tf.where(score == best, window, last), axis=1)
+        # The first window wins a tie.
+        return tf.reduce_min(tf.where(score == best, window, tf.int64.max), axis=1)
 
     # --- answers ------------------------------------------------------------
 
