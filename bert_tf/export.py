@@ -11,16 +11,17 @@
 Outputs per model:
 
 ==================  ===========================  =================================
-model               serving_default inputs       outputs (both signatures)
+model               serving_default inputs       outputs
 ==================  ===========================  =================================
 `BertClassifier`    `text_a` (+ `text_b`)        `probabilities` [B, C], `label_ids`
                                                  [B] int32, `labels` [B] string;
                                                  regression (1 label): `predictions`
-`BertSpanLabeler`   `question`, `context`        `start_logits`, `end_logits` [B, L];
-                                                 raw text only: `answer_text`,
-                                                 `answer_start`, `answer_end`,
-                                                 `answer_score`, `token_start`,
-                                                 `token_end`
+`BertSpanLabeler`   `question`, `context`        `answer_*` [B], `nbest_*` [B, N],
+                                                 per context piece `start_logits`,
+                                                 `end_logits`, `token_start`,
+                                                 `token_end` [B, T] (see
+                                                 `DocumentAnswers`); serve_tokenized:
+                                                 `start_logits`, `end_logits` [B, L]
 `BertEncoder`       `text_a` (+ `text_b`)        `pooled_output` [B, H],
                                                  `sequence_output` [B, L, H]
 `BertTokenClassi-   `text`                       `logits`, `tag_ids`, `tags` [B, L];
@@ -32,18 +33,29 @@ fier` (tagger)                                   raw text only: `token_start`,
                                                  `bert_tf.tagger_serving`)
 ==================  ===========================  =================================
 
-Span answers: the question is cut to `max_query_length` tokens and the context
-fills the rest of one `seq_length` window (as the original's first window;
-longer contexts are cut — send a context per window to cover them). The best
-span maximises `start_logit + end_logit` over context tokens with
-`start <= end < start + max_answer_length`. `answer_start`/`answer_end` are
-the byte offsets (end exclusive) of that span in the UTF-8 context, and
-`answer_text` is those bytes; `token_start`/`token_end` [B, L] give every
-position's byte span in the context (-1 outside the context), so a client can
-run its own search over the logits. Offsets are word- or punctuation-level:
-a word whose normalisation changes its length in bytes (accents with
-lower-casing) maps back as a whole. They index the context after invalid UTF-8
-bytes and NUL characters are dropped (the text itself for ordinary input).
+Raw text is padded per request: each batch (of sentences, or of a span
+request's windows) is padded to its longest row, never past `seq_length`, so
+a 25-token sentence costs 25 positions, not 128; outputs at real positions are
+those of the fixed-length model. Per-position outputs are as long as the
+request's longest row. `serve_tokenized` takes any width up to the model's
+max_position_embeddings.
+
+Span answers come from the whole context: `bert_tf.document_answers.DocumentAnswers` cuts it
+into `doc_stride` windows as run_squad.py does, scores every window in one
+batch, and applies the original's n-best and max-context rules (and the
+SQuAD 2.0 null score for a v2 model). `answer_start`/`answer_end` are UTF-8
+byte offsets (end exclusive) in the context; `start_logits`/`end_logits` and
+`token_start`/`token_end` are given per context word piece (from the window
+where it has the most context; -1 offsets past a context's last piece), so a
+client can run its own search.
+
+`dtype="bfloat16"` or `"float16"` exports a graph that computes in that
+precision (LayerNorm statistics and the outputs stay float32).
+
+The version is an integer: 1 for a new `export_dir`, else one more than the
+highest version there. `export_dir/batching_parameters.txt` (written when
+absent) is an example `--batching_parameters_file` for the model server's
+`--enable_batching`.
 
 The version directory is written under a temporary name and renamed, so a
 model server that polls `export_dir` never sees half a model. It also holds
@@ -55,26 +67,38 @@ for `keras.saving.load_model` after `import bert_tf`).
 
 import json
 import os
-import time
 import uuid
 
 import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.document_answers import DocumentAnswers
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.preprocessing import BertPreprocessor
-from bert_tf.preprocessing import repair_utf8
-from bert_tf.preprocessing import take_prefix
+from bert_tf.preprocessing import same_batch_size
 from bert_tf.tagger_serving import TaggerSignatures
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
 KERAS_FILE = "model.keras"
+BATCHING_FILE = "batching_parameters.txt"
+SERVING_DTYPES = ("float32", "bfloat16", "float16")
+# An example for TF Serving's --enable_batching (see README.md, "Serving"):
+# requests that arrive within 2 ms are merged into batches of up to 32 rows.
+# pad_variable_length_inputs lets serve_tokenized requests of different widths
+# share a batch (raw strings have no width).
+BATCHING_PARAMETERS = """\
+max_batch_size { value: 32 }
+batch_timeout_micros { value: 2000 }
+max_enqueued_batches { value: 100 }
+num_batch_threads { value: %d }
+pad_variable_length_inputs: true
+"""
 WARMUP_TEXTS = (
     "The quick brown fox jumps over the lazy dog.",
     "BERT reads raw text inside the SavedModel.",
@@ -91,7 +115,13 @@ def export_saved_model(
     text_pair=False,
     max_query_length=64,
     max_answer_length=30,
+    doc_stride=128,
+    n_best_size=20,
+    version_2_with_negative=False,
+    null_score_diff_threshold=0.0,
     tokenizer="bert",
+    dtype="float32",
+    padding="longest",
     version=None,
     save_keras=True,
 ):
@@ -102,32 +132,58 @@ def export_saved_model(
             or `BertEncoder`.
         export_dir: the model's base directory (TF Serving's `model_base_path`).
         vocab_file, do_lower_case: the tokenization the model was trained with.
-        seq_length: packed length of the raw-text signature.
+        seq_length: the longest packed input of the raw-text signature (the
+            span model's window length).
         label_list: classifier: the label strings, in label-id order
             (default "0", "1", ...); tagger (required): its IOB2 tags.
         text_pair: classifier/encoder: whether `serving_default` takes
             `text_b` too.
-        max_query_length, max_answer_length: span model only (the
-            original's run_squad flags).
+        max_query_length, max_answer_length, doc_stride, n_best_size,
+            version_2_with_negative, null_score_diff_threshold: span model
+            only (the original's run_squad flags).
         tokenizer: "bert" (TF Serving >= 2.3) or "fast_bert" (>= 2.12).
-        version: integer version; default: the current Unix time, or one
-            more than the highest existing version if that is larger.
-        save_keras: also write `model.keras` into the version directory.
+        dtype: "float32", "bfloat16" or "float16": the precision the exported
+            graph computes in; outputs are float32 either way.
+        padding: "longest" (each request padded to its longest row) or
+            "max_length" (always `seq_length`, as before).
+        version: integer version; default: 1 for a new `export_dir`, else one
+            more than the highest existing version.
+        save_keras: also write `model.keras` (the model as given, float32)
+            into the version directory.
     """
+    if dtype not in SERVING_DTYPES:
+        raise ValueError(f"dtype must be one of {SERVING_DTYPES}, got {dtype!r}")
     preprocessor = BertPreprocessor(
-        vocab_file, do_lower_case, seq_length, tokenizer=tokenizer, name="preprocessor"
+        vocab_file,
+        do_lower_case,
+        seq_length,
+        tokenizer=tokenizer,
+        padding=padding,
+        name="preprocessor",
     )
+    serving_model = model if dtype == "float32" else copy_in_dtype(model, dtype)
     if isinstance(model, BertTokenClassifier):
-        module = TaggerSignatures(model, preprocessor, label_list)
+        module = TaggerSignatures(serving_model, preprocessor, label_list)
         kind = "tagger"
     elif isinstance(model, BertClassifier):
-        module = _ClassifierModule(model, preprocessor, label_list, text_pair)
+        module = _ClassifierModule(serving_model, preprocessor, label_list, text_pair)
         kind = "classifier"
     elif isinstance(model, BertSpanLabeler):
-        module = _SpanModule(model, preprocessor, max_query_length, max_answer_length)
+        module = _SpanModule(
+            DocumentAnswers(
+                serving_model,
+                preprocessor,
+                max_query_length=max_query_length,
+                max_answer_length=max_answer_length,
+                doc_stride=doc_stride,
+                n_best_size=n_best_size,
+                version_2_with_negative=version_2_with_negative,
+                null_score_diff_threshold=null_score_diff_threshold,
+            )
+        )
         kind = "span"
     elif isinstance(model, BertEncoder):
-        module = _EncoderModule(model, preprocessor, text_pair)
+        module = _EncoderModule(serving_model, preprocessor, text_pair)
         kind = "encoder"
     else:
         raise TypeError(
@@ -140,9 +196,14 @@ def export_saved_model(
             f"{vocab_file} has {preprocessor.vocab_size} tokens but the model's "
             f"vocab_size is {config.vocab_size}: ids would run past the embeddings"
         )
+    if seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"seq_length={seq_length} is longer than the model's "
+            f"max_position_embeddings ({config.max_position_embeddings})"
+        )
 
     archive = keras.export.ExportArchive()
-    archive.track(model)
+    archive.track(serving_model)
     archive.track(preprocessor)
     serve_text, raw_inputs = module.text_endpoint()
     archive.add_endpoint("serving_default", serve_text, raw_inputs)
@@ -172,6 +233,8 @@ def export_saved_model(
                 "serve_tokenized": list(ENCODER_INPUT_NAMES),
             },
             "seq_length": seq_length,
+            "padding": padding,
+            "dtype": dtype,
             "do_lower_case": bool(do_lower_case),
             "tokenizer": tokenizer,
             "vocab_size": preprocessor.vocab_size,
@@ -179,8 +242,14 @@ def export_saved_model(
         if kind in ("classifier", "tagger"):
             metadata["labels"] = module.labels
         if kind == "span":
-            metadata["max_query_length"] = max_query_length
-            metadata["max_answer_length"] = max_answer_length
+            metadata.update(
+                max_query_length=max_query_length,
+                max_answer_length=max_answer_length,
+                doc_stride=doc_stride,
+                n_best_size=n_best_size,
+                version_2_with_negative=bool(version_2_with_negative),
+                null_score_diff_threshold=null_score_diff_threshold,
+            )
         with tf.io.gfile.GFile(os.path.join(temp_dir, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=2)
         if save_keras:
@@ -189,8 +258,36 @@ def export_saved_model(
     finally:
         if tf.io.gfile.exists(temp_dir):
             tf.io.gfile.rmtree(temp_dir)
+    write_batching_parameters(export_dir)
     logging.info("Exported the %s SavedModel to %s", kind, final_dir)
     return final_dir
+
+
+def copy_in_dtype(model, dtype):
+    """A copy of `model` whose weights and computations are in `dtype`
+    ("bfloat16" or "float16"); its LayerNorms keep float32 as in mixed
+    precision training. Storing the weights in `dtype` (rather than casting
+    float32 weights on every call, as a mixed policy does) keeps the cast out
+    of each request's latency."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype)
+    try:
+        copy = type(model).from_config(model.get_config())
+    finally:
+        keras.config.set_dtype_policy(previous)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
+def write_batching_parameters(export_dir):
+    """`export_dir/batching_parameters.txt`, unless there is one already
+    (which may hold the operator's own settings)."""
+    path = os.path.join(export_dir, BATCHING_FILE)
+    if tf.io.gfile.exists(path):
+        return path
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(BATCHING_PARAMETERS % (os.cpu_count() or 1))
+    return path
 
 
 class _TextModule:
@@ -209,7 +306,8 @@ class _TextModule:
         if self.text_pair:
 
             def serve_text(text_a, text_b):
-                return self._outputs(self.preprocessor((text_a, text_b)))
+                texts = same_batch_size([text_a, text_b], ("text_a", "text_b"))
+                return self._outputs(self.preprocessor(tuple(texts)))
 
         else:
 
@@ -261,95 +359,25 @@ class _EncoderModule(_TextModule):
 
 
 class _SpanModule:
-    def __init__(self, model, preprocessor, max_query_length, max_answer_length):
-        self.model = model
-        self.preprocessor = preprocessor
-        self.max_query_length = max_query_length
-        self.max_answer_length = max_answer_length
-        if max_query_length > preprocessor.seq_length - 3:
-            raise ValueError(
-                f"max_query_length={max_query_length} leaves no room for the context "
-                f"in seq_length={preprocessor.seq_length}"
-            )
+    """serving_default: whole documents (`DocumentAnswers`); serve_tokenized:
+    the model's logits for windows the client packed itself."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.model = answers.model
 
     def text_endpoint(self):
         specs = [tf.TensorSpec([None], tf.string, n) for n in ("question", "context")]
-        return self.serve_text, specs
-
-    def _pack(self, question, context):
-        """As the original's first window: the question cut to
-        max_query_length, then as much context as fits."""
-        seq_length = self.preprocessor.seq_length
-        question_ids = self.preprocessor.tokenize(question)
-        context_ids, starts, ends = self.preprocessor.tokenize_with_offsets(context)
-        question_length = tf.minimum(question_ids.row_lengths(), self.max_query_length)
-        context_length = tf.minimum(
-            context_ids.row_lengths(), seq_length - 3 - question_length
-        )
-        inputs = self.preprocessor.pack(
-            [question_ids, context_ids], lengths=[question_length, context_length]
-        )
-        # Byte spans per position: -1 outside the context.
-        first = question_length + 2
-
-        def at_positions(values):
-            kept = take_prefix(values, context_length)
-            lead = tf.RaggedTensor.from_row_lengths(
-                tf.fill([tf.reduce_sum(first)], tf.constant(-1, tf.int64)), first
-            )
-            return tf.concat([lead, kept], axis=1).to_tensor(
-                -1, shape=[None, seq_length]
-            )
-
-        return inputs, at_positions(starts), at_positions(ends)
+        return self.answers.__call__, specs
 
     def tokenize_for_warmup(self, inputs):
-        return self._pack(inputs["question"], inputs["context"])[0]
+        return self.answers.windows(inputs["question"], inputs["context"])[0]
 
     def serve_tokenized(self, input_ids, input_mask, segment_ids):
         outputs = self.model(
             _model_inputs(input_ids, input_mask, segment_ids), training=False
         )
         return {name: tf.cast(outputs[name], tf.float32) for name in outputs}
-
-    def serve_text(self, question, context):
-        # Offsets index the repaired context, which the answer is cut from.
-        context = repair_utf8(context)
-        inputs, token_start, token_end = self._pack(question, context)
-        outputs = self.model(inputs, training=False)
-        start_logits = tf.cast(outputs["start_logits"], tf.float32)
-        end_logits = tf.cast(outputs["end_logits"], tf.float32)
-        # Best span over context positions with start <= end < start + max.
-        in_context = token_start >= 0
-        scores = start_logits[:, :, None] + end_logits[:, None, :]
-        seq_length = self.preprocessor.seq_length
-        band = tf.linalg.band_part(
-            tf.ones([seq_length, seq_length], tf.bool), 0, self.max_answer_length - 1
-        )
-        valid = band[None] & in_context[:, :, None] & in_context[:, None, :]
-        scores = tf.where(valid, scores, float("-inf"))
-        flat = tf.reshape(scores, [-1, seq_length * seq_length])
-        best = tf.argmax(flat, axis=-1, output_type=tf.int32)
-        start = best // seq_length
-        end = best % seq_length
-        found = tf.reduce_any(valid, axis=[1, 2])
-        answer_start = tf.where(found, tf.gather(token_start, start, batch_dims=1), 0)
-        answer_end = tf.where(found, tf.gather(token_end, end, batch_dims=1), 0)
-        answer_text = tf.strings.substr(
-            context, answer_start, answer_end - answer_start, unit="BYTE"
-        )
-        return {
-            "start_logits": start_logits,
-            "end_logits": end_logits,
-            "answer_text": answer_text,
-            "answer_start": answer_start,
-            "answer_end": answer_end,
-            "answer_score": tf.where(
-                found, tf.reduce_max(flat, axis=-1), float("-inf")
-            ),
-            "token_start": token_start,
-            "token_end": token_end,
-        }
 
 
 def _model_inputs(input_ids, input_mask, segment_ids):
@@ -371,7 +399,7 @@ def _next_version(export_dir, version):
         if name.strip("/").isdigit()
     ]
     if version is None:
-        version = max([int(time.time()), *(v + 1 for v in existing)])
+        version = max([0, *existing]) + 1
     version = int(version)
     if version in existing:
         raise FileExistsError(

@@ -18,7 +18,7 @@ from bert_tf import tokenization
 # Python's str.split() after the original's _clean_text: tab/newline/CR and Zs
 # became " "; U+2028/U+2029 are the only other separators that survive
 # cleaning (the remaining Python whitespace characters are Cc and are dropped).
-_WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]+"
+WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]+"
 # _clean_text drops NUL, U+FFFD and controls (Cc, Cf); \t\n\r are split on
 # before this runs.
 _CONTROL = r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]"
@@ -40,6 +40,7 @@ _MAX_BYTES_PER_WORD = 4 * _MAX_INPUT_CHARS_PER_WORD + 1
 TOKENIZERS = ("bert", "fast_bert")
 # The vocabulary's file name among a `.keras` file's assets.
 _VOCAB_ASSET = "vocab.txt"
+PADDINGS = ("max_length", "longest")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -48,9 +49,16 @@ class BertPreprocessor(keras.layers.Layer):
 
     The ids equal `tokenization.FullTokenizer` followed by the original's
     packing: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, segment ids 0 then 1,
-    zero padding to `seq_length`, and the original truncation (a single
-    segment is cut to `seq_length - 2`; a pair loses tokens from the end of
-    the longer segment, the second one on ties, until it fits).
+    zero padding, and the original truncation (a single segment is cut to
+    `seq_length - 2`; a pair loses tokens from the end of the longer segment,
+    the second one on ties, until it fits).
+
+    Padding: `padding="max_length"` (default) pads every row to `seq_length`,
+    the original's fixed shape, which `tf.data` pipelines, XLA and TPUs want.
+    `padding="longest"` pads each batch only to its longest row (never past
+    `seq_length`): what a server wants, since a 25-token sentence then costs
+    25 positions, not 128. The model's outputs at real positions are the same
+    either way (padded keys are masked out).
 
     With `tokenizer="bert"` (default) only ops that stock TF Serving has
     shipped since 2.3 are used: `RegexSplitWithOffsets`, `NormalizeUTF8`,
@@ -61,8 +69,10 @@ class BertPreprocessor(keras.layers.Layer):
     Args:
         vocab_file: str. The model's vocab.txt.
         do_lower_case: bool. Lower-case and strip accents, as the original.
-        seq_length: int. Length of the packed outputs.
+        seq_length: int. Length of the packed outputs (with
+            `padding="longest"`: the most they can have).
         tokenizer: "bert" or "fast_bert".
+        padding: "max_length" or "longest" (see above).
 
     Call arguments: `inputs`, a string tensor [batch] (one segment) or a
     tuple/list of two (a pair); scalar strings (one example, as an unbatched
@@ -72,7 +82,8 @@ class BertPreprocessor(keras.layers.Layer):
     file loads after `vocab_file` has moved or gone.
 
     Returns: a dict of int32 [batch, seq_length] tensors `input_ids`,
-    `input_mask` and `segment_ids`.
+    `input_mask` and `segment_ids` ([batch, longest row] with
+    `padding="longest"`).
 
     Example:
     >>> preprocessor = bert_tf.BertPreprocessor("vocab.txt", True, 128)
@@ -81,7 +92,13 @@ class BertPreprocessor(keras.layers.Layer):
     """
 
     def __init__(
-        self, vocab_file, do_lower_case=True, seq_length=128, tokenizer="bert", **kw
+        self,
+        vocab_file,
+        do_lower_case=True,
+        seq_length=128,
+        tokenizer="bert",
+        padding="max_length",
+        **kw,
     ):
         from_assets = kw.pop("_vocabulary_from_assets", False)
         super().__init__(**kw)
@@ -89,12 +106,15 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError(
                 f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}"
             )
+        if padding not in PADDINGS:
+            raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}")
         if seq_length < 3:
             raise ValueError(f"seq_length must be >= 3, got {seq_length}")
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.seq_length = seq_length
         self.tokenizer = tokenizer
+        self.padding = padding
         self._vocab_bytes = None
         # A layer restored from a `.keras` file gets its vocabulary from the
         # file's assets (`load_assets`), wherever vocab_file was when saved.
@@ -118,6 +138,7 @@ class BertPreprocessor(keras.layers.Layer):
                 raise ValueError(f"{vocab_file}: the vocabulary has no {token}")
         self.cls_id = vocab["[CLS]"]
         self.sep_id = vocab["[SEP]"]
+        self.unk_id = vocab["[UNK]"]
         self.vocab_size = len(vocab)
         tokens = list(vocab)
         self._table = tf.lookup.StaticHashTable(
@@ -173,9 +194,10 @@ class BertPreprocessor(keras.layers.Layer):
 
         Returns `(ids, starts, ends)`, int64 ragged [batch, tokens]: the ids,
         and for each token the byte span in its (UTF-8-cleaned) input string
-        of the smallest piece of text it maps back to — its punctuation-split
-        piece when normalisation kept the word's length in bytes, else its
-        whitespace-delimited word (as the original's tok_to_orig_index).
+        of the characters it was made from ("##ana" of "Banana": "ana"). A
+        word whose normalisation changes its number of characters (a
+        decomposed accent, a control character) maps back whole, as the
+        original's `get_final_text` does when its character alignment fails.
         """
         texts = repair_utf8(texts)
         if self.tokenizer == "fast_bert":
@@ -186,47 +208,72 @@ class BertPreprocessor(keras.layers.Layer):
                 ends.merge_dims(1, -1),
             )
         words, word_starts, word_ends = text.regex_split_with_offsets(
-            texts, _WHITESPACE, ""
+            texts, WHITESPACE, ""
         )
-        cleaned = tf.strings.regex_replace(words, _CONTROL, "")
-        normalized = cleaned
-        if self.do_lower_case:
-            normalized = tf.strings.lower(normalized, encoding="utf-8")
-            normalized = text.normalize_utf8(normalized, "NFD")
-            normalized = tf.strings.regex_replace(normalized, _NONSPACING_MARK, "")
+        normalized = normalize_words(words, self.do_lower_case)
         # [batch, words, pieces]
-        pieces, piece_starts, piece_ends = text.regex_split_with_offsets(
+        pieces, piece_starts, _ = text.regex_split_with_offsets(
             normalized, _OWN_TOKEN, _OWN_TOKEN
         )
         too_long = (
             tf.strings.length(pieces.flat_values, unit="UTF8_CHAR")
             > _MAX_INPUT_CHARS_PER_WORD
         )
-        pieces = pieces.with_flat_values(
+        unk_pieces = pieces.with_flat_values(
             tf.where(too_long, "[UNK]", pieces.flat_values)
         )
-        # [batch, words, pieces, word pieces]
-        ids = self._wordpiece.tokenize(pieces)
-        # Byte spans: piece-level where the word's bytes did not move.
-        same_length = tf.strings.length(normalized) == tf.strings.length(words)
-        word_starts = tf.cast(word_starts, tf.int64)
-        word_ends = tf.cast(word_ends, tf.int64)
-        piece_word = pieces.values.value_rowids()
-        piece_word_start = tf.gather(word_starts.flat_values, piece_word)
-        piece_word_end = tf.gather(word_ends.flat_values, piece_word)
-        piece_exact = tf.gather(same_length.flat_values, piece_word)
+        # [batch, words, pieces, word pieces]; offsets in bytes of the piece.
+        ids, wp_starts, wp_ends = self._wordpiece.tokenize_with_offsets(unk_pieces)
+        # Each word piece's bytes in its normalized word (a too-long piece,
+        # now one [UNK], covers its whole piece).
+        token_piece = ids.values.values.value_rowids()
+        piece_bytes = tf.cast(tf.strings.length(pieces.flat_values), tf.int64)
+        in_piece_start = tf.where(
+            tf.gather(too_long, token_piece),
+            tf.constant(0, tf.int64),
+            tf.cast(wp_starts.flat_values, tf.int64),
+        )
+        in_piece_end = tf.where(
+            tf.gather(too_long, token_piece),
+            tf.gather(piece_bytes, token_piece),
+            tf.cast(wp_ends.flat_values, tf.int64),
+        )
+        piece_start = tf.cast(
+            tf.gather(piece_starts.flat_values, token_piece), tf.int64
+        )
+        normalized_start = piece_start + in_piece_start
+        normalized_end = piece_start + in_piece_end
+        # Back to the input's bytes through character positions, which
+        # lower-casing and accent stripping keep when they keep the count.
+        token_word = tf.gather(pieces.values.value_rowids(), token_piece)
+        word_text = tf.gather(words.flat_values, token_word)
+        normalized_text = tf.gather(normalized.flat_values, token_word)
+        same_count = tf.equal(
+            tf.strings.length(words.flat_values, unit="UTF8_CHAR"),
+            tf.strings.length(normalized.flat_values, unit="UTF8_CHAR"),
+        )
+
+        def to_input_bytes(normalized_offset):
+            chars = tf.strings.length(
+                tf.strings.substr(
+                    normalized_text, tf.zeros_like(normalized_offset), normalized_offset
+                ),
+                unit="UTF8_CHAR",
+            )
+            prefix = tf.strings.substr(
+                word_text, tf.zeros_like(chars), chars, unit="UTF8_CHAR"
+            )
+            return tf.cast(tf.strings.length(prefix), tf.int64)
+
+        exact = tf.gather(same_count, token_word)
+        word_start = tf.gather(tf.cast(word_starts.flat_values, tf.int64), token_word)
+        word_end = tf.gather(tf.cast(word_ends.flat_values, tf.int64), token_word)
         flat_start = tf.where(
-            piece_exact,
-            piece_word_start + tf.cast(piece_starts.flat_values, tf.int64),
-            piece_word_start,
+            exact, word_start + to_input_bytes(normalized_start), word_start
         )
         flat_end = tf.where(
-            piece_exact,
-            piece_word_start + tf.cast(piece_ends.flat_values, tf.int64),
-            piece_word_end,
+            exact, word_start + to_input_bytes(normalized_end), word_end
         )
-        flat_start = tf.gather(flat_start, ids.values.values.value_rowids())
-        flat_end = tf.gather(flat_end, ids.values.values.value_rowids())
         ids = ids.merge_dims(1, -1)
         return ids, ids.with_flat_values(flat_start), ids.with_flat_values(flat_end)
 
@@ -271,7 +318,7 @@ class BertPreprocessor(keras.layers.Layer):
                 types.append(piece * 0 + index)
         ids = tf.concat(parts, axis=1)
         type_ids = tf.concat(types, axis=1)
-        shape = [None, seq_length]
+        shape = [None, seq_length if self.padding == "max_length" else None]
         return {
             "input_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
             "input_mask": tf.cast(
@@ -289,14 +336,18 @@ class BertPreprocessor(keras.layers.Layer):
         scalar = all(s.shape.rank == 0 for s in strings)
         if scalar:
             strings = [tf.reshape(s, [1]) for s in strings]
-        packed = self.pack([self.tokenize(_as_batch(s)) for s in strings])
+        strings = [_as_batch(s) for s in strings]
+        if len(strings) == 2:
+            strings = same_batch_size(strings, ("first segment", "second segment"))
+        packed = self.pack([self.tokenize(s) for s in strings])
         if scalar:
             return {key: value[0] for key, value in packed.items()}
         return packed
 
     def compute_output_spec(self, inputs):
         scalar = all(len(getattr(s, "shape", (None,))) == 0 for s in _segments(inputs))
-        shape = (self.seq_length,) if scalar else (None, self.seq_length)
+        length = self.seq_length if self.padding == "max_length" else None
+        shape = (length,) if scalar else (None, length)
         spec = keras.KerasTensor(shape, dtype="int32")
         return {"input_ids": spec, "input_mask": spec, "segment_ids": spec}
 
@@ -308,6 +359,7 @@ class BertPreprocessor(keras.layers.Layer):
                 "do_lower_case": self.do_lower_case,
                 "seq_length": self.seq_length,
                 "tokenizer": self.tokenizer,
+                "padding": self.padding,
             }
         )
         return config
@@ -316,6 +368,19 @@ class BertPreprocessor(keras.layers.Layer):
     def from_config(cls, config):
         # From a `.keras` file, the vocabulary comes with the assets.
         return cls(**config, _vocabulary_from_assets=True)
+
+
+def normalize_words(words, do_lower_case):
+    """What the original's BasicTokenizer does to the characters of
+    whitespace-free `words`: drops NUL, U+FFFD and control characters and,
+    when lower-casing, lower-cases, decomposes (NFD) and drops the
+    non-spacing marks. (Splitting at punctuation adds no characters.)"""
+    words = tf.strings.regex_replace(words, _CONTROL, "")
+    if do_lower_case:
+        words = tf.strings.lower(words, encoding="utf-8")
+        words = text.normalize_utf8(words, "NFD")
+        words = tf.strings.regex_replace(words, _NONSPACING_MARK, "")
+    return words
 
 
 def truncated_pair_lengths(length_a, length_b, budget):
@@ -343,6 +408,37 @@ def truncated_pair_lengths(length_a, length_b, budget):
         tf.where(length_a <= half_down, budget - length_a, half_down),
     )
     return [new_a, new_b]
+
+
+def same_batch_size(tensors, names):
+    """`tensors`, checked to have as many rows as each other.
+
+    A mismatch raises ValueError naming both inputs and sizes when the shapes
+    are known, else fails at run time (InvalidArgumentError) with that
+    message, before any tokenization.
+    """
+    first, first_name = tensors[0], names[0]
+    checks = []
+    for tensor, name in zip(tensors[1:], names[1:], strict=True):
+        rows_a, rows_b = first.shape[0], tensor.shape[0]
+        if rows_a is not None and rows_b is not None:
+            if rows_a != rows_b:
+                raise ValueError(
+                    f"{first_name} has {rows_a} rows but {name} has {rows_b}: "
+                    "they must have the same batch size"
+                )
+            continue
+        size_a, size_b = tf.shape(first)[0], tf.shape(tensor)[0]
+        message = tf.strings.format(
+            f"{first_name} has {{}} rows but {name} has {{}}: they must have the "
+            "same batch size",
+            (size_a, size_b),
+        )
+        checks.append(tf.debugging.Assert(tf.equal(size_a, size_b), [message]))
+    if not checks:
+        return list(tensors)
+    with tf.control_dependencies(checks):
+        return [tf.identity(tensor) for tensor in tensors]
 
 
 def take_prefix(ragged, lengths):

@@ -181,3 +181,37 @@ def test_config_round_trip_and_graph_mode(shared_data):
     for name in eager:
         np.testing.assert_array_equal(eager[name], graph[name])
         assert eager[name].shape == (2, 24)
+
+
+def test_padding_longest_cuts_the_fixed_rows_at_the_longest(shared_data):
+    vocab = _vocab(shared_data, "bert-base-uncased")
+    sentences = load_squad_sentences(shared_data)[:64]
+    fixed = BertPreprocessor(vocab, True, 128)(tf.constant(sentences))
+    longest = BertPreprocessor(vocab, True, 128, padding="longest")
+    assert longest.get_config()["padding"] == "longest"
+    got = longest(tf.constant(sentences))
+    width = int(fixed["input_mask"].numpy().sum(1).max())
+    assert got["input_ids"].shape == (64, width) and width < 128
+    for name in got:
+        np.testing.assert_array_equal(got[name], fixed[name][:, :width])
+        assert not fixed[name][:, width:].numpy().any()
+    # Truncation is unchanged: a long row still stops at seq_length.
+    long_row = longest(tf.constant(["word " * 300, "short"]))
+    assert long_row["input_ids"].shape == (2, 128)
+    with pytest.raises(ValueError, match="padding"):
+        BertPreprocessor(vocab, True, 128, padding="right")
+
+
+def test_pair_batch_size_mismatch_names_both_sizes(shared_data):
+    vocab = _vocab(shared_data, "bert-base-uncased")
+    preprocessor = BertPreprocessor(vocab, True, 16)
+    with pytest.raises(ValueError, match="has 2 rows but second segment has 1"):
+        preprocessor((tf.constant(["a", "b"]), tf.constant(["c"])))
+    graph = tf.function(
+        preprocessor,
+        input_signature=[
+            (tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.string))
+        ],
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match="has 2 rows"):
+        graph((tf.constant(["a", "b"]), tf.constant(["c"])))

@@ -13,6 +13,7 @@ Installed as `bert-tf-export-saved-model`; also `python -m bert_tf.cli.export_sa
 from absl import flags
 
 from bert_tf.cli.command import Command
+from bert_tf.training import flags as common_flags
 
 MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 
@@ -45,13 +46,13 @@ def define_flags():
         "Whether to lower case the input text (as the model was trained).",
     )
     flags.DEFINE_integer(
-        "max_seq_length", 128, "Packed length of the raw-text signature."
+        "max_seq_length",
+        128,
+        "Longest packed input of the raw-text signature (each request is padded "
+        "to its longest row, up to this); span: the window length.",
     )
     flags.DEFINE_string(
         "export_dir", None, "Base directory; the model goes to export_dir/<version>/."
-    )
-    flags.DEFINE_integer(
-        "version", None, "Version number; default: the current Unix time."
     )
     flags.DEFINE_string(
         "task_name",
@@ -74,13 +75,24 @@ def define_flags():
     )
     flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
     flags.DEFINE_integer("max_answer_length", 30, "span: longest answer in tokens.")
-    flags.DEFINE_enum(
-        "serving_tokenizer",
-        "bert",
-        ["bert", "fast_bert"],
-        "In-graph tokenizer: bert (TF Serving >= 2.3, ids equal to the "
-        "original's) or fast_bert (TF Serving >= 2.12).",
+    flags.DEFINE_integer(
+        "doc_stride", 128, "span: how far each window of a long context moves on."
     )
+    flags.DEFINE_integer(
+        "n_best_size", 20, "span: start/end candidates per window, n-best entries."
+    )
+    flags.DEFINE_bool(
+        "version_2_with_negative",
+        False,
+        "span: the model was trained on SQuAD 2.0 (answers may be empty).",
+    )
+    flags.DEFINE_float(
+        "null_score_diff_threshold",
+        0.0,
+        'span, SQuAD 2.0: answer "" when the null score beats the best span by '
+        "more than this.",
+    )
+    common_flags.define_serving_flags()
 
 
 def export(flags_obj):

@@ -95,8 +95,15 @@ def run(flags_obj):
             flags_obj.init_checkpoint, config=config
         )
         options = {
-            "max_query_length": flags_obj.max_query_length,
-            "max_answer_length": flags_obj.max_answer_length,
+            name: getattr(flags_obj, name)
+            for name in (
+                "max_query_length",
+                "max_answer_length",
+                "doc_stride",
+                "n_best_size",
+                "version_2_with_negative",
+                "null_score_diff_threshold",
+            )
         }
     elif flags_obj.model_type == "tagger":
         labels = flags_obj.labels or tagger_labels(flags_obj.init_checkpoint)
@@ -121,7 +128,8 @@ def run(flags_obj):
         flags_obj.do_lower_case,
         flags_obj.max_seq_length,
         tokenizer=flags_obj.serving_tokenizer,
-        version=flags_obj.version,
+        dtype=flags_obj.serving_dtype,
+        version=flags_obj.export_version,
         **options,
     )
     logging.info(

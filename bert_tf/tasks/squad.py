@@ -370,6 +370,10 @@ def run(flags_obj):
             model,
             max_query_length=flags_obj.max_query_length,
             max_answer_length=flags_obj.max_answer_length,
+            doc_stride=flags_obj.doc_stride,
+            n_best_size=flags_obj.n_best_size,
+            version_2_with_negative=flags_obj.version_2_with_negative,
+            null_score_diff_threshold=flags_obj.null_score_diff_threshold,
         )
     return results
 

@@ -150,6 +150,14 @@ def define_new_flags():
         "end (raw-text `serving_default` and int32 `serve_tokenized` signatures, "
         "plus model.keras).",
     )
+    define_serving_flags()
+    flags.DEFINE_integer(
+        "seed", 12345, "Random seed for initialisation and data order."
+    )
+
+
+def define_serving_flags():
+    """How a SavedModel is exported (run_* --export_dir and export_saved_model.py)."""
     flags.DEFINE_enum(
         "serving_tokenizer",
         "bert",
@@ -159,8 +167,18 @@ def define_new_flags():
         "fast_bert (FastBertTokenizer, TF Serving >= 2.12, faster, differs on rare "
         "Unicode).",
     )
+    flags.DEFINE_enum(
+        "serving_dtype",
+        "float32",
+        ["float32", "bfloat16", "float16"],
+        "Precision the exported SavedModel computes in (weights stored in it, "
+        "LayerNorm statistics and outputs float32).",
+    )
     flags.DEFINE_integer(
-        "seed", 12345, "Random seed for initialisation and data order."
+        "export_version",
+        None,
+        "Version directory of the export (export_dir/<export_version>/); default: "
+        "1, or one more than the highest version already in export_dir.",
     )
 
 

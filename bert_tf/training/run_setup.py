@@ -127,6 +127,8 @@ def export_from_flags(flags_obj, model, **kwargs):
         flags_obj.do_lower_case,
         flags_obj.max_seq_length,
         tokenizer=flags_obj.serving_tokenizer,
+        dtype=flags_obj.serving_dtype,
+        version=flags_obj.export_version,
         **kwargs,
     )
 
