@@ -1,7 +1,7 @@
 """SQuAD predictions from start/end logits, and the official SQuAD metrics.
 
 ``write_predictions`` reproduces ``run_squad.py``'s function of the same name
-(spec §5): top-n start/end indexes per window, the discard rules, the SQuAD 2.0
+(docs/original_bert.md §5): top-n start/end indexes per window, the discard rules, the SQuAD 2.0
 null score (the minimum over an example's windows), ``get_final_text``, the
 n-best list with softmax probabilities, and ``predictions.json``,
 ``nbest_predictions.json`` and (2.0) ``null_odds.json``.

@@ -13,7 +13,7 @@ import bert_tf
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "run_classifier.py")
 
-# spec §1.1: every flag of the original, with its default.
+# docs/original_bert.md §1: every flag of the original, with its default.
 ORIGINAL_FLAGS = {
     "data_dir": None,
     "bert_config_file": None,

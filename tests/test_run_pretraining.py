@@ -16,7 +16,7 @@ NUM_STEPS = 220
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "run_pretraining.py")
 
-# spec §1.3: every flag of the original, with its default.
+# docs/original_bert.md §1: every flag of the original, with its default.
 ORIGINAL_FLAGS = {
     "bert_config_file": None,
     "input_file": None,

@@ -14,7 +14,7 @@ import bert_tf
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "run_squad.py")
 
-# spec §1.2: every flag of the original, with its default.
+# docs/original_bert.md §1: every flag of the original, with its default.
 ORIGINAL_FLAGS = {
     "bert_config_file": None,
     "vocab_file": None,

@@ -89,7 +89,7 @@ def _example(qid, doc, question="who", **kwargs):
 
 
 # ---------------------------------------------------------------------------
-# Oracle on the real dev set (spec §12)
+# Oracle on the real dev set (docs/original_bert.md §9)
 
 
 def test_oracle_dev_v11_matches_original(shared_data):

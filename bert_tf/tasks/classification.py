@@ -1,6 +1,6 @@
 """What run_classifier.py does: fine-tune, evaluate and predict a sentence classifier.
 
-The steps and files are the original's (spec §1.1, §4): features written to
+The steps and files are the original's (docs/original_bert.md §1, §4): features written to
 `train.tf_record` / `eval.tf_record` / `predict.tf_record` in output_dir,
 `num_train_steps = int(len(train_examples) / train_batch_size * num_train_epochs)`,
 `eval_results.txt` and `test_results.tsv` in the original format. On top:

@@ -1,7 +1,7 @@
 """What extract_features.py does: per-token layer outputs as JSON lines.
 
 The original's flags, input format (one example per line, `A ||| B` for a
-pair) and output (spec §2.4): one JSON object per input line,
+pair) and output (docs/original_bert.md §2): one JSON object per input line,
 `{"linex_index": i, "features": [{"token": t, "layers": [{"index": l,
 "values": [...]}]}]}` with values rounded to 6 places, real tokens only
 ([CLS] and [SEP] included). The key is spelled `linex_index`, as the original.

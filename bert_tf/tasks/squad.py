@@ -1,6 +1,6 @@
 """What run_squad.py does: fine-tune a span labeler on SQuAD and predict answers.
 
-The steps and files are the original's (spec §1.2, §2.3, §5): training
+The steps and files are the original's (docs/original_bert.md §1, §2, §5): training
 examples shuffled with `random.Random(12345)`, features written to
 `train.tf_record` / `eval.tf_record` in output_dir,
 `num_train_steps = int(len(train_examples) / train_batch_size * num_train_epochs)`
