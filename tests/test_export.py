@@ -22,6 +22,7 @@ import tensorflow as tf
 import bert_tf
 from bert_tf import export
 from bert_tf import tokenization
+from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from data_prep import glue
 
 SEQ_LENGTH = 32
@@ -331,7 +332,7 @@ def test_saved_model_cli_show_lists_signatures(exported):
         "text_b": ("DT_STRING", "(-1)"),
     }
     assert signatures["serve_tokenized"]["inputs"] == {
-        name: ("DT_INT32", "(-1, -1)") for name in export.MODEL_INPUTS
+        name: ("DT_INT32", "(-1, -1)") for name in ENCODER_INPUT_NAMES
     }
     for name in ("serving_default", "serve_tokenized"):
         assert signatures[name]["method"] == "tensorflow/serving/predict"
