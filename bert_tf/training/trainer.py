@@ -6,8 +6,9 @@ replica before the all-reduce (the original clips the whole gradient), and has
 no gradient accumulation. The loop here:
 
 - sums gradients over micro-batches (`gradient_accumulation_steps`) and over
-  replicas, then clips the summed gradient by global norm (1.0, as the
-  original), then applies the optimizer once;
+  replicas (one all-reduce per step: the optimizer's own sum is turned off),
+  then clips the summed gradient by global norm (1.0, as the original), then
+  applies the optimizer once;
 - checkpoints model + optimizer + step every `save_checkpoints_steps` and
   resumes from the latest checkpoint, skipping the batches already consumed,
   so a killed run rerun with the same command ends at the same step;
@@ -21,6 +22,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.optimization import set_gradient_aggregation
 from bert_tf.training.strategy import is_chief
 
 
@@ -31,7 +33,9 @@ class Trainer:
         strategy: a `tf.distribute.Strategy`; model and optimizer must have
             been created under its scope.
         model: the Keras model.
-        optimizer: a Keras optimizer (it must not clip by itself).
+        optimizer: a Keras optimizer (it must not clip by itself). The
+            Trainer turns its cross-replica sum off
+            (`set_gradient_aggregation`): it is given the summed gradient.
         loss_fn: `loss_fn(batch, outputs) -> scalar`, the loss of one
             replica's micro-batch as the original defines it for a batch.
         dataset_fn: `dataset_fn(input_context, skip_batches) -> tf.data.Dataset`
@@ -88,6 +92,9 @@ class Trainer:
 
         with strategy.scope():
             optimizer.build(model.trainable_variables)
+        # The step sums the replicas' gradients once, to clip the global
+        # gradient; the optimizer must not sum them a second time.
+        set_gradient_aggregation(optimizer, False)
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
         # Non-chief workers of a multi-worker run write to a scratch folder:
         # every worker must take part in saving, only the chief's copy counts.
@@ -166,11 +173,9 @@ class Trainer:
                 summed = [next(clipped) if g is not None else None for g in summed]
             if loss_scaled:
                 summed = [g * scale if g is not None else None for g in summed]
-            # Keras' optimizer sums gradients over replicas once more: give it
-            # each replica's equal share so that sum is the clipped gradient.
-            optimizer.apply(
-                [g / replicas if g is not None else None for g in summed], variables
-            )
+            # Already the replicas' sum (aggregation is off, see __init__):
+            # every replica applies the same update to its copy.
+            optimizer.apply(summed, variables)
             return total_loss / accumulation
 
         replica_step = tf.function(replica_step, jit_compile=self.use_xla)
