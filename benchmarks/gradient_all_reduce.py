@@ -123,7 +123,7 @@ def main():
         loop(iterator, tf.constant(1))  # warm-up
         runs[name] = (loop, iterator, params, max(per_device.values()), [])
     for _ in range(args.rounds):
-        for name, (loop, iterator, _, _, times) in runs.items():
+        for loop, iterator, _, _, times in runs.values():
             began = time.perf_counter()
             float(loop(iterator, tf.constant(args.steps)))
             times.append((time.perf_counter() - began) / args.steps)

@@ -1,7 +1,5 @@
 """What a traced training step sends over the network: its all-reduce ops."""
 
-import tensorflow as tf
-
 # The ops tf.distribute emits for a cross-device sum (collective all-reduce,
 # NCCL, and the TPU's cross-replica sum).
 ALL_REDUCE_OPS = ("CollectiveReduce", "CollectiveReduceV2", "NcclAllReduce")

@@ -95,7 +95,13 @@ class Trainer:
         # The step sums the replicas' gradients once, to clip the global
         # gradient; the optimizer must not sum them a second time.
         set_gradient_aggregation(optimizer, False)
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        # The dropout layers' random streams (Keras SeedGenerator states,
+        # which FastDropout and the fused kernels draw their ThreeFry seeds
+        # from) are not in the model's own checkpoint: saved with it, a
+        # resumed run draws the masks the uninterrupted run drew, bit for bit.
+        self.checkpoint = tf.train.Checkpoint(
+            model=model, optimizer=optimizer, random_streams=random_streams(model)
+        )
         # Non-chief workers of a multi-worker run write to a scratch folder:
         # every worker must take part in saving, only the chief's copy counts.
         checkpoint_dir = os.path.join(output_dir, "checkpoints")
@@ -111,11 +117,19 @@ class Trainer:
         return int(self.optimizer.iterations.numpy())
 
     def restore(self):
-        """Restores the latest checkpoint, if any; returns the step reached."""
-        latest = self.manager.latest_checkpoint
-        if latest:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
-            logging.info("Resumed from %s at step %d", latest, self.global_step)
+        """Restores the newest readable checkpoint, if any; returns the step reached.
+
+        A checkpoint that cannot be read (truncated, deleted data file) is
+        reported with a WARNING naming it and the reason, and the next newest
+        is tried.
+        """
+        path = restore_newest_readable(
+            self.checkpoint,
+            self.manager.checkpoints,
+            lambda status: status.assert_existing_objects_matched(),
+        )
+        if path:
+            logging.info("Resumed from %s at step %d", path, self.global_step)
         return self.global_step
 
     def make_train_loop(self):
@@ -250,6 +264,46 @@ class Trainer:
                 )
         writer.flush()
         return loss
+
+
+def random_streams(model):
+    """The state variables of `model`'s random streams (dropout seeds), in
+    layer order: the same list for the same architecture."""
+    return [
+        variable
+        for variable in model.non_trainable_variables
+        if variable.path.endswith("seed_generator_state")
+    ]
+
+
+def restore_newest_readable(checkpoint, paths, check=None):
+    """Restores `checkpoint` from the newest of `paths` (oldest first) that reads.
+
+    Unreadable ones are skipped with a WARNING naming the file and the
+    reason. Returns the path restored, or None when `paths` is empty.
+
+    Raises:
+        ValueError: none of `paths` could be read.
+    """
+    failures = []
+    for path in reversed(list(paths)):
+        try:
+            status = checkpoint.restore(path)
+            if check is not None:
+                check(status)
+            return path
+        except (tf.errors.OpError, ValueError, AssertionError) as error:
+            reason = str(error).strip().splitlines()[0] if str(error) else repr(error)
+            logging.warning(
+                "Checkpoint %s cannot be read (%s): trying an older one", path, reason
+            )
+            failures.append(f"{path}: {reason}")
+    if failures:
+        raise ValueError(
+            "No readable checkpoint: " + "; ".join(failures) + " (delete them, or "
+            "rerun with --overwrite_output_dir to start over)"
+        )
+    return None
 
 
 def model_inputs(model, batch):
