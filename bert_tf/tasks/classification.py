@@ -22,6 +22,7 @@ from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
 from bert_tf.models import BertClassifier
 from bert_tf.training import flags as common_flags
+from bert_tf.training.output_dir import examples_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config
@@ -242,7 +243,7 @@ def _run(flags_obj):
         num_labels=num_labels,
     )
 
-    data_files = []
+    data = []
     dataset_fn = num_train_steps = num_warmup_steps = None
     if flags_obj.do_train:
         examples = processor.get_train_examples(data_dir)
@@ -254,7 +255,7 @@ def _run(flags_obj):
         _write_records(
             examples, label_list, seq_length, tokenizer, record_file, is_regression
         )
-        data_files = [record_file]
+        data = [examples_fingerprint(examples)]
         logging.info("***** Running training *****")
         logging.info("  Num examples = %d", len(examples))
         logging.info("  Batch size = %d", flags_obj.train_batch_size)
@@ -277,7 +278,7 @@ def _run(flags_obj):
         config=config,
         loss_fn=classifier_loss_fn(is_regression),
         dataset_fn=dataset_fn,
-        data_files=data_files,
+        data=data,
         num_train_steps=num_train_steps,
         num_warmup_steps=num_warmup_steps,
         vocab_file=flags_obj.vocab_file,

@@ -20,6 +20,7 @@ from absl import logging
 from bert_tf.config import BertConfig
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.training import flags as common_flags
+from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import output_dir_lock
 from bert_tf.training.run_setup import prepare_run
@@ -314,7 +315,7 @@ def _run(flags_obj):
             flags_obj.seed,
             dynamic_masking=dynamic_masking_options(flags_obj, config),
         ),
-        data_files=input_files,
+        data=[file_fingerprint(path) for path in input_files],
         num_train_steps=flags_obj.num_train_steps,
         num_warmup_steps=flags_obj.num_warmup_steps,
     )

@@ -27,6 +27,7 @@ from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.models import BertSpanLabeler
 from bert_tf.training import flags as common_flags
+from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config
@@ -294,7 +295,7 @@ def _run(flags_obj):
             )
         return writer.num_features, features
 
-    data_files = []
+    data = []
     dataset_fn = num_train_steps = num_warmup_steps = None
     if flags_obj.do_train:
         train_examples = squad_data.read_squad_examples(
@@ -314,7 +315,7 @@ def _run(flags_obj):
         random.Random(TRAIN_EXAMPLES_SEED).shuffle(train_examples)
         record_file = os.path.join(flags_obj.output_dir, "train.tf_record")
         num_features, _ = convert(train_examples, record_file, is_training=True)
-        data_files = [record_file]
+        data = [file_fingerprint(flags_obj.train_file)]
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(train_examples))
         logging.info("  Num split examples = %d", num_features)
@@ -335,7 +336,7 @@ def _run(flags_obj):
         config=config,
         loss_fn=span_loss,
         dataset_fn=dataset_fn,
-        data_files=data_files,
+        data=data,
         num_train_steps=num_train_steps,
         num_warmup_steps=num_warmup_steps,
         vocab_file=flags_obj.vocab_file,

@@ -102,6 +102,21 @@ def file_fingerprint(path):
     return {"path": str(path), "size": size, "sha256": digest.hexdigest()}
 
 
+def examples_fingerprint(examples):
+    """`{"examples", "sha256"}` of training examples (their guid, texts and
+    label): the data a run trains on, whatever file it came from."""
+    digest = hashlib.sha256()
+    for example in examples:
+        fields = (
+            example.guid,
+            example.text_a,
+            getattr(example, "text_b", None),
+            example.label,
+        )
+        digest.update(json.dumps(fields, default=str).encode("utf-8"))
+    return {"examples": len(examples), "sha256": digest.hexdigest()}
+
+
 class RunSettings:
     """The settings that define a training run, kept in `output_dir/run_settings.json`.
 

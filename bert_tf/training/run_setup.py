@@ -174,14 +174,17 @@ def output_dir_lock(flags_obj):
     return OutputDirLock(flags_obj.output_dir)
 
 
-def run_settings(flags_obj, script, config, data_files):
+def run_settings(flags_obj, script, config, data):
     """What defines a training run: the script, its run-defining flags, the
-    model config and fingerprints of the training data files."""
+    model config, the vocabulary's fingerprint and `data` (fingerprints of
+    the training data: `file_fingerprint`, `examples_fingerprint`)."""
     settings = {"script": script, "bert_config": config.to_dict()}
     for name in RUN_DEFINING_FLAGS:
         if hasattr(flags_obj, name):
             settings[name] = getattr(flags_obj, name)
-    settings["data_files"] = [file_fingerprint(path) for path in data_files]
+    if getattr(flags_obj, "vocab_file", None):
+        settings["vocab"] = file_fingerprint(flags_obj.vocab_file)
+    settings["data"] = list(data)
     return settings
 
 
@@ -194,7 +197,7 @@ def train_or_restore(
     config,
     loss_fn,
     dataset_fn,
-    data_files,
+    data,
     num_train_steps,
     num_warmup_steps,
     vocab_file=None,
@@ -210,13 +213,15 @@ def train_or_restore(
     Args:
         dataset_fn: the Trainer's `dataset_fn(input_context, skip_batches)`,
             batches of `train_batch_size // gradient_accumulation_steps`.
-        data_files: the training data files the run reads (fingerprinted).
+        data: fingerprints of the training data (`file_fingerprint` of
+            input files, `examples_fingerprint` of parsed examples; not of
+            records written by the run, whose bytes vary between processes).
     """
     if not flags_obj.do_train:
         return restore_trained(model, flags_obj)
     if is_chief(strategy):
         RunSettings(
-            flags_obj.output_dir, run_settings(flags_obj, script, config, data_files)
+            flags_obj.output_dir, run_settings(flags_obj, script, config, data)
         ).claim(overwrite=getattr(flags_obj, "overwrite_output_dir", False))
     optimizer = optimizer_from_flags(
         flags_obj, strategy, model, num_train_steps, num_warmup_steps

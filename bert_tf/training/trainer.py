@@ -292,7 +292,9 @@ def restore_newest_readable(checkpoint, paths, check=None):
             if check is not None:
                 check(status)
             return path
-        except (tf.errors.OpError, ValueError, AssertionError) as error:
+        # A damaged file fails in many ways (OpError, IndexError "read less
+        # bytes", ValueError, a failed assert_*): each is reported, none lost.
+        except Exception as error:  # noqa: BLE001
             reason = str(error).strip().splitlines()[0] if str(error) else repr(error)
             logging.warning(
                 "Checkpoint %s cannot be read (%s): trying an older one", path, reason
