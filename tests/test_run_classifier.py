@@ -203,7 +203,8 @@ def test_killed_training_resumes_and_ends_at_the_same_step(tmp_path):
         f.truncate(os.path.getsize(newest) // 2)
     eval_only = [f for f in flags if f != "--do_train=true"] + ["--do_eval=true"]
     result = run_cli(*eval_only)
-    assert re.search(r"WARNING.*ckpt-100 cannot be read \(.+\)", result.stderr)
+    # absl writes a WARNING as "W<date> ... file:line] message".
+    assert re.search(r"\nW\d{4} [^\n]*ckpt-100 cannot be read \(.+\)", result.stderr)
     assert (
         "Using the weights of" in result.stderr and "ckpt-90 (step 90)" in result.stderr
     )
