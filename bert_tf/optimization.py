@@ -25,6 +25,9 @@ original. They match the original checkpoint variable names
 The optimizers do not clip gradients. The original clips the whole gradient by
 global norm 1.0 after the cross-replica sum, so that is the training loop's job.
 Keras' `global_clipnorm` would clip each replica's gradients before the sum.
+A loop that sums and clips itself turns the optimizer's own cross-replica sum
+off with `set_gradient_aggregation(optimizer, False)`, so each step moves the
+gradient over the network once.
 
 First step: the optimizer's learning rate is `schedule(optimizer.iterations)`,
 and `iterations` is 0 during the first update. It is incremented only after
@@ -33,7 +36,6 @@ update uses the LR of step 0, which is 0 with warmup.
 """
 
 import re
-import threading
 import types
 
 import keras
@@ -166,13 +168,6 @@ def _variable_path(variable):
     return re.sub(r":\d+$", "", variable.name)
 
 
-class _PerThread(threading.local):
-    """Thread-local flags that copy and pickle as a fresh, empty instance."""
-
-    def __reduce__(self):
-        return (type(self), ())
-
-
 def _matches(patterns, name):
     return any(re.search(pattern, name) is not None for pattern in patterns)
 
@@ -217,8 +212,6 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         # would otherwise make the name map part of the optimizer's checkpoint.
         self._variable_names = types.MappingProxyType(dict(variable_names or {}))
         self._decay_flags = ()
-        # Per thread: MirroredStrategy runs each replica in its own thread.
-        self._aggregation = _PerThread()
 
     def original_name(self, variable):
         """The name the exclusion regexes see: the original name if mapped."""
@@ -265,37 +258,6 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         # Decided once per variable, in Python, so the update step has no
         # string matching in it and a traced step has no branches.
         self._decay_flags = tuple(self._decay_applies(v) for v in var_list)
-
-    def apply_gradients(self, grads_and_vars, skip_gradients_aggregation=False):
-        """Applies the gradients; see `apply`."""
-        grads, trainable_variables = zip(*grads_and_vars, strict=True)
-        self.apply(
-            grads,
-            trainable_variables,
-            skip_gradients_aggregation=skip_gradients_aggregation,
-        )
-        return self._iterations
-
-    def apply(self, grads, trainable_variables=None, skip_gradients_aggregation=False):
-        """Keras' `apply`, plus `skip_gradients_aggregation`.
-
-        In a replica context (inside `strategy.run`), Keras sums the gradients
-        over replicas before the update. To clip by global norm after that sum,
-        as the original does, sum them yourself
-        (`tf.distribute.get_replica_context().all_reduce("sum", grads)`),
-        clip, and pass `skip_gradients_aggregation=True` so they are not
-        summed again. The name is the one tf.keras 2.11+ used.
-        """
-        self._aggregation.skip = bool(skip_gradients_aggregation)
-        try:
-            return super().apply(grads, trainable_variables)
-        finally:
-            self._aggregation.skip = False
-
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        if getattr(self._aggregation, "skip", False):
-            return list(grads_and_vars)
-        return super()._all_reduce_sum_gradients(grads_and_vars)
 
     def get_slot(self, variable, slot_name):
         """The `"m"` or `"v"` slot of `variable` (a Keras Variable)."""
@@ -382,7 +344,7 @@ class AdamWeightDecay(_BertOptimizer):
     replicas (Keras' `all_reduce`), then runs this update once per variable
     copy, so each replica's loss must be divided by the global batch size.
     To clip the summed gradient as the original does, sum and clip first and
-    pass `skip_gradients_aggregation=True` (see `apply`).
+    turn the optimizer's own sum off (`set_gradient_aggregation`).
 
     Args:
         learning_rate: float, `LearningRateSchedule`, or callable.
@@ -694,3 +656,40 @@ def _adam_weight_decay_update(
 _fused_adam_weight_decay_update = tf.function(
     _adam_weight_decay_update, jit_compile=True, reduce_retracing=True
 )
+
+
+def set_gradient_aggregation(optimizer, enabled):
+    """Whether `optimizer.apply` in a replica context sums gradients over replicas.
+
+    Keras' optimizers (TensorFlow backend) all-reduce the gradients they are
+    given inside `strategy.run` before updating. A loop that has summed them
+    already (to clip the global gradient, as the original does) turns that
+    off, so the step holds one all-reduce instead of two. The setting stays
+    until changed. A `LossScaleOptimizer`'s inner optimizer does the sum, so
+    it is set there. Works for any Keras optimizer, not only this module's.
+
+    Args:
+        optimizer: a Keras optimizer, or a `LossScaleOptimizer` around one.
+        enabled: True is Keras' default (sum in `apply`); False: the
+            gradients given to `apply` are already the replicas' sum, the same
+            on every replica.
+
+    Example:
+    >>> set_gradient_aggregation(optimizer, False)
+    >>> # inside strategy.run:
+    >>> grads = tf.distribute.get_replica_context().all_reduce("sum", grads)
+    >>> grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    >>> optimizer.apply(grads, model.trainable_variables)
+    """
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if enabled:
+        inner.__dict__.pop("_all_reduce_sum_gradients", None)
+    else:
+        # An instance attribute over Keras' method: every replica thread and
+        # every apply (also the LossScaleOptimizer's own per-replica calls)
+        # sees it, which a per-call or thread-local switch would not.
+        inner._all_reduce_sum_gradients = _already_summed
+
+
+def _already_summed(grads_and_vars):
+    return list(grads_and_vars)

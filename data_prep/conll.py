@@ -36,6 +36,8 @@ import dataclasses
 import numpy as np
 from absl import logging
 
+from bert_tf.errors import UserInputError
+
 TAG_SCHEMES = ("iob1", "iob2", "bioes")
 SCHEME_PREFIXES = {"iob1": "IB", "iob2": "IB", "bioes": "BIES"}
 DOCSTART = "-DOCSTART-"
@@ -43,7 +45,7 @@ DOCSTART = "-DOCSTART-"
 IGNORED_LABEL = -1
 
 
-class ConllFormatError(ValueError):
+class ConllFormatError(UserInputError):
     """Bad input in a CoNLL file; the message starts with `file:line:`."""
 
 
@@ -72,7 +74,9 @@ def read_conll(path, tag_scheme="iob2", strict=False):
             first one, or a tag outside the scheme.
     """
     if tag_scheme not in TAG_SCHEMES:
-        raise ValueError(f"tag_scheme must be one of {TAG_SCHEMES}, got {tag_scheme!r}")
+        raise UserInputError(
+            f"tag_scheme must be one of {TAG_SCHEMES}, got {tag_scheme!r}"
+        )
     with open(path, "rb") as f:
         raw_lines = f.read().split(b"\n")
     sentences, words, tags = [], [], []
@@ -288,9 +292,11 @@ def convert_sentences_to_features(
     and how many sentences needed more than one window."""
     window = max_seq_length - 2
     if window < 1:
-        raise ValueError(f"--max_seq_length={max_seq_length} leaves no room for words")
+        raise UserInputError(
+            f"--max_seq_length={max_seq_length} leaves no room for words"
+        )
     if not 1 <= doc_stride <= window:
-        raise ValueError(
+        raise UserInputError(
             f"--doc_stride={doc_stride} must be between 1 and max_seq_length - 2 "
             f"= {window}, or windows would skip tokens"
         )

@@ -12,10 +12,12 @@ import codecs
 import csv
 import json
 
+from bert_tf.errors import UserInputError
+
 __all__ = ["BadRowError", "RowProblem", "read_records"]
 
 
-class BadRowError(ValueError):
+class BadRowError(UserInputError):
     """A malformed input row; the message is ``path:line: reason``.
 
     Args:

@@ -41,6 +41,7 @@ from unittest import mock
 import numpy as np
 from absl import logging
 
+from bert_tf.errors import UserInputError
 from data_prep import glue
 
 __all__ = [
@@ -162,7 +163,7 @@ def config_key(tfds_name):
 def check_supported(tfds_name, supported, flag="--tfds_name"):
     """Raises a ValueError listing `supported` when `tfds_name` is not one."""
     if config_key(tfds_name) not in supported:
-        raise ValueError(
+        raise UserInputError(
             f"{flag}={tfds_name!r} is not supported here; supported: "
             f"{', '.join(sorted(supported))}"
         )
@@ -180,7 +181,7 @@ def load_builder(tfds_name, data_dir=None, download=True):
     builder = tfds.builder(tfds_name, data_dir=data_dir)
     if not builder.is_prepared():
         if not download:
-            raise ValueError(
+            raise UserInputError(
                 f"TFDS dataset {tfds_name} is not prepared in {builder.data_dir} "
                 "(--tfds_data_dir); allow the download (--tfds_download=true) or "
                 "prepare it with `tfds build`"
@@ -197,7 +198,7 @@ def _check_split(builder, tfds_name, split, flag):
     known = builder.info.splits
     names = [part.split("[")[0].strip() for part in split.split("+")]
     if known and any(name not in known for name in names):
-        raise ValueError(
+        raise UserInputError(
             f"TFDS {tfds_name} has no split {split!r} ({flag}); its splits: "
             f"{', '.join(sorted(builder.info.splits.keys()))}"
         )
@@ -308,7 +309,7 @@ class TfdsGlueProcessor(glue.DataProcessor):
         """The eval split; with matched=False (MNLI), validation_mismatched."""
         if matched is False:
             if not self._mismatched_split:
-                raise ValueError(f"{self.tfds_name} has no mismatched dev set")
+                raise UserInputError(f"{self.tfds_name} has no mismatched dev set")
             return self._examples(self._mismatched_split, "dev_mismatched", None)
         return self._examples(self.eval_split, "dev", "--tfds_split_eval")
 
@@ -333,7 +334,7 @@ class TfdsGlueProcessor(glue.DataProcessor):
         }
         for flag, name in wanted.items():
             if name is not None and name not in features:
-                raise ValueError(
+                raise UserInputError(
                     f"TFDS {self.tfds_name} has no feature {name!r} ({flag}); its "
                     f"features: {', '.join(sorted(features.keys()))}"
                 )
@@ -341,14 +342,14 @@ class TfdsGlueProcessor(glue.DataProcessor):
         names = getattr(label, "names", None)
         if self.is_regression:
             if names is not None:
-                raise ValueError(
+                raise UserInputError(
                     f"TFDS {self.tfds_name}: {self.label_feature!r} is a class label, "
                     "but the task is a regression"
                 )
             self._id_to_label = None
             return
         if names is None or set(names) != set(self._class_names):
-            raise ValueError(
+            raise UserInputError(
                 f"TFDS {self.tfds_name}: label feature {self.label_feature!r} has "
                 f"classes {names}, expected {sorted(self._class_names)}"
             )
@@ -357,7 +358,7 @@ class TfdsGlueProcessor(glue.DataProcessor):
 
     def _examples(self, split, set_type, flag, unlabelled=False):
         if split is None:
-            raise ValueError(
+            raise UserInputError(
                 f"TFDS {self.tfds_name} has no {set_type} split; name one with {flag}"
             )
         builder = self.builder()
@@ -502,7 +503,7 @@ def conll2003_sentences(
         tokens = [_text(token) for token in row["tokens"]]
         tags = [names[int(tag)] for tag in row["ner"]]
         if len(tokens) != len(tags):
-            raise ValueError(
+            raise UserInputError(
                 f"TFDS {tfds_name}[{split}] row {position}: {len(tokens)} tokens "
                 f"but {len(tags)} tags"
             )
@@ -528,12 +529,12 @@ def write_conll_file(sentences, path):
     with open(path, "w", encoding="utf-8") as f:
         for tokens, tags in sentences:
             if len(tokens) != len(tags):
-                raise ValueError(
+                raise UserInputError(
                     f"sentence {count}: {len(tokens)} tokens but {len(tags)} tags"
                 )
             for token, tag in zip(tokens, tags, strict=True):
                 if not token or any(c.isspace() for c in token):
-                    raise ValueError(
+                    raise UserInputError(
                         f"sentence {count}: token {token!r} is empty or holds whitespace"
                     )
                 f.write(f"{token}\t{tag}\n")
@@ -588,7 +589,7 @@ def prepare_from_local_files(tfds_name, data_dir, local_files):
     def local(url):
         name = _file_name(url)
         if name not in local_files:
-            raise ValueError(
+            raise UserInputError(
                 f"TFDS {tfds_name} downloads {url}: give local_files[{name!r}]"
             )
         # A Path: some builders join the extracted folder with `/`.

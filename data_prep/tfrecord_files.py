@@ -20,6 +20,8 @@ import struct
 
 import google_crc32c
 
+from bert_tf.errors import UserInputError
+
 __all__ = [
     "TFRecordError",
     "check_tfrecord_file",
@@ -36,7 +38,7 @@ _FOOTER = struct.Struct("<I")
 _READ_SIZE = 1 << 24
 
 
-class TFRecordError(ValueError):
+class TFRecordError(UserInputError):
     """A TFRecord file that is damaged or holds other records than expected."""
 
 

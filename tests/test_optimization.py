@@ -717,6 +717,9 @@ _MIRRORED_SCRIPT = textwrap.dedent(
     def mirrored(kind, clip):
         with strategy.scope():
             variables, opt = make(kind)
+        if clip:
+            # The loop sums over replicas itself; the optimizer must not.
+            optimization.set_gradient_aggregation(opt, False)
         local = GLOBAL_BATCH // strategy.num_replicas_in_sync
 
         def shard(ctx):
@@ -743,9 +746,7 @@ _MIRRORED_SCRIPT = textwrap.dedent(
                     context = tf.distribute.get_replica_context()
                     grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
                     grads, _ = tf.clip_by_global_norm(grads, 1.0)
-                    opt.apply_gradients(
-                        zip(grads, variables), skip_gradients_aggregation=True
-                    )
+                    opt.apply_gradients(zip(grads, variables))
                 else:
                     # Keras' default: apply sums over replicas itself.
                     opt.apply_gradients(zip(grads, variables))
@@ -790,7 +791,7 @@ def test_mirrored_strategy_step_equals_single_device():
 
     Two ways to apply: Keras' default (the optimizer's apply sums the replicas'
     gradients), and the original's order (sum, clip by global norm 1.0, then
-    apply with skip_gradients_aggregation=True). Slots are compared too, so a
+    apply with the optimizer's own sum turned off by set_gradient_aggregation). Slots are compared too, so a
     gradient summed twice or not at all would show in m even where Adam's
     scale invariance hides it in the parameters.
     """

@@ -189,6 +189,46 @@ def test_killed_training_resumes_and_ends_at_the_same_step(tmp_path):
     assert step in (10, 20)
     assert os.path.exists(output / "model.ckpt-100.index")  # int(400/16*4) = 100
 
+    # Other settings in the same output_dir: stopped, with the differences.
+    changed = [f for f in flags if not f.startswith("--num_train_epochs")]
+    changed.append("--num_train_epochs=5")
+    result = run_cli(*changed, check=False)
+    assert result.returncode != 0
+    assert "holds a run with other settings" in result.stderr
+    assert "num_train_epochs: 4.0 -> 5.0" in result.stderr
+
+    # An unreadable newest checkpoint (truncated data file): reported by path
+    # and reason, the one before it is used.
+    newest = output / "checkpoints" / "ckpt-100.data-00000-of-00001"
+    with open(newest, "r+b") as f:
+        f.truncate(os.path.getsize(newest) // 2)
+    eval_only = [f for f in flags if f != "--do_train=true"] + ["--do_eval=true"]
+    result = run_cli(*eval_only)
+    # absl writes a WARNING as "W<date> ... file:line] message".
+    assert re.search(r"\nW\d{4} [^\n]*ckpt-100 cannot be read \(.+\)", result.stderr)
+    assert (
+        "Using the weights of" in result.stderr and "ckpt-90 (step 90)" in result.stderr
+    )
+    assert "global_step = 90" in (output / "eval_results.txt").read_text()
+
+    # --overwrite_output_dir starts the changed run over (no resume).
+    result = run_cli(*changed, "--overwrite_output_dir=true")
+    assert "Resumed from" not in result.stderr
+    assert os.path.exists(output / "model.ckpt-125.index")  # int(400/16*5)
+    assert not os.path.exists(output / "model.ckpt-100.index")
+
+
+def test_eval_without_training_needs_trained_weights(tmp_path):
+    data = write_task(tmp_path / "data")
+    result = run_cli(
+        *custom_flags(data, tmp_path / "out", "--do_eval=true"), check=False
+    )
+    assert result.returncode != 0
+    assert "--do_eval/--do_predict without --do_train need trained weights" in (
+        result.stderr
+    )
+    assert not (tmp_path / "out" / "eval_results.txt").exists()
+
 
 def test_bad_rows_stop_with_file_and_line_or_are_counted(tmp_path):
     data = write_task(tmp_path / "data")
@@ -224,6 +264,13 @@ def test_flag_errors_name_the_flag(tmp_path):
         check=False,
     )
     assert "--gradient_accumulation_steps=3" in result.stderr
+    result = run_cli(
+        *custom_flags(
+            data, tmp_path / "out", "--do_train=true", "--train_batch_size=0"
+        ),
+        check=False,
+    )
+    assert "ValueError: --train_batch_size: must be positive, got 0" in result.stderr
 
 
 def test_regression_task_writes_single_scores(tmp_path):

@@ -47,9 +47,41 @@ def assert_same_run(a, b):
     assert a["weights_sum"] == pytest.approx(b["weights_sum"], rel=1e-6)
 
 
+def assert_one_all_reduce_per_step(run, replicas=2):
+    """Each replica's device sums the gradient once: as many elements as the
+    model has parameters, in one or several packs, not twice that."""
+    per_device = {}
+    for device, dtype, elements in run["all_reduces"]:
+        assert dtype == "float32"
+        per_device[device] = per_device.get(device, 0) + elements
+    assert len(per_device) == replicas, run["all_reduces"]
+    # Only the (scalar) loss may be reduced besides the gradient.
+    for elements in per_device.values():
+        assert run["num_parameters"] <= elements <= run["num_parameters"] + 1
+
+
 def test_mirrored_over_two_cpus_matches_one_device(one_device, tmp_path):
-    mirrored = run_worker("mirrored", tmp_path, 6, "--logical-cpus", 2)
+    mirrored = run_worker(
+        "mirrored", tmp_path, 6, "--logical-cpus", 2, "--count-all-reduces"
+    )
     assert_same_run(mirrored, one_device)
+    assert_one_all_reduce_per_step(mirrored)
+
+
+def test_accumulation_over_two_replicas_matches_one_device(one_device, tmp_path):
+    run = run_worker(
+        "mirrored",
+        tmp_path,
+        6,
+        "--logical-cpus",
+        2,
+        "--accumulation",
+        2,
+        "--count-all-reduces",
+    )
+    assert_same_run(run, one_device)
+    # Micro-batches are summed locally; the replicas still meet once a step.
+    assert_one_all_reduce_per_step(run)
 
 
 def test_gradient_accumulation_matches_the_full_batch(one_device, tmp_path):
@@ -77,7 +109,14 @@ def test_multi_worker_mirrored_with_two_local_workers(one_device, tmp_path):
         )
         processes.append(
             subprocess.Popen(
-                [sys.executable, WORKER, "multi_worker_mirrored", str(tmp_path), "6"],
+                [
+                    sys.executable,
+                    WORKER,
+                    "multi_worker_mirrored",
+                    str(tmp_path),
+                    "6",
+                    "--count-all-reduces",
+                ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -91,6 +130,8 @@ def test_multi_worker_mirrored_with_two_local_workers(one_device, tmp_path):
         results.append(json.loads(out.strip().splitlines()[-1]))
     for result in results:
         assert_same_run(result, one_device)
+        # One device per worker process: each sends the gradient once a step.
+        assert_one_all_reduce_per_step(result, replicas=1)
     # Only the chief's checkpoints land in output_dir/checkpoints.
     assert sorted(os.listdir(tmp_path / "checkpoints")) == [
         "checkpoint",
@@ -146,7 +187,18 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
 
 @pytest.mark.parametrize("dtype", ["mixed_float16", "mixed_bfloat16"])
 def test_mixed_precision_trains_like_float32(one_device, tmp_path, dtype):
-    mixed = run_worker("mirrored", tmp_path, 6, "--logical-cpus", 2, "--dtype", dtype)
+    mixed = run_worker(
+        "mirrored",
+        tmp_path,
+        6,
+        "--logical-cpus",
+        2,
+        "--dtype",
+        dtype,
+        "--count-all-reduces",
+    )
     assert mixed["step"] == 6  # float16: no step skipped at this scale
+    # The float32 gradient (unscaled, clipped, rescaled) is summed once.
+    assert_one_all_reduce_per_step(mixed)
     tolerance = 0.02 if dtype == "mixed_float16" else 0.05  # bfloat16 has 8 bits
     assert mixed["losses"] == pytest.approx(one_device["losses"], abs=tolerance)

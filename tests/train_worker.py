@@ -3,7 +3,9 @@
     python tests/train_worker.py STRATEGY OUTPUT_DIR STEPS [--logical-cpus N]
         [--accumulation K]
 
-Prints one JSON line: {"losses": [...], "step": N, "weights_sum": float}.
+Prints one JSON line: {"losses": [...], "step": N, "weights_sum": float}
+(with --count-all-reduces also "all_reduces": [[device, dtype, elements]...]
+and "num_parameters").
 Dropout is off so that runs under different strategies are comparable.
 """
 
@@ -27,6 +29,11 @@ def main():
     parser.add_argument("--save-every", type=int, default=1000)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--xla", action="store_true")
+    parser.add_argument(
+        "--count-all-reduces",
+        action="store_true",
+        help="also report the all-reduce ops of the traced step",
+    )
     args = parser.parse_args()
 
     if args.logical_cpus > 1:
@@ -121,11 +128,19 @@ def main():
     trainer.make_train_loop = recording_loop
     trainer.train()
     weights_sum = float(sum(np.abs(v.numpy()).sum() for v in model.trainable_variables))
-    print(
-        json.dumps(
-            {"losses": losses, "step": trainer.global_step, "weights_sum": weights_sum}
+    report = {"losses": losses, "step": trainer.global_step, "weights_sum": weights_sum}
+    if args.count_all_reduces:
+        from bert_tf.training.collectives import all_reduces
+
+        iterator = iter(
+            strategy.distribute_datasets_from_function(lambda c: dataset_fn(c, 0))
         )
-    )
+        traced = original().get_concrete_function(iterator, tf.constant(1))
+        report["all_reduces"] = all_reduces(traced)
+        report["num_parameters"] = int(
+            sum(np.prod(v.shape) for v in model.trainable_variables)
+        )
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import numpy as np
 from bert_tf.checkpoints.name_map import KERAS_HUB_CLASSIFIER_HEAD
 from bert_tf.checkpoints.name_map import keras_hub_name
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserInputError
 
 WEIGHTS_FILE = "model.weights.h5"
 TASK_WEIGHTS_FILE = "task.weights.h5"
@@ -59,7 +60,7 @@ def keras_hub_config(config_file):
         data = json.load(f)
     class_name = data.get("class_name")
     if class_name != _BACKBONE_CLASS:
-        raise ValueError(
+        raise UserInputError(
             f"{config_file}: a KerasHub preset of {class_name!r}; only "
             f"{_BACKBONE_CLASS!r} (BERT) loads here"
         )

@@ -17,6 +17,7 @@ from bert_tf.checkpoints.model_garden_checkpoint import ModelGardenCheckpointRea
 from bert_tf.checkpoints.model_garden_checkpoint import is_object_checkpoint
 from bert_tf.checkpoints.tf1_checkpoint import Tf1CheckpointReader
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserInputError
 
 _EXPECTED = (
     "expected a Google checkpoint prefix (…/bert_model.ckpt, with bert_config.json "
@@ -142,7 +143,7 @@ def check_vocab_matches_config(vocab_file, config):
     """
     lines = count_vocab_lines(vocab_file)
     if lines > config.vocab_size:
-        raise ValueError(
+        raise UserInputError(
             f"{vocab_file} has {lines} entries but vocab_size in {config.source or 'the config'}"
             f" is {config.vocab_size}: token ids would run past the embedding table"
         )
@@ -155,7 +156,7 @@ def _some(names):
     return shown + more
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(UserInputError):
     """A checkpoint's encoder does not match the model's, name for name."""
 
 
@@ -268,7 +269,7 @@ def load_checkpoint(model, path):
         elif conversion == "reshape" and value.size == np.prod(variable.shape):
             value = value.reshape(variable.shape)
         if tuple(value.shape) != tuple(variable.shape):
-            raise ValueError(
+            raise UserInputError(
                 f"{reader.path}: variable {stored_name!r} has shape {tuple(value.shape)} in the "
                 f"checkpoint, but the model's {name} has shape {tuple(variable.shape)}"
             )

@@ -14,6 +14,7 @@ from bert_tf.checkpoints.name_map import MODEL_GARDEN_PROBES
 from bert_tf.checkpoints.name_map import OBJECT_VALUE_SUFFIX
 from bert_tf.checkpoints.name_map import model_garden_name
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserInputError
 
 # The key every object-based checkpoint has, and TF1 name-based ones lack.
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -71,7 +72,7 @@ class ModelGardenCheckpointReader:
                 if not encoders
                 else f"{len(encoders)} Model Garden encoders ({[p for p, _ in encoders]})"
             )
-            raise ValueError(
+            raise UserInputError(
                 f"{prefix} is a TF2 object-based checkpoint (written by "
                 f"tf.train.Checkpoint), not a TF1 name-based one, and holds {what}; "
                 f"its top-level objects are {top_level_objects(all_shapes)}. "

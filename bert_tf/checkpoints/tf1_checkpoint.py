@@ -9,6 +9,7 @@ from bert_tf.checkpoints.model_garden_checkpoint import is_object_checkpoint
 from bert_tf.checkpoints.name_map import is_ignored
 from bert_tf.checkpoints.name_map import is_tf1_encoder_name
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserInputError
 
 
 class Tf1CheckpointReader:
@@ -25,7 +26,7 @@ class Tf1CheckpointReader:
             if not is_ignored(name)
         }
         if is_object_checkpoint(self.shapes):
-            raise ValueError(
+            raise UserInputError(
                 f"{prefix} is a TF2 object-based checkpoint (tf.train.Checkpoint), "
                 "not a TF1 name-based one"
             )

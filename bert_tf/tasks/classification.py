@@ -23,16 +23,16 @@ from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.progress import batches_with_progress
-from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
+from bert_tf.training.output_dir import examples_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config
-from bert_tf.training.run_setup import optimizer_from_flags
+from bert_tf.training.run_setup import output_dir_lock
 from bert_tf.training.run_setup import prepare_run
-from bert_tf.training.run_setup import restore_latest
-from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
+from bert_tf.training.run_setup import train_or_restore
+from bert_tf.training.run_setup import training_steps
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import glue
@@ -175,11 +175,7 @@ def validate_flags(flags_obj):
             name == "data_dir" and (_is_custom(flags_obj) or flags_obj.tfds_name)
         ):
             raise UserInputError(f"Flag --{name} must be specified.")
-    if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
-        raise UserInputError(
-            f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
-        )
+    common_flags.validate_common_flags(flags_obj)
     tokenization.validate_case_matches_checkpoint(
         flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
     )
@@ -199,7 +195,7 @@ def _validate_tfds_flags(flags_obj):
     if flags_obj.task_name is None:
         flags_obj.task_name = task
     elif flags_obj.task_name.lower() != task:
-        raise ValueError(
+        raise UserInputError(
             f"--task_name={flags_obj.task_name} does not match "
             f"--tfds_name={flags_obj.tfds_name} (task {task}); drop --task_name"
         )
@@ -212,6 +208,11 @@ def _is_custom(flags_obj):
 def run(flags_obj):
     """Runs run_classifier.py with the parsed flags; returns the eval results."""
     validate_flags(flags_obj)
+    with output_dir_lock(flags_obj):
+        return _run(flags_obj)
+
+
+def _run(flags_obj):
     config = load_config(flags_obj)
     prepare_run(flags_obj, config)
     check_vocab_matches_config(flags_obj.vocab_file, config)
@@ -237,56 +238,46 @@ def run(flags_obj):
         num_labels=num_labels,
     )
 
-    global_step = 0
+    data = []
+    dataset_fn = num_train_steps = num_warmup_steps = None
     if flags_obj.do_train:
         examples = processor.get_train_examples(data_dir)
-        num_train_steps = int(
-            len(examples) / flags_obj.train_batch_size * flags_obj.num_train_epochs
+        num_train_steps = training_steps(
+            len(examples), flags_obj.train_batch_size, flags_obj.num_train_epochs
         )
         num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
         record_file = os.path.join(flags_obj.output_dir, "train.tf_record")
         file_based_convert_examples_to_features(
             examples, label_list, seq_length, tokenizer, record_file
         )
+        data = [examples_fingerprint(examples)]
         logging.info("***** Running training *****")
         logging.info("  Num examples = %d", len(examples))
         logging.info("  Batch size = %d", flags_obj.train_batch_size)
         logging.info("  Num steps = %d", num_train_steps)
-        optimizer = optimizer_from_flags(
-            flags_obj, strategy, model, num_train_steps, num_warmup_steps
+        dataset_fn = record_pipeline.training_dataset_fn(
+            record_file,
+            feature_spec(seq_length, is_regression),
+            flags_obj.train_batch_size // flags_obj.gradient_accumulation_steps,
+            flags_obj.seed,
+            # A full shuffle each epoch (the original: a 100-record buffer).
+            shuffle_buffer=len(examples),
+            pad_to_longest=flags_obj.pad_to_longest,
+            bucket_pool_batches=16 if flags_obj.length_bucketing else 1,
         )
-        accumulation = flags_obj.gradient_accumulation_steps
-        trainer = Trainer(
-            strategy,
-            model,
-            optimizer,
-            classifier_loss_fn(is_regression),
-            record_pipeline.training_dataset_fn(
-                record_file,
-                feature_spec(seq_length, is_regression),
-                flags_obj.train_batch_size // accumulation,
-                flags_obj.seed,
-                # A full shuffle each epoch (the original: a 100-record buffer).
-                shuffle_buffer=len(examples),
-                pad_to_longest=flags_obj.pad_to_longest,
-                bucket_pool_batches=16 if flags_obj.length_bucketing else 1,
-            ),
-            flags_obj.output_dir,
-            num_train_steps=num_train_steps,
-            global_batch_size=flags_obj.train_batch_size,
-            save_checkpoints_steps=flags_obj.save_checkpoints_steps,
-            gradient_accumulation_steps=accumulation,
-            use_xla=flags_obj.use_xla,
-            steps_per_loop=flags_obj.iterations_per_loop if flags_obj.use_tpu else 1,
-        )
-        trainer.train()
-        global_step = trainer.global_step
-        if chief:
-            save_final_checkpoint(
-                model, flags_obj.output_dir, global_step, flags_obj.vocab_file
-            )
-    else:
-        global_step = restore_latest(model, flags_obj.output_dir)
+    global_step = train_or_restore(
+        flags_obj,
+        strategy,
+        model,
+        script="run_classifier",
+        config=config,
+        loss_fn=classifier_loss_fn(is_regression),
+        dataset_fn=dataset_fn,
+        data=data,
+        num_train_steps=num_train_steps,
+        num_warmup_steps=num_warmup_steps,
+        vocab_file=flags_obj.vocab_file,
+    )
 
     def examples_dataset(examples, record_name, batch_size, what):
         """Writes the examples' records (as the original) and batches them."""

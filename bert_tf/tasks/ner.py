@@ -26,17 +26,19 @@ from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.entity_metrics import entity_scores
+from bert_tf.errors import UserInputError
 from bert_tf.models import BertTokenClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.training import Trainer
+from bert_tf.training import flags as common_flags
+from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config
-from bert_tf.training.run_setup import optimizer_from_flags
+from bert_tf.training.run_setup import output_dir_lock
 from bert_tf.training.run_setup import prepare_run
-from bert_tf.training.run_setup import restore_latest
-from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
+from bert_tf.training.run_setup import train_or_restore
+from bert_tf.training.run_setup import training_steps
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import conll
@@ -55,12 +57,12 @@ def data_file(flags_obj, split):
     if flags_obj.data_dir:
         return os.path.join(flags_obj.data_dir, SPLIT_FILES[split])
     flag = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}[split]
-    raise ValueError(f"--{flag} needs --{split}_file or --data_dir")
+    raise UserInputError(f"--{flag} needs --{split}_file or --data_dir")
 
 
 def validate_flags(flags_obj):
     if not (flags_obj.do_train or flags_obj.do_eval or flags_obj.do_predict):
-        raise ValueError(
+        raise UserInputError(
             "At least one of `do_train`, `do_eval` or `do_predict' must be True."
         )
     if flags_obj.vocab_file is None and flags_obj.init_checkpoint:
@@ -68,12 +70,8 @@ def validate_flags(flags_obj):
         flags_obj.vocab_file = find_checkpoint(flags_obj.init_checkpoint).vocab_file
     for name in ("vocab_file", "output_dir"):
         if getattr(flags_obj, name) is None:
-            raise ValueError(f"Flag --{name} must be specified.")
-    if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
-        raise ValueError(
-            f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
-        )
+            raise UserInputError(f"Flag --{name} must be specified.")
+    common_flags.validate_common_flags(flags_obj)
     for split, wanted in (
         ("train", flags_obj.do_train),
         ("dev", flags_obj.do_eval),
@@ -81,12 +79,12 @@ def validate_flags(flags_obj):
     ):
         path = data_file(flags_obj, split) if wanted else None
         if path and not tf.io.gfile.exists(path):
-            raise ValueError(f"--{split}_file: {path} does not exist")
+            raise UserInputError(f"--{split}_file: {path} does not exist")
     window = flags_obj.max_seq_length - 2
     if flags_obj.doc_stride is None:
         flags_obj.doc_stride = max(1, window // 2)
     if not 1 <= flags_obj.doc_stride <= window:
-        raise ValueError(
+        raise UserInputError(
             f"--doc_stride={flags_obj.doc_stride} must be between 1 and "
             f"max_seq_length - 2 = {window}, or windows would skip tokens"
         )
@@ -199,6 +197,11 @@ def evaluate(sentences, predicted, scheme, eval_loss, global_step):
 def run(flags_obj):
     """Runs run_ner.py with the parsed flags; returns the eval results."""
     validate_flags(flags_obj)
+    with output_dir_lock(flags_obj):
+        return _run(flags_obj)
+
+
+def _run(flags_obj):
     config = load_config(flags_obj)
     prepare_run(flags_obj, config)
     check_vocab_matches_config(flags_obj.vocab_file, config)
@@ -217,7 +220,7 @@ def run(flags_obj):
         if label_list is None and flags_obj.labels:
             label_list = conll.label_list_from([], flags_obj.labels)
         if label_list is None:
-            raise ValueError(
+            raise UserInputError(
                 f"No {LABELS_FILE} in {flags_obj.output_dir} (written by a training "
                 "run): give the entity types with --labels"
             )
@@ -245,11 +248,13 @@ def run(flags_obj):
         num_labels=len(label_list),
     )
 
+    dataset_fn = num_train_steps = num_warmup_steps = None
+    data = []
     if flags_obj.do_train:
         features = featurize(train_sentences)
         num_examples = len(features.input_ids)
-        num_train_steps = int(
-            num_examples / flags_obj.train_batch_size * flags_obj.num_train_epochs
+        num_train_steps = training_steps(
+            num_examples, flags_obj.train_batch_size, flags_obj.num_train_epochs
         )
         num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
         logging.info("***** Running training *****")
@@ -260,38 +265,27 @@ def run(flags_obj):
         )
         logging.info("  Batch size = %d", flags_obj.train_batch_size)
         logging.info("  Num steps = %d", num_train_steps)
-        optimizer = optimizer_from_flags(
-            flags_obj, strategy, model, num_train_steps, num_warmup_steps
+        data = [file_fingerprint(data_file(flags_obj, "train"))]
+        dataset_fn = training_dataset_fn(
+            features,
+            flags_obj.train_batch_size // flags_obj.gradient_accumulation_steps,
+            flags_obj.seed,
+            flags_obj.pad_to_longest,
+            16 if flags_obj.length_bucketing else 1,
         )
-        accumulation = flags_obj.gradient_accumulation_steps
-        trainer = Trainer(
-            strategy,
-            model,
-            optimizer,
-            tagging_loss,
-            training_dataset_fn(
-                features,
-                flags_obj.train_batch_size // accumulation,
-                flags_obj.seed,
-                flags_obj.pad_to_longest,
-                16 if flags_obj.length_bucketing else 1,
-            ),
-            flags_obj.output_dir,
-            num_train_steps=num_train_steps,
-            global_batch_size=flags_obj.train_batch_size,
-            save_checkpoints_steps=flags_obj.save_checkpoints_steps,
-            gradient_accumulation_steps=accumulation,
-            use_xla=flags_obj.use_xla,
-            steps_per_loop=flags_obj.iterations_per_loop if flags_obj.use_tpu else 1,
-        )
-        trainer.train()
-        global_step = trainer.global_step
-        if chief:
-            save_final_checkpoint(
-                model, flags_obj.output_dir, global_step, flags_obj.vocab_file
-            )
-    else:
-        global_step = restore_latest(model, flags_obj.output_dir)
+    global_step = train_or_restore(
+        flags_obj,
+        strategy,
+        model,
+        script="run_ner",
+        config=config,
+        loss_fn=tagging_loss,
+        dataset_fn=dataset_fn,
+        data=data,
+        num_train_steps=num_train_steps,
+        num_warmup_steps=num_warmup_steps,
+        vocab_file=flags_obj.vocab_file,
+    )
 
     def predict_split(split, what):
         sentences = read(split)
@@ -318,7 +312,7 @@ def run(flags_obj):
     if flags_obj.do_eval and chief:
         sentences, predicted, loss = predict_split("dev", "evaluation")
         if sentences[0].tags is None:
-            raise ValueError(f"{data_file(flags_obj, 'dev')}: --do_eval needs tags")
+            raise UserInputError(f"{data_file(flags_obj, 'dev')}: --do_eval needs tags")
         results = evaluate(sentences, predicted, scheme, loss, global_step)
         write_eval_results(
             results, os.path.join(flags_obj.output_dir, "eval_results.txt")

@@ -21,13 +21,13 @@ from bert_tf.errors import UserInputError
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.progress import batches_with_progress
-from bert_tf.training import Trainer
+from bert_tf.training import flags as common_flags
+from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.run_setup import build_model
-from bert_tf.training.run_setup import optimizer_from_flags
+from bert_tf.training.run_setup import output_dir_lock
 from bert_tf.training.run_setup import prepare_run
-from bert_tf.training.run_setup import restore_latest
-from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
+from bert_tf.training.run_setup import train_or_restore
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import record_pipeline
@@ -197,34 +197,19 @@ def validate_flags(flags_obj):
     for name in ("bert_config_file", "input_file", "output_dir"):
         if not getattr(flags_obj, name):
             raise UserInputError(f"Flag --{name} must be specified.")
-    for name in (
-        "max_seq_length",
-        "max_predictions_per_seq",
-        "train_batch_size",
-        "eval_batch_size",
-        "max_eval_steps",
-    ):
+    common_flags.validate_common_flags(flags_obj)
+    for name in ("max_predictions_per_seq", "max_eval_steps"):
         if getattr(flags_obj, name) < 1:
             raise UserInputError(
-                f"--{name} must be ≥ 1, got {getattr(flags_obj, name)}"
+                f"--{name}: must be positive, got {getattr(flags_obj, name)}"
             )
     if flags_obj.do_train and flags_obj.num_train_steps < 1:
         raise UserInputError(
-            f"--num_train_steps must be ≥ 1, got {flags_obj.num_train_steps}"
+            f"--num_train_steps: must be positive, got {flags_obj.num_train_steps}"
         )
     if flags_obj.num_warmup_steps < 0:
         raise UserInputError(
-            f"--num_warmup_steps must be ≥ 0, got {flags_obj.num_warmup_steps}"
-        )
-    if flags_obj.gradient_accumulation_steps < 1:
-        raise UserInputError(
-            "--gradient_accumulation_steps must be ≥ 1, got "
-            f"{flags_obj.gradient_accumulation_steps}"
-        )
-    if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
-        raise UserInputError(
-            f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
+            f"--num_warmup_steps: must be ≥ 0, got {flags_obj.num_warmup_steps}"
         )
     if flags_obj.dynamic_masking and not flags_obj.vocab_file:
         raise UserInputError("--dynamic_masking needs --vocab_file (for the [MASK] id)")
@@ -243,6 +228,11 @@ def validate_flags(flags_obj):
 def run(flags_obj):
     """Runs run_pretraining.py with the parsed flags; returns the eval results."""
     validate_flags(flags_obj)
+    with output_dir_lock(flags_obj):
+        return _run(flags_obj)
+
+
+def _run(flags_obj):
     config = BertConfig.from_json_file(flags_obj.bert_config_file)
     prepare_run(flags_obj, config)
     input_files = expand_input_files(flags_obj.input_file)
@@ -259,41 +249,25 @@ def run(flags_obj):
         logging.info("***** Running training *****")
         logging.info("  Batch size = %d", flags_obj.train_batch_size)
         logging.info("  Num steps = %d", flags_obj.num_train_steps)
-        optimizer = optimizer_from_flags(
-            flags_obj,
-            strategy,
-            model,
-            flags_obj.num_train_steps,
-            flags_obj.num_warmup_steps,
-        )
-        accumulation = flags_obj.gradient_accumulation_steps
-        trainer = Trainer(
-            strategy,
-            model,
-            optimizer,
-            pretraining_loss,
-            training_dataset_fn(
-                input_files,
-                flags_obj.max_seq_length,
-                flags_obj.max_predictions_per_seq,
-                flags_obj.train_batch_size // accumulation,
-                flags_obj.seed,
-                dynamic_masking=dynamic_masking_options(flags_obj, config),
-            ),
-            flags_obj.output_dir,
-            num_train_steps=flags_obj.num_train_steps,
-            global_batch_size=flags_obj.train_batch_size,
-            save_checkpoints_steps=flags_obj.save_checkpoints_steps,
-            gradient_accumulation_steps=accumulation,
-            use_xla=flags_obj.use_xla,
-            steps_per_loop=flags_obj.iterations_per_loop if flags_obj.use_tpu else 1,
-        )
-        trainer.train()
-        global_step = trainer.global_step
-        if chief:
-            save_final_checkpoint(model, flags_obj.output_dir, global_step)
-    else:
-        global_step = restore_latest(model, flags_obj.output_dir)
+    global_step = train_or_restore(
+        flags_obj,
+        strategy,
+        model,
+        script="run_pretraining",
+        config=config,
+        loss_fn=pretraining_loss,
+        dataset_fn=training_dataset_fn(
+            input_files,
+            flags_obj.max_seq_length,
+            flags_obj.max_predictions_per_seq,
+            flags_obj.train_batch_size // flags_obj.gradient_accumulation_steps,
+            flags_obj.seed,
+            dynamic_masking=dynamic_masking_options(flags_obj, config),
+        ),
+        data=[file_fingerprint(path) for path in input_files],
+        num_train_steps=flags_obj.num_train_steps,
+        num_warmup_steps=flags_obj.num_warmup_steps,
+    )
 
     results = None
     if flags_obj.do_eval and chief:

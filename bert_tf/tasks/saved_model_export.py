@@ -58,7 +58,7 @@ def tagger_labels(init_checkpoint):
     )
     labels = load_label_list(directory)
     if labels is None:
-        raise ValueError(
+        raise UserInputError(
             f"No label_list.json in {directory}: give the tagger's IOB2 tags with "
             "--labels"
         )

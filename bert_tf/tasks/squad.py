@@ -28,16 +28,17 @@ from bert_tf.errors import UserInputError
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.progress import batches_with_progress
-from bert_tf.training import Trainer
 from bert_tf.training import flags as common_flags
+from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config
-from bert_tf.training.run_setup import optimizer_from_flags
+from bert_tf.training.run_setup import output_dir_lock
 from bert_tf.training.run_setup import prepare_run
-from bert_tf.training.run_setup import restore_latest
-from bert_tf.training.run_setup import save_final_checkpoint
 from bert_tf.training.run_setup import strategy_from_flags
+from bert_tf.training.run_setup import train_or_restore
+from bert_tf.training.run_setup import training_steps
+from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 from data_prep import record_pipeline
 from data_prep import squad as squad_data
@@ -47,8 +48,9 @@ from data_prep import tfds_input
 TRAIN_EXAMPLES_SEED = 12345
 
 
-def validate_flags_or_throw(flags_obj, bert_config=None):
-    """The original's checks, with the flag named in each message.
+def validate_flags(flags_obj, bert_config=None):
+    """The original's checks (its `validate_flags_or_throw`) and the shared ones
+    (`validate_common_flags`), with the flag named in each message.
 
     The max_position_embeddings check runs only when `bert_config` is given.
     """
@@ -91,11 +93,11 @@ def validate_flags_or_throw(flags_obj, bert_config=None):
             f"max_query_length ({flags_obj.max_query_length}) + 3 "
             "(--max_seq_length, --max_query_length)"
         )
-    if flags_obj.train_batch_size % flags_obj.gradient_accumulation_steps:
-        raise UserInputError(
-            f"--train_batch_size={flags_obj.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={flags_obj.gradient_accumulation_steps}"
-        )
+    common_flags.validate_common_flags(flags_obj)
+
+
+# The original's name.
+validate_flags_or_throw = validate_flags
 
 
 def _validate_tfds_flags(flags_obj):
@@ -108,7 +110,7 @@ def _validate_tfds_flags(flags_obj):
         return
     version_2 = tfds_input.SQUAD_CONFIGS[tfds_input.config_key(flags_obj.tfds_name)]
     if version_2 != flags_obj.version_2_with_negative:
-        raise ValueError(
+        raise UserInputError(
             f"--tfds_name={flags_obj.tfds_name} needs "
             f"--version_2_with_negative={str(version_2).lower()}"
         )
@@ -234,9 +236,14 @@ def evaluate_predictions(predict_file, predictions, null_odds=None, version_2=Fa
 
 def run(flags_obj):
     """Runs run_squad.py with the parsed flags; returns the eval results (or None)."""
-    validate_flags_or_throw(flags_obj)
+    validate_flags(flags_obj)
+    with output_dir_lock(flags_obj):
+        return _run(flags_obj)
+
+
+def _run(flags_obj):
     config = load_config(flags_obj)
-    validate_flags_or_throw(flags_obj, config)
+    validate_flags(flags_obj, config)
     prepare_run(flags_obj, config)
     check_vocab_matches_config(flags_obj.vocab_file, config)
 
@@ -262,6 +269,8 @@ def run(flags_obj):
             is_training=is_training,
         )
 
+    data = []
+    dataset_fn = num_train_steps = num_warmup_steps = None
     if flags_obj.do_train:
         train_examples = squad_data.read_squad_examples(
             train_file,
@@ -269,10 +278,10 @@ def run(flags_obj):
             version_2_with_negative=version_2,
             first_answer_only=getattr(flags_obj, "train_answer", "error") == "first",
         )
-        num_train_steps = int(
-            len(train_examples)
-            / flags_obj.train_batch_size
-            * flags_obj.num_train_epochs
+        num_train_steps = training_steps(
+            len(train_examples),
+            flags_obj.train_batch_size,
+            flags_obj.num_train_epochs,
         )
         num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
         # Pre-shuffle the input to avoid having to make a very large shuffle
@@ -281,42 +290,32 @@ def run(flags_obj):
         random.Random(TRAIN_EXAMPLES_SEED).shuffle(train_examples)
         record_file = os.path.join(flags_obj.output_dir, "train.tf_record")
         num_features, _ = convert(train_examples, record_file, is_training=True)
+        data = [file_fingerprint(train_file)]
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(train_examples))
         logging.info("  Num split examples = %d", num_features)
         logging.info("  Batch size = %d", flags_obj.train_batch_size)
         logging.info("  Num steps = %d", num_train_steps)
-        optimizer = optimizer_from_flags(
-            flags_obj, strategy, model, num_train_steps, num_warmup_steps
+        dataset_fn = training_dataset_fn(
+            record_file,
+            num_features,
+            seq_length,
+            flags_obj.train_batch_size // flags_obj.gradient_accumulation_steps,
+            flags_obj.seed,
         )
-        accumulation = flags_obj.gradient_accumulation_steps
-        trainer = Trainer(
-            strategy,
-            model,
-            optimizer,
-            span_loss,
-            training_dataset_fn(
-                record_file,
-                num_features,
-                seq_length,
-                flags_obj.train_batch_size // accumulation,
-                flags_obj.seed,
-            ),
-            flags_obj.output_dir,
-            num_train_steps=num_train_steps,
-            global_batch_size=flags_obj.train_batch_size,
-            save_checkpoints_steps=flags_obj.save_checkpoints_steps,
-            gradient_accumulation_steps=accumulation,
-            use_xla=flags_obj.use_xla,
-            steps_per_loop=flags_obj.iterations_per_loop if flags_obj.use_tpu else 1,
-        )
-        trainer.train()
-        if chief:
-            save_final_checkpoint(
-                model, flags_obj.output_dir, trainer.global_step, flags_obj.vocab_file
-            )
-    else:
-        restore_latest(model, flags_obj.output_dir)
+    train_or_restore(
+        flags_obj,
+        strategy,
+        model,
+        script="run_squad",
+        config=config,
+        loss_fn=span_loss,
+        dataset_fn=dataset_fn,
+        data=data,
+        num_train_steps=num_train_steps,
+        num_warmup_steps=num_warmup_steps,
+        vocab_file=flags_obj.vocab_file,
+    )
 
     results = None
     if flags_obj.do_predict and chief:
@@ -376,11 +375,3 @@ def run(flags_obj):
             null_score_diff_threshold=flags_obj.null_score_diff_threshold,
         )
     return results
-
-
-def write_eval_results(results, path):
-    logging.info("***** Eval results *****")
-    for key in sorted(results):
-        logging.info("  %s = %s", key, results[key])
-    with tf.io.gfile.GFile(path, "w") as writer:
-        writer.write(json.dumps(results, indent=4) + "\n")

@@ -1,7 +1,8 @@
 """Command-line flags shared by the run_* scripts, defined once.
 
-The original's flags keep their names, defaults and meanings; each
-script defines its own task flags and calls the functions here for the rest.
+The original's flags keep their names, defaults and meanings; each script
+defines its own task flags and calls the functions here for the rest.
+`validate_common_flags` checks the values every script shares.
 """
 
 from absl import flags
@@ -39,7 +40,8 @@ def define_tpu_flags():
     flags.DEFINE_integer(
         "num_tpu_cores",
         8,
-        "Only used if `use_tpu` is True. Total number of TPU cores to use.",
+        "Accepted for compatibility with the original and ignored: TPUStrategy "
+        "uses every core of the TPU that --tpu_name/--master names.",
     )
 
 
@@ -80,7 +82,11 @@ def define_common_flags(max_seq_length, learning_rate=5e-5, train_batch_size=32)
         "save_checkpoints_steps", 1000, "How often to save the model checkpoint."
     )
     flags.DEFINE_integer(
-        "iterations_per_loop", 1000, "How many steps to make in each estimator call."
+        "iterations_per_loop",
+        1000,
+        "With --use_tpu: optimizer steps run per call of the compiled training loop "
+        "(fewer host round trips); checkpoints still land every "
+        "--save_checkpoints_steps. Without a TPU the loop runs one step per call.",
     )
     define_tpu_flags()
     define_new_flags()
@@ -153,6 +159,13 @@ def define_new_flags():
     define_serving_flags()
     flags.DEFINE_integer(
         "seed", 12345, "Random seed for initialisation and data order."
+    )
+    flags.DEFINE_bool(
+        "overwrite_output_dir",
+        False,
+        "With --do_train: delete the checkpoints of a previous run in output_dir "
+        "and start over. Without it, a rerun with the same settings resumes and "
+        "one with other settings stops, listing the differences.",
     )
 
 
@@ -273,3 +286,48 @@ def validate_tfds_flags(flags_obj, file_flags, supported):
     from data_prep.tfds_input import check_supported
 
     check_supported(flags_obj.tfds_name, supported)
+
+
+# Flags that count something: 0 or less is a mistake the user can fix.
+_POSITIVE_FLAGS = (
+    "train_batch_size",
+    "eval_batch_size",
+    "predict_batch_size",
+    "max_seq_length",
+    "save_checkpoints_steps",
+    "iterations_per_loop",
+    "gradient_accumulation_steps",
+)
+
+
+def validate_common_flags(flags_obj):
+    """Checks the shared flags a script has; each message names its flag.
+
+    Raises:
+        UserInputError: `--name: must be positive, got 0`, an accumulation that
+            does not divide the batch, or a learning rate or warmup out of
+            range.
+    """
+    for name in _POSITIVE_FLAGS:
+        value = getattr(flags_obj, name, None)
+        if value is not None and value < 1:
+            raise UserInputError(f"--{name}: must be positive, got {value}")
+    accumulation = getattr(flags_obj, "gradient_accumulation_steps", 1)
+    batch = getattr(flags_obj, "train_batch_size", None)
+    if batch is not None and batch % accumulation:
+        raise UserInputError(
+            f"--train_batch_size={batch} is not divisible by "
+            f"--gradient_accumulation_steps={accumulation}"
+        )
+    if getattr(flags_obj, "do_train", False):
+        learning_rate = getattr(flags_obj, "learning_rate", None)
+        if learning_rate is not None and not learning_rate > 0:
+            raise UserInputError(
+                f"--learning_rate: must be positive, got {learning_rate}"
+            )
+        epochs = getattr(flags_obj, "num_train_epochs", None)
+        if epochs is not None and not epochs > 0:
+            raise UserInputError(f"--num_train_epochs: must be positive, got {epochs}")
+    warmup = getattr(flags_obj, "warmup_proportion", None)
+    if warmup is not None and not 0.0 <= warmup <= 1.0:
+        raise UserInputError(f"--warmup_proportion: must be in [0, 1], got {warmup}")

@@ -6,6 +6,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.errors import UserInputError
+
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
@@ -22,12 +24,23 @@ def tpu_resolver_kwargs(tpu_name=None, tpu_zone=None, gcp_project=None, master=N
     return {"tpu": ""}  # the local TPU (Cloud TPU VM)
 
 
-def _workers_in_tf_config():
+def _tf_config():
     try:
-        config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+        return json.loads(os.environ.get("TF_CONFIG", "{}"))
     except json.JSONDecodeError as e:
-        raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from e
-    return len(config.get("cluster", {}).get("worker", []))
+        raise UserInputError(f"TF_CONFIG is not valid JSON: {e}") from e
+
+
+def _workers_in_tf_config():
+    return len(_tf_config().get("cluster", {}).get("worker", []))
+
+
+def is_chief_in_tf_config():
+    """`is_chief` before a strategy exists: from TF_CONFIG's task (no
+    TF_CONFIG: a single process, which is its own chief)."""
+    task = _tf_config().get("task", {})
+    kind, index = task.get("type"), int(task.get("index", 0))
+    return kind in (None, "chief") or (kind == "worker" and index == 0)
 
 
 def default_strategy_name(use_tpu=False, num_gpus=None):
@@ -60,7 +73,7 @@ def create_strategy(
     """
     name = name or default_strategy_name(use_tpu, num_gpus)
     if name not in STRATEGIES:
-        raise ValueError(
+        raise UserInputError(
             f"--distribution_strategy={name!r} is not one of {', '.join(STRATEGIES)}"
         )
     if name == "tpu":
@@ -76,7 +89,7 @@ def create_strategy(
         gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
         if num_gpus is not None:
             if num_gpus > len(gpus):
-                raise ValueError(
+                raise UserInputError(
                     f"--num_gpus={num_gpus} but only {len(gpus)} GPUs are visible"
                 )
             gpus = gpus[:num_gpus]

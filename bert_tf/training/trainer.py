@@ -6,8 +6,9 @@ replica before the all-reduce (the original clips the whole gradient), and has
 no gradient accumulation. The loop here:
 
 - sums gradients over micro-batches (`gradient_accumulation_steps`) and over
-  replicas, then clips the summed gradient by global norm (1.0, as the
-  original), then applies the optimizer once;
+  replicas (one all-reduce per step: the optimizer's own sum is turned off),
+  then clips the summed gradient by global norm (1.0, as the original), then
+  applies the optimizer once;
 - checkpoints model + optimizer + step every `save_checkpoints_steps` and
   resumes from the latest checkpoint, skipping the batches already consumed,
   so a killed run rerun with the same command ends at the same step;
@@ -21,6 +22,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.errors import UserInputError
+from bert_tf.optimization import set_gradient_aggregation
 from bert_tf.training.strategy import is_chief
 
 
@@ -31,7 +34,9 @@ class Trainer:
         strategy: a `tf.distribute.Strategy`; model and optimizer must have
             been created under its scope.
         model: the Keras model.
-        optimizer: a Keras optimizer (it must not clip by itself).
+        optimizer: a Keras optimizer (it must not clip by itself). The
+            Trainer turns its cross-replica sum off
+            (`set_gradient_aggregation`): it is given the summed gradient.
         loss_fn: `loss_fn(batch, outputs) -> scalar`, the loss of one
             replica's micro-batch as the original defines it for a batch.
         dataset_fn: `dataset_fn(input_context, skip_batches) -> tf.data.Dataset`
@@ -68,7 +73,7 @@ class Trainer:
         max_checkpoints=3,
     ):
         if gradient_accumulation_steps < 1:
-            raise ValueError(
+            raise UserInputError(
                 f"--gradient_accumulation_steps must be ≥ 1, got {gradient_accumulation_steps}"
             )
         self.strategy = strategy
@@ -88,7 +93,16 @@ class Trainer:
 
         with strategy.scope():
             optimizer.build(model.trainable_variables)
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        # The step sums the replicas' gradients once, to clip the global
+        # gradient; the optimizer must not sum them a second time.
+        set_gradient_aggregation(optimizer, False)
+        # The dropout layers' random streams (Keras SeedGenerator states,
+        # which FastDropout and the fused kernels draw their ThreeFry seeds
+        # from) are not in the model's own checkpoint: saved with it, a
+        # resumed run draws the masks the uninterrupted run drew, bit for bit.
+        self.checkpoint = tf.train.Checkpoint(
+            model=model, optimizer=optimizer, random_streams=random_streams(model)
+        )
         # Non-chief workers of a multi-worker run write to a scratch folder:
         # every worker must take part in saving, only the chief's copy counts.
         checkpoint_dir = os.path.join(output_dir, "checkpoints")
@@ -104,11 +118,19 @@ class Trainer:
         return int(self.optimizer.iterations.numpy())
 
     def restore(self):
-        """Restores the latest checkpoint, if any; returns the step reached."""
-        latest = self.manager.latest_checkpoint
-        if latest:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
-            logging.info("Resumed from %s at step %d", latest, self.global_step)
+        """Restores the newest readable checkpoint, if any; returns the step reached.
+
+        A checkpoint that cannot be read (truncated, deleted data file) is
+        reported with a WARNING naming it and the reason, and the next newest
+        is tried.
+        """
+        path = restore_newest_readable(
+            self.checkpoint,
+            self.manager.checkpoints,
+            lambda status: status.assert_existing_objects_matched(),
+        )
+        if path:
+            logging.info("Resumed from %s at step %d", path, self.global_step)
         return self.global_step
 
     def make_train_loop(self):
@@ -166,11 +188,9 @@ class Trainer:
                 summed = [next(clipped) if g is not None else None for g in summed]
             if loss_scaled:
                 summed = [g * scale if g is not None else None for g in summed]
-            # Keras' optimizer sums gradients over replicas once more: give it
-            # each replica's equal share so that sum is the clipped gradient.
-            optimizer.apply(
-                [g / replicas if g is not None else None for g in summed], variables
-            )
+            # Already the replicas' sum (aggregation is off, see __init__):
+            # every replica applies the same update to its copy.
+            optimizer.apply(summed, variables)
             return total_loss / accumulation
 
         replica_step = tf.function(replica_step, jit_compile=self.use_xla)
@@ -245,6 +265,48 @@ class Trainer:
                 )
         writer.flush()
         return loss
+
+
+def random_streams(model):
+    """The state variables of `model`'s random streams (dropout seeds), in
+    layer order: the same list for the same architecture."""
+    return [
+        variable
+        for variable in model.non_trainable_variables
+        if variable.path.endswith("seed_generator_state")
+    ]
+
+
+def restore_newest_readable(checkpoint, paths, check=None):
+    """Restores `checkpoint` from the newest of `paths` (oldest first) that reads.
+
+    Unreadable ones are skipped with a WARNING naming the file and the
+    reason. Returns the path restored, or None when `paths` is empty.
+
+    Raises:
+        ValueError: none of `paths` could be read.
+    """
+    failures = []
+    for path in reversed(list(paths)):
+        try:
+            status = checkpoint.restore(path)
+            if check is not None:
+                check(status)
+            return path
+        # A damaged file fails in many ways (OpError, IndexError "read less
+        # bytes", ValueError, a failed assert_*): each is reported, none lost.
+        except Exception as error:  # noqa: BLE001
+            reason = str(error).strip().splitlines()[0] if str(error) else repr(error)
+            logging.warning(
+                "Checkpoint %s cannot be read (%s): trying an older one", path, reason
+            )
+            failures.append(f"{path}: {reason}")
+    if failures:
+        raise UserInputError(
+            "No readable checkpoint: " + "; ".join(failures) + " (delete them, or "
+            "rerun with --overwrite_output_dir to start over)"
+        )
+    return None
 
 
 def model_inputs(model, batch):

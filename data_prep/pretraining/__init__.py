@@ -36,6 +36,7 @@ import random
 
 from absl import logging
 
+from bert_tf.errors import UserInputError
 from data_prep.pretraining.documents import check_vocab
 from data_prep.pretraining.documents import expand_input_files
 from data_prep.pretraining.documents import iter_shards
@@ -141,7 +142,7 @@ def create_pretraining_data(
     if isinstance(output_files, str):
         output_files = [path for path in output_files.split(",") if path]
     if not output_files:
-        raise ValueError("output_file: no file given")
+        raise UserInputError("output_file: no file given")
     options = GenerationOptions(
         max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq,
@@ -152,9 +153,9 @@ def create_pretraining_data(
         do_whole_word_mask=do_whole_word_mask,
     )
     if num_workers < 1:
-        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+        raise UserInputError(f"num_workers must be >= 1, got {num_workers}")
     if shard_size_mb is not None and not shard_size_mb > 0:
-        raise ValueError(f"shard_size_mb must be > 0, got {shard_size_mb}")
+        raise UserInputError(f"shard_size_mb must be > 0, got {shard_size_mb}")
     split = TaskSplit(num_tasks=num_tasks, task_index=task_index)
     output_files = [split.output_path(path) for path in output_files]
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
@@ -175,7 +176,7 @@ def create_pretraining_data(
             num_dropped,
         )
         if not documents:
-            raise ValueError(
+            raise UserInputError(
                 f"no document with any token in the input: {', '.join(input_files)}"
             )
         encoder = RecordEncoder(

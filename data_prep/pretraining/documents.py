@@ -9,6 +9,7 @@ UnicodeDecodeError). Local files are read without TensorFlow; remote
 
 import os
 
+from bert_tf.errors import UserInputError
 from data_prep.pretraining.tokenization_import import tokenization
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
@@ -47,10 +48,10 @@ def expand_input_files(input_file):
         else:
             matches = [pattern] if os.path.exists(pattern) else []
         if not matches:
-            raise ValueError(f"input_file: {pattern!r} matches no file")
+            raise UserInputError(f"input_file: {pattern!r} matches no file")
         files.extend(matches)
     if not files:
-        raise ValueError(f"input_file: no file given in {input_file!r}")
+        raise UserInputError(f"input_file: no file given in {input_file!r}")
     return files
 
 
@@ -72,7 +73,7 @@ def _iter_raw_lines(path):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ValueError(
+                raise UserInputError(
                     f"{path}:{line_number}: not valid UTF-8 ({exc.reason} at "
                     f"byte {exc.start} of the line)"
                 ) from None
@@ -181,7 +182,7 @@ def iter_shard_spans(input_files, shard_size_mb):
       in the input files taken end to end (a file's size counts in full).
     """
     if not shard_size_mb > 0:
-        raise ValueError(f"shard_size_mb must be > 0, got {shard_size_mb}")
+        raise UserInputError(f"shard_size_mb must be > 0, got {shard_size_mb}")
     limit = max(1, int(shard_size_mb * (1 << 20)))
     file_start = 0
     for path in input_files:
@@ -212,7 +213,7 @@ def check_vocab(tokenizer):
     """Raises ValueError (naming the vocab file) if a special token is missing."""
     missing = [token for token in SPECIAL_TOKENS if token not in tokenizer.vocab]
     if missing:
-        raise ValueError(
+        raise UserInputError(
             f"{tokenizer.vocab_file}: the vocabulary has no "
             f"{', '.join(missing)} (pre-training data needs [CLS], [SEP] and [MASK])"
         )

@@ -2,6 +2,8 @@
 
 import dataclasses
 
+from bert_tf.errors import UserInputError
+
 
 @dataclasses.dataclass(frozen=True)
 class GenerationOptions:
@@ -37,16 +39,18 @@ class GenerationOptions:
     def __post_init__(self):
         # max_num_tokens must allow one token in A and one in B.
         if self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length must be >= 5, got {self.max_seq_length}")
+            raise UserInputError(
+                f"max_seq_length must be >= 5, got {self.max_seq_length}"
+            )
         if self.max_predictions_per_seq < 1:
-            raise ValueError(
+            raise UserInputError(
                 "max_predictions_per_seq must be >= 1, got "
                 f"{self.max_predictions_per_seq}"
             )
         if self.dupe_factor < 1:
-            raise ValueError(f"dupe_factor must be >= 1, got {self.dupe_factor}")
+            raise UserInputError(f"dupe_factor must be >= 1, got {self.dupe_factor}")
         if not 0.0 <= self.masked_lm_prob <= 1.0:
-            raise ValueError(
+            raise UserInputError(
                 f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}"
             )
 

@@ -30,6 +30,7 @@ import threading
 
 from absl import logging
 
+from bert_tf.errors import UserInputError
 from data_prep.pretraining.documents import documents_from_lines
 from data_prep.pretraining.documents import iter_shard_spans
 from data_prep.pretraining.documents import tokenize_function
@@ -76,9 +77,9 @@ class TaskSplit:
 
     def __post_init__(self):
         if self.num_tasks < 1:
-            raise ValueError(f"num_tasks must be >= 1, got {self.num_tasks}")
+            raise UserInputError(f"num_tasks must be >= 1, got {self.num_tasks}")
         if not 0 <= self.task_index < self.num_tasks:
-            raise ValueError(
+            raise UserInputError(
                 f"task_index must be in [0, {self.num_tasks}), got {self.task_index}"
             )
 
@@ -258,7 +259,7 @@ def write_sharded(
         `output_files` are used as given (see ``TaskSplit.output_path``).
     """
     if num_workers < 1:
-        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+        raise UserInputError(f"num_workers must be >= 1, got {num_workers}")
     stats = ShardedRunStats()
     inv_vocab = tokenization.FullTokenizer(
         vocab_file, do_lower_case=do_lower_case
@@ -331,7 +332,7 @@ def write_sharded(
         stats.processes,
     )
     if stats.num_documents == 0 and split.num_tasks == 1:
-        raise ValueError(
+        raise UserInputError(
             f"no document with any token in the input: {', '.join(input_files)}"
         )
     logging.info("Wrote %d total instances", writer.total)

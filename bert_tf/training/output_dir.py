@@ -1,0 +1,212 @@
+"""Who writes an output_dir, and which run it holds.
+
+`OutputDirLock`: one writer at a time. `RunSettings`: the settings that
+define a training run, recorded beside its checkpoints, so that a rerun
+resumes only the run it belongs to.
+"""
+
+import errno
+import hashlib
+import json
+import os
+import socket
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.errors import UserInputError
+
+LOCK_FILE = "run.lock"
+SETTINGS_FILE = "run_settings.json"
+
+# Bytes hashed at each end of a data file: enough to see any regenerated or
+# edited file in practice without reading gigabytes of records on each start.
+_FINGERPRINT_BYTES = 1 << 20
+
+
+class OutputDirInUseError(UserInputError):
+    """Another live process holds the output_dir."""
+
+
+class OutputDirLock:
+    """An exclusive lock on `output_dir` for the life of a run.
+
+    An advisory `flock` on `output_dir/run.lock`, which also records the
+    holder's pid and host for the message a second writer gets. The kernel
+    drops the lock when its process dies (even by SIGKILL), so the lock of a
+    dead run is simply taken over. Remote paths (`gs://…`) are not locked.
+
+    Args:
+        output_dir: the run's output directory (created if missing).
+
+    Example:
+    >>> with OutputDirLock("/tmp/mrpc_output"):
+    ...     train()
+    """
+
+    def __init__(self, output_dir):
+        self.output_dir = output_dir
+        self._file = None
+
+    @property
+    def path(self):
+        return os.path.join(self.output_dir, LOCK_FILE)
+
+    def __enter__(self):
+        if "://" in self.output_dir:
+            logging.info("%s is remote: no lock is taken", self.output_dir)
+            return self
+        import fcntl
+
+        os.makedirs(self.output_dir, exist_ok=True)
+        handle = open(self.path, "a+")  # noqa: SIM115 (held until __exit__)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            handle.seek(0)
+            holder = handle.read().strip() or "an unknown process"
+            handle.close()
+            raise OutputDirInUseError(
+                f"--output_dir={self.output_dir} is in use by another run "
+                f"({holder}); wait for it to end or choose another --output_dir"
+            ) from None
+        handle.seek(0)
+        previous = handle.read().strip()
+        if previous:
+            logging.info("Taking over the lock of a run that ended (%s)", previous)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on host {socket.gethostname()}\n")
+        handle.flush()
+        self._file = handle
+        return self
+
+    def __exit__(self, *exc):
+        if self._file is not None:
+            self._file.truncate(0)
+            self._file.close()  # closing releases the flock
+            self._file = None
+        return False
+
+
+def file_fingerprint(path):
+    """`{"path", "size", "sha256"}` of a file: the hash covers its first and
+    last MiB (all of it when smaller), together with the size."""
+    size = tf.io.gfile.stat(path).length
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(path, "rb") as reader:
+        digest.update(reader.read(_FINGERPRINT_BYTES))
+        if size > 2 * _FINGERPRINT_BYTES:
+            reader.seek(size - _FINGERPRINT_BYTES)
+        digest.update(reader.read())
+    return {"path": str(path), "size": size, "sha256": digest.hexdigest()}
+
+
+def examples_fingerprint(examples):
+    """`{"examples", "sha256"}` of training examples (their guid, texts and
+    label): the data a run trains on, whatever file it came from."""
+    digest = hashlib.sha256()
+    for example in examples:
+        fields = (
+            example.guid,
+            example.text_a,
+            getattr(example, "text_b", None),
+            example.label,
+        )
+        digest.update(json.dumps(fields, default=str).encode("utf-8"))
+    return {"examples": len(examples), "sha256": digest.hexdigest()}
+
+
+class RunSettings:
+    """The settings that define a training run, kept in `output_dir/run_settings.json`.
+
+    A rerun with the same settings resumes; one with different settings stops
+    with the list of differences instead of continuing someone else's run (or
+    silently mixing two). `overwrite` deletes the old run's checkpoints and
+    final weights and starts over.
+
+    Args:
+        output_dir: the run's output directory.
+        settings: a JSON-serialisable dict (flags, config, data fingerprints).
+
+    Example:
+    >>> RunSettings(output_dir, {"learning_rate": 2e-5, ...}).claim(overwrite=False)
+    """
+
+    def __init__(self, output_dir, settings):
+        self.output_dir = output_dir
+        self.settings = json.loads(json.dumps(settings))  # plain JSON values
+
+    @property
+    def path(self):
+        return os.path.join(self.output_dir, SETTINGS_FILE)
+
+    def differences(self, recorded):
+        """`name: recorded -> now` lines for every setting that changed."""
+        before, now = _flatten(recorded), _flatten(self.settings)
+        return [
+            f"{name}: {before.get(name, '(not set)')!r} -> {now.get(name, '(not set)')!r}"
+            for name in sorted(set(before) | set(now))
+            if before.get(name) != now.get(name)
+        ]
+
+    def claim(self, overwrite=False):
+        """Checks the output_dir holds this run (or none) and records it.
+
+        Raises:
+            ValueError: output_dir holds a run with other settings (and
+                `overwrite` is off).
+        """
+        if overwrite:
+            self._remove_previous_run()
+        elif tf.io.gfile.exists(self.path):
+            with tf.io.gfile.GFile(self.path) as reader:
+                recorded = json.load(reader)
+            changed = self.differences(recorded)
+            if changed:
+                raise UserInputError(
+                    f"--output_dir={self.output_dir} holds a run with other settings; "
+                    "rerun with the same ones to resume it, pass "
+                    "--overwrite_output_dir to delete it and start over, or choose "
+                    "another --output_dir. Differences (recorded -> now):\n  "
+                    + "\n  ".join(changed)
+                )
+            return
+        temporary = self.path + ".tmp"
+        with tf.io.gfile.GFile(temporary, "w") as writer:
+            writer.write(json.dumps(self.settings, indent=2, sort_keys=True) + "\n")
+        tf.io.gfile.rename(temporary, self.path, overwrite=True)
+
+    def _remove_previous_run(self):
+        removed = []
+        for name in ("checkpoints", "worker_tmp", "tensorboard"):
+            path = os.path.join(self.output_dir, name)
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.rmtree(path)
+                removed.append(path)
+        for path in tf.io.gfile.glob(os.path.join(self.output_dir, "model.ckpt-*")):
+            tf.io.gfile.remove(path)
+            removed.append(path)
+        if tf.io.gfile.exists(self.path):
+            tf.io.gfile.remove(self.path)
+        if removed:
+            logging.warning(
+                "--overwrite_output_dir: removed the previous run (%s)",
+                ", ".join(removed),
+            )
+
+
+def _flatten(value, prefix=""):
+    if isinstance(value, dict):
+        flat = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, f"{prefix}{key}."))
+        return flat
+    if isinstance(value, list):
+        flat = {}
+        for index, item in enumerate(value):
+            flat.update(_flatten(item, f"{prefix}{index}."))
+        return flat
+    return {prefix.rstrip("."): value}
