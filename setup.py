@@ -26,9 +26,15 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10,<3.13",
-    packages=find_packages(
-        include=["bert_tf", "bert_tf.*", "data_prep", "data_prep.*"]
-    ),
+    # The repository keeps data_prep/ beside bert_tf/ (dataset -> features and
+    # TFRecords); it installs as bert_tf.data_prep, so no generic top-level
+    # name lands in site-packages.
+    packages=find_packages(include=["bert_tf", "bert_tf.*"])
+    + [
+        f"bert_tf.{name}"
+        for name in find_packages(include=["data_prep", "data_prep.*"])
+    ],
+    package_dir={"bert_tf.data_prep": "data_prep"},
     package_data={"bert_tf": ["demo_data/*.tsv", "demo_data/README.md"]},
     install_requires=[
         "tensorflow>=2.21,<2.22",

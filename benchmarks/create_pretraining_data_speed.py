@@ -163,7 +163,7 @@ def read_tfrecords(path):
 
 def record_statistics(paths, mask_id):
     """The statistics the original was measured with, from the written records."""
-    from data_prep.pretraining import decode_record
+    from bert_tf.data_prep.pretraining import decode_record
 
     n = real_total = predicted = masked = kept = random_next = short = 0
     for path in paths:

@@ -90,8 +90,8 @@ def run_hugging_face(files, minilm):
     from transformers import DataCollatorForTokenClassification
     from transformers import get_linear_schedule_with_warmup
 
+    from bert_tf.data_prep import conll
     from bert_tf.entity_metrics import entity_scores
-    from data_prep import conll
 
     random.seed(SEED)
     torch.manual_seed(SEED)

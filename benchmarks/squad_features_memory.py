@@ -1,7 +1,7 @@
 """Peak memory of building the prediction features of a SQuAD file.
 
 Reads the file, writes its features to a TFRecord as run_squad.py does
-(`data_prep.squad.write_features`, prediction mode: the kept features hold
+(`bert_tf.data_prep.squad.write_features`, prediction mode: the kept features hold
 tokens and position maps only) and prints the peak RSS after importing
 TensorFlow, after reading the examples and at the end.
 
@@ -26,7 +26,7 @@ def main(squad_file, vocab_file):
     import_tensorflow()
     print(f"TensorFlow imported: peak RSS {peak_rss_mib():.0f} MiB")
     from bert_tf import tokenization
-    from data_prep import squad
+    from bert_tf.data_prep import squad
 
     start = time.time()
     examples = squad.read_squad_examples(squad_file, is_training=False)

@@ -29,9 +29,9 @@ STAGES = ("read examples", "features", "write records", "batches")
 
 def run_input_path(get_examples, tokenizer, label_list, record_file):
     """Seconds per stage and the number of examples."""
-    from data_prep import glue
-    from data_prep.classifier_records import record_dataset
-    from data_prep.classifier_records import write_classifier_records
+    from bert_tf.data_prep import glue
+    from bert_tf.data_prep.classifier_records import record_dataset
+    from bert_tf.data_prep.classifier_records import write_classifier_records
 
     seconds = {}
     began = time.perf_counter()
@@ -68,8 +68,8 @@ def main():
 
     logging.set_verbosity(logging.WARNING)
     from bert_tf import tokenization
-    from data_prep import glue
-    from data_prep import tfds_input
+    from bert_tf.data_prep import glue
+    from bert_tf.data_prep import tfds_input
 
     tfds_input.import_tfds().disable_progress_bar()
     mrpc = os.path.join(data, "glue", "MRPC")

@@ -15,7 +15,7 @@ is_real_example     int64    scalar (0 for PaddingInputExample features)
 
 Extension: for regression tasks (STS-B, custom with ``is_regression``)
 ``label_ids`` is a float32 scalar (``float_list``); the original had no
-regression task. ``data_prep.record_pipeline`` reads them (int64 features become
+regression task. ``bert_tf.data_prep.record_pipeline`` reads them (int64 features become
 int32, as the original cast them; the regression label stays float32).
 """
 
@@ -26,7 +26,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from data_prep import glue
+from bert_tf.data_prep import glue
 
 LABEL_LIST_FILE = "label_list.json"
 

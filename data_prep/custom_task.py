@@ -4,12 +4,12 @@ import json
 import os
 import re
 
-from data_prep.classifier_features import InputExample
-from data_prep.glue_processors import DataProcessor
-from data_prep.glue_processors import parse_score
-from data_prep.table_reader import BadRowError
-from data_prep.table_reader import RowProblem
-from data_prep.table_reader import read_records
+from bert_tf.data_prep.classifier_features import InputExample
+from bert_tf.data_prep.glue_processors import DataProcessor
+from bert_tf.data_prep.glue_processors import parse_score
+from bert_tf.data_prep.table_reader import BadRowError
+from bert_tf.data_prep.table_reader import RowProblem
+from bert_tf.data_prep.table_reader import read_records
 
 
 class CustomProcessor(DataProcessor):

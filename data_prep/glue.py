@@ -40,27 +40,27 @@ Guids of the remaining rows do not depend on skipped rows: they use the row inde
 in the file, as the original does.
 """
 
-from data_prep.classifier_features import InputExample
-from data_prep.classifier_features import InputFeatures
-from data_prep.classifier_features import PaddingInputExample
-from data_prep.classifier_features import convert_examples_to_features
-from data_prep.classifier_features import convert_single_example
-from data_prep.classifier_features import is_regression_label_list
-from data_prep.custom_task import CustomProcessor
-from data_prep.glue_processors import ColaProcessor
-from data_prep.glue_processors import DataProcessor
-from data_prep.glue_processors import MnliMismatchedProcessor
-from data_prep.glue_processors import MnliProcessor
-from data_prep.glue_processors import MrpcProcessor
-from data_prep.glue_processors import QnliProcessor
-from data_prep.glue_processors import QqpProcessor
-from data_prep.glue_processors import RteProcessor
-from data_prep.glue_processors import Sst2Processor
-from data_prep.glue_processors import StsbProcessor
-from data_prep.glue_processors import WnliProcessor
-from data_prep.glue_processors import XnliProcessor
-from data_prep.table_reader import BadRowError
-from data_prep.table_reader import read_records
+from bert_tf.data_prep.classifier_features import InputExample
+from bert_tf.data_prep.classifier_features import InputFeatures
+from bert_tf.data_prep.classifier_features import PaddingInputExample
+from bert_tf.data_prep.classifier_features import convert_examples_to_features
+from bert_tf.data_prep.classifier_features import convert_single_example
+from bert_tf.data_prep.classifier_features import is_regression_label_list
+from bert_tf.data_prep.custom_task import CustomProcessor
+from bert_tf.data_prep.glue_processors import ColaProcessor
+from bert_tf.data_prep.glue_processors import DataProcessor
+from bert_tf.data_prep.glue_processors import MnliMismatchedProcessor
+from bert_tf.data_prep.glue_processors import MnliProcessor
+from bert_tf.data_prep.glue_processors import MrpcProcessor
+from bert_tf.data_prep.glue_processors import QnliProcessor
+from bert_tf.data_prep.glue_processors import QqpProcessor
+from bert_tf.data_prep.glue_processors import RteProcessor
+from bert_tf.data_prep.glue_processors import Sst2Processor
+from bert_tf.data_prep.glue_processors import StsbProcessor
+from bert_tf.data_prep.glue_processors import WnliProcessor
+from bert_tf.data_prep.glue_processors import XnliProcessor
+from bert_tf.data_prep.table_reader import BadRowError
+from bert_tf.data_prep.table_reader import read_records
 
 __all__ = [
     "PROCESSORS",

@@ -19,10 +19,10 @@ import os
 
 from absl import logging
 
-from data_prep.classifier_features import InputExample
-from data_prep.table_reader import BadRowError
-from data_prep.table_reader import RowProblem
-from data_prep.table_reader import read_records
+from bert_tf.data_prep.classifier_features import InputExample
+from bert_tf.data_prep.table_reader import BadRowError
+from bert_tf.data_prep.table_reader import RowProblem
+from bert_tf.data_prep.table_reader import read_records
 
 # How many skipped rows are spelled out in the log (the rest are only counted).
 _LOGGED_SKIPS = 5

@@ -19,8 +19,8 @@ already-trained batches skipped.
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.data_prep.tfrecord_files import check_tfrecord_file
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from data_prep.tfrecord_files import check_tfrecord_file
 
 __all__ = [
     "PAD_MULTIPLE",
@@ -70,7 +70,7 @@ def check_record_files(record_files, feature_spec):
     Returns the number of records of each file.
 
     Raises:
-      data_prep.tfrecord_files.TFRecordError: ``file: record N at byte B:
+      bert_tf.data_prep.tfrecord_files.TFRecordError: ``file: record N at byte B:
         reason`` for a damaged or truncated file or a first record that lacks
         a feature of `feature_spec` or has another type or length (records of
         another task, or written with another max_seq_length).

@@ -41,8 +41,8 @@ from unittest import mock
 import numpy as np
 from absl import logging
 
+from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
-from data_prep import glue
 
 __all__ = [
     "GLUE_CONFIGS",

@@ -1,14 +1,14 @@
-"""Tests for data_prep.classifier_records: the run_classifier TFRecord schema (the
-original's train/eval/predict.tf_record features), read by data_prep.record_pipeline."""
+"""Tests for bert_tf.data_prep.classifier_records: the run_classifier TFRecord schema (the
+original's train/eval/predict.tf_record features), read by bert_tf.data_prep.record_pipeline."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_tf import tokenization
-from data_prep import classifier_records
-from data_prep import glue
-from data_prep import record_pipeline
+from bert_tf.data_prep import classifier_records
+from bert_tf.data_prep import glue
+from bert_tf.data_prep import record_pipeline
 
 
 def _features():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bert_tf import tokenization
-from data_prep import conll
+from bert_tf.data_prep import conll
 
 CONLL2003 = """-DOCSTART- -X- -X- O
 

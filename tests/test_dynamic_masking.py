@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.data_prep.dynamic_masking import mask_dynamically
+from bert_tf.data_prep.dynamic_masking import original_input_ids
+from bert_tf.data_prep.dynamic_masking import special_token_ids
+from bert_tf.data_prep.pretraining import create_pretraining_data
+from bert_tf.data_prep.pretraining import parse_pretraining_record
 from bert_tf.tasks import pretraining
-from data_prep.dynamic_masking import mask_dynamically
-from data_prep.dynamic_masking import original_input_ids
-from data_prep.dynamic_masking import special_token_ids
-from data_prep.pretraining import create_pretraining_data
-from data_prep.pretraining import parse_pretraining_record
 
 SEQ, PREDICTIONS = 128, 20
 

@@ -10,9 +10,9 @@ import random
 
 import pytest
 
+from bert_tf.data_prep import conll
 from bert_tf.entity_metrics import entity_scores
 from bert_tf.entity_metrics import get_entities
-from data_prep import conll
 
 # (tags, entities (type, first, last)) worked out by hand from conlleval's rules.
 ENTITY_CASES = [

@@ -107,7 +107,7 @@ def test_run_squad_resumes_bit_for_bit(tmp_path):
 @pytest.fixture(scope="module")
 def pretraining_records(shared_data, tmp_path_factory):
     """sample_text.txt records and a 2-layer config with dropout 0.1."""
-    from data_prep.pretraining import create_pretraining_data
+    from bert_tf.data_prep.pretraining import create_pretraining_data
 
     folder = tmp_path_factory.mktemp("pretraining")
     vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")

@@ -2,7 +2,7 @@
 
 Small random-weight models with the real uncased BERT vocabulary are exported
 once per module; the references are the Keras models fed by the Python
-tokenizer and the original's packing (data_prep.glue), and a fresh process
+tokenizer and the original's packing (bert_tf.data_prep.glue), and a fresh process
 that can import TensorFlow and tensorflow-text but not bert_tf.
 """
 
@@ -22,8 +22,8 @@ import tensorflow as tf
 import bert_tf
 from bert_tf import export
 from bert_tf import tokenization
+from bert_tf.data_prep import glue
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from data_prep import glue
 
 SEQ_LENGTH = 32
 LABELS = ["not_equivalent", "equivalent"]

@@ -1,4 +1,4 @@
-"""Tests for data_prep.glue: processors, bad-row handling and feature conversion.
+"""Tests for bert_tf.data_prep.glue: processors, bad-row handling and feature conversion.
 
 Real GLUE files (MRPC, SST-2, CoLA, STS-B) and the uncased vocabulary come from
 $BERT_TF_DATA and are skipped without it; every other task is checked on small
@@ -15,7 +15,7 @@ import os
 import pytest
 
 from bert_tf import tokenization
-from data_prep import glue
+from bert_tf.data_prep import glue
 
 
 def _write(path, text, encoding="utf-8"):

@@ -2,7 +2,7 @@
 
 The reference is `tokenization.FullTokenizer` (itself checked against the
 original's behaviour in test_tokenization*.py) and
-`data_prep.glue.convert_single_example` (the original's packing), on the
+`bert_tf.data_prep.glue.convert_single_example` (the original's packing), on the
 same >= 5,000-string torture set as the tokenizer tests, per casing and
 released vocabulary.
 """
@@ -18,9 +18,9 @@ from tokenizer_torture import generate_torture_strings
 from tokenizer_torture import load_squad_sentences
 
 from bert_tf import tokenization
+from bert_tf.data_prep import glue
 from bert_tf.preprocessing import BertPreprocessor
 from bert_tf.preprocessing import truncated_pair_lengths
-from data_prep import glue
 
 N_STRINGS = 6000
 VOCABS = ("bert-base-uncased", "bert-base-cased")

@@ -31,8 +31,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import tokenization
-from data_prep import pretraining
-from data_prep.pretraining.documents import MemoTokenizer
+from bert_tf.data_prep import pretraining
+from bert_tf.data_prep.pretraining.documents import MemoTokenizer
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -523,7 +523,7 @@ def test_memo_tokenizer_matches_full_tokenizer(small_corpus, tokenizer):
 def test_default_mode_does_not_import_tensorflow(sample_text, vocab_file, tmp_path):
     code = (
         "import sys\n"
-        "from data_prep import pretraining\n"
+        "from bert_tf.data_prep import pretraining\n"
         f"pretraining.create_pretraining_data([{sample_text!r}], "
         f"[{str(tmp_path / 'x.tfrecord')!r}], {vocab_file!r}, dupe_factor=1)\n"
         "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"

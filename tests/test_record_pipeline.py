@@ -1,4 +1,4 @@
-"""data_prep.record_pipeline and data_prep.tfrecord_files: every TFRecord input
+"""bert_tf.data_prep.record_pipeline and bert_tf.data_prep.tfrecord_files: every TFRecord input
 is checked as it is read (framing, CRC, first record's features), on real
 pre-training records of sample_text.txt and classifier records of real MRPC rows.
 
@@ -12,13 +12,13 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import tokenization
+from bert_tf.data_prep import classifier_records
+from bert_tf.data_prep import glue
+from bert_tf.data_prep import record_pipeline
+from bert_tf.data_prep import tfrecord_files
+from bert_tf.data_prep.pretraining import create_pretraining_data
+from bert_tf.data_prep.pretraining import pretraining_feature_spec
 from bert_tf.tasks import pretraining as pretraining_task
-from data_prep import classifier_records
-from data_prep import glue
-from data_prep import record_pipeline
-from data_prep import tfrecord_files
-from data_prep.pretraining import create_pretraining_data
-from data_prep.pretraining import pretraining_feature_spec
 
 SEQ = 64
 MAX_PRED = 10

@@ -405,8 +405,8 @@ def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
 def test_training_batches_resume_where_they_stopped(shared_data, minilm_dir):
     """What a resumed run reads: the batches after the ones already consumed,
     each word's label still on its first piece."""
+    from bert_tf.data_prep import conll
     from bert_tf.tasks import ner
-    from data_prep import conll
 
     path = os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
     sentences = conll.read_conll(path)[:60]

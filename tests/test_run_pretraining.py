@@ -58,7 +58,7 @@ def read_results(path):
 @pytest.fixture(scope="module")
 def sample_records(shared_data, tmp_path_factory):
     """create_pretraining_data on the original's sample_text.txt, plus a tiny config."""
-    from data_prep.pretraining import create_pretraining_data
+    from bert_tf.data_prep.pretraining import create_pretraining_data
 
     folder = tmp_path_factory.mktemp("pretraining_data")
     records = folder / "sample.tfrecord"
@@ -209,8 +209,8 @@ def full_length_records(shared_data, tmp_path_factory):
     per-replica losses average to the one-device loss. Dropout off."""
     import tensorflow as tf
 
-    from data_prep.pretraining import create_pretraining_data
-    from data_prep.pretraining import parse_pretraining_record
+    from bert_tf.data_prep.pretraining import create_pretraining_data
+    from bert_tf.data_prep.pretraining import parse_pretraining_record
 
     folder = tmp_path_factory.mktemp("full_length")
     vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")

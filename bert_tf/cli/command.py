@@ -52,9 +52,6 @@ def user_error_types():
         IsADirectoryError,
         NotADirectoryError,
     ]
-    glue = sys.modules.get("data_prep.glue")
-    if glue is not None and hasattr(glue, "BadRowError"):
-        types.append(glue.BadRowError)
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         # tf.io.gfile on a path that does not exist.

@@ -23,7 +23,7 @@ Installed as `bert-tf-create-pretraining-data`; also
 from absl import flags
 
 from bert_tf.cli.command import Command
-from data_prep import pretraining
+from bert_tf.data_prep import pretraining
 
 ORIGINAL_FLAGS = (
     "input_file",

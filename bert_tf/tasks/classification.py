@@ -19,6 +19,12 @@ from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.classification_metrics import accuracy
 from bert_tf.classification_metrics import glue_metrics
+from bert_tf.data_prep import glue
+from bert_tf.data_prep import record_pipeline
+from bert_tf.data_prep import tfds_input
+from bert_tf.data_prep.classifier_records import feature_spec
+from bert_tf.data_prep.classifier_records import file_based_convert_examples_to_features
+from bert_tf.data_prep.classifier_records import write_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
@@ -35,12 +41,6 @@ from bert_tf.training.run_setup import train_or_restore
 from bert_tf.training.run_setup import training_steps
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
-from data_prep import glue
-from data_prep import record_pipeline
-from data_prep import tfds_input
-from data_prep.classifier_records import feature_spec
-from data_prep.classifier_records import file_based_convert_examples_to_features
-from data_prep.classifier_records import write_label_list
 
 
 def per_example_loss(labels, logits, is_regression):

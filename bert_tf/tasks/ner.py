@@ -1,6 +1,6 @@
 """What run_ner.py does: fine-tune, evaluate and predict a named-entity tagger.
 
-CoNLL files in (`data_prep.conll`: CoNLL-2003 or two-column, IOB1/IOB2/BIOES),
+CoNLL files in (`bert_tf.data_prep.conll`: CoNLL-2003 or two-column, IOB1/IOB2/BIOES),
 the BERT paper's tagging recipe (the first WordPiece of each word carries its
 label; long sentences in overlapping windows, each word scored once), the
 training loop, strategies, precision, resume and final checkpoint of
@@ -25,6 +25,8 @@ from absl import logging
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.data_prep import conll
+from bert_tf.data_prep import record_pipeline
 from bert_tf.entity_metrics import entity_scores
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertTokenClassifier
@@ -41,8 +43,6 @@ from bert_tf.training.run_setup import train_or_restore
 from bert_tf.training.run_setup import training_steps
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
-from data_prep import conll
-from data_prep import record_pipeline
 
 LABELS_FILE = "label_list.json"
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}

@@ -17,6 +17,11 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.config import BertConfig
+from bert_tf.data_prep import record_pipeline
+from bert_tf.data_prep.dynamic_masking import mask_dynamically
+from bert_tf.data_prep.dynamic_masking import special_token_ids
+from bert_tf.data_prep.pretraining import expand_input_files
+from bert_tf.data_prep.pretraining import pretraining_feature_spec
 from bert_tf.errors import UserInputError
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.models.bert_pretrainer import BertPretrainer
@@ -30,11 +35,6 @@ from bert_tf.training.run_setup import strategy_from_flags
 from bert_tf.training.run_setup import train_or_restore
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
-from data_prep import record_pipeline
-from data_prep.dynamic_masking import mask_dynamically
-from data_prep.dynamic_masking import special_token_ids
-from data_prep.pretraining import expand_input_files
-from data_prep.pretraining import pretraining_feature_spec
 
 MODEL_INPUTS = (*ENCODER_INPUT_NAMES, "masked_lm_positions")
 

@@ -12,13 +12,13 @@ from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
 from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
-from data_prep import glue
 
 MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 

@@ -24,6 +24,9 @@ from absl import logging
 from bert_tf import squad_postprocessing
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
+from bert_tf.data_prep import record_pipeline
+from bert_tf.data_prep import squad as squad_data
+from bert_tf.data_prep import tfds_input
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
@@ -40,9 +43,6 @@ from bert_tf.training.run_setup import train_or_restore
 from bert_tf.training.run_setup import training_steps
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
-from data_prep import record_pipeline
-from data_prep import squad as squad_data
-from data_prep import tfds_input
 
 # The original shuffles the training examples with this fixed seed.
 TRAIN_EXAMPLES_SEED = 12345

@@ -283,7 +283,7 @@ def validate_tfds_flags(flags_obj, file_flags, supported):
                 f"--tfds_name reads the data from TFDS: drop --{name} (the two are "
                 "exclusive)"
             )
-    from data_prep.tfds_input import check_supported
+    from bert_tf.data_prep.tfds_input import check_supported
 
     check_supported(flags_obj.tfds_name, supported)
 

@@ -17,7 +17,7 @@ generation in worker processes, and its division between machines),
 Added on top of the original:
 
 * Sharded, streaming generation (``num_workers > 1``, or any ``shard_size_mb``;
-  see ``data_prep.pretraining.sharded``), and its division between machines
+  see ``bert_tf.data_prep.pretraining.sharded``), and its division between machines
   (``num_tasks`` / ``task_index``).
 * Speed, with identical records: no TensorFlow for local files, WordPiece
   memoised per whitespace word, instances kept as serialized records (about a
@@ -36,33 +36,33 @@ import random
 
 from absl import logging
 
+from bert_tf import tokenization
+from bert_tf.data_prep.pretraining.documents import check_vocab
+from bert_tf.data_prep.pretraining.documents import expand_input_files
+from bert_tf.data_prep.pretraining.documents import iter_shards
+from bert_tf.data_prep.pretraining.documents import read_documents
+from bert_tf.data_prep.pretraining.instances import TrainingInstance
+from bert_tf.data_prep.pretraining.instances import create_masked_lm_predictions
+from bert_tf.data_prep.pretraining.instances import create_training_instances
+from bert_tf.data_prep.pretraining.instances import generate
+from bert_tf.data_prep.pretraining.instances import truncate_seq_pair
+from bert_tf.data_prep.pretraining.options import GenerationOptions
+from bert_tf.data_prep.pretraining.output import write_records
+from bert_tf.data_prep.pretraining.records import RecordEncoder
+from bert_tf.data_prep.pretraining.records import decode_record
+from bert_tf.data_prep.pretraining.records import expected_features
+from bert_tf.data_prep.pretraining.records import instance_to_example
+from bert_tf.data_prep.pretraining.records import parse_pretraining_record
+from bert_tf.data_prep.pretraining.records import pretraining_feature_spec
+from bert_tf.data_prep.pretraining.sharded import DEFAULT_SHARD_SIZE_MB
+from bert_tf.data_prep.pretraining.sharded import ShardedRunStats
+from bert_tf.data_prep.pretraining.sharded import TaskSplit
+from bert_tf.data_prep.pretraining.sharded import release_large_blocks_to_os
+from bert_tf.data_prep.pretraining.sharded import shard_seed
+from bert_tf.data_prep.pretraining.sharded import write_sharded
+from bert_tf.data_prep.tfrecord_files import frame_records
+from bert_tf.data_prep.tfrecord_files import masked_crc32c
 from bert_tf.errors import UserInputError
-from data_prep.pretraining.documents import check_vocab
-from data_prep.pretraining.documents import expand_input_files
-from data_prep.pretraining.documents import iter_shards
-from data_prep.pretraining.documents import read_documents
-from data_prep.pretraining.instances import TrainingInstance
-from data_prep.pretraining.instances import create_masked_lm_predictions
-from data_prep.pretraining.instances import create_training_instances
-from data_prep.pretraining.instances import generate
-from data_prep.pretraining.instances import truncate_seq_pair
-from data_prep.pretraining.options import GenerationOptions
-from data_prep.pretraining.output import write_records
-from data_prep.pretraining.records import RecordEncoder
-from data_prep.pretraining.records import decode_record
-from data_prep.pretraining.records import expected_features
-from data_prep.pretraining.records import instance_to_example
-from data_prep.pretraining.records import parse_pretraining_record
-from data_prep.pretraining.records import pretraining_feature_spec
-from data_prep.pretraining.sharded import DEFAULT_SHARD_SIZE_MB
-from data_prep.pretraining.sharded import ShardedRunStats
-from data_prep.pretraining.sharded import TaskSplit
-from data_prep.pretraining.sharded import release_large_blocks_to_os
-from data_prep.pretraining.sharded import shard_seed
-from data_prep.pretraining.sharded import write_sharded
-from data_prep.pretraining.tokenization_import import tokenization
-from data_prep.tfrecord_files import frame_records
-from data_prep.tfrecord_files import masked_crc32c
 
 __all__ = [
     "DEFAULT_SHARD_SIZE_MB",
@@ -122,7 +122,7 @@ def create_pretraining_data(
       short_seq_prob: the original's flags, same meanings.
       num_workers: worker processes. With 1 and no `shard_size_mb` (and one
         task): the original's algorithm over the whole corpus (held in
-        memory). Otherwise sharded (see ``data_prep.pretraining.sharded``).
+        memory). Otherwise sharded (see ``bert_tf.data_prep.pretraining.sharded``).
       shard_size_mb: shard size of the sharded mode in MiB (default
         ``DEFAULT_SHARD_SIZE_MB``). Giving it selects the sharded mode even
         with one worker (bounded memory on one core); the records depend on it

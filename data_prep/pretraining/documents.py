@@ -9,8 +9,8 @@ UnicodeDecodeError). Local files are read without TensorFlow; remote
 
 import os
 
+from bert_tf import tokenization
 from bert_tf.errors import UserInputError
-from data_prep.pretraining.tokenization_import import tokenization
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
 # Distinct whitespace words memoised by the tokenizer before the memo is reset

@@ -12,8 +12,8 @@ instances of all passes shuffled together.
 
 import dataclasses
 
-from data_prep.pretraining.options import GenerationOptions
-from data_prep.pretraining.tokenization_import import tokenization
+from bert_tf import tokenization
+from bert_tf.data_prep.pretraining.options import GenerationOptions
 
 
 @dataclasses.dataclass

@@ -9,10 +9,10 @@ import os
 
 from absl import logging
 
-from data_prep.pretraining.records import FEATURE_NAMES
-from data_prep.pretraining.records import decode_record
-from data_prep.pretraining.tokenization_import import tokenization
-from data_prep.tfrecord_files import frame_records
+from bert_tf import tokenization
+from bert_tf.data_prep.pretraining.records import FEATURE_NAMES
+from bert_tf.data_prep.pretraining.records import decode_record
+from bert_tf.data_prep.tfrecord_files import frame_records
 
 # The original logs this many instances (tokens and features) when writing.
 NUM_LOGGED_INSTANCES = 20

@@ -24,7 +24,7 @@ runtime instead is slower (``benchmarks/record_encoding_speed.py``).
 import collections
 import struct
 
-from data_prep import tfrecord_files
+from bert_tf.data_prep import tfrecord_files
 
 # The features in the order of the table above (the order they are logged in).
 FEATURE_NAMES = (
@@ -78,7 +78,7 @@ def parse_pretraining_record(serialized, max_seq_length, max_predictions_per_seq
       max_seq_length: the length the records were written with.
       max_predictions_per_seq: the prediction count they were written with.
     """
-    from data_prep.record_pipeline import parse_record
+    from bert_tf.data_prep.record_pipeline import parse_record
 
     return parse_record(
         serialized, pretraining_feature_spec(max_seq_length, max_predictions_per_seq)

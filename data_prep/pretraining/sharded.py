@@ -30,17 +30,17 @@ import threading
 
 from absl import logging
 
+from bert_tf import tokenization
+from bert_tf.data_prep.pretraining.documents import documents_from_lines
+from bert_tf.data_prep.pretraining.documents import iter_shard_spans
+from bert_tf.data_prep.pretraining.documents import tokenize_function
+from bert_tf.data_prep.pretraining.instances import generate
+from bert_tf.data_prep.pretraining.output import NUM_LOGGED_INSTANCES
+from bert_tf.data_prep.pretraining.output import RoundRobinWriter
+from bert_tf.data_prep.pretraining.output import log_record
+from bert_tf.data_prep.pretraining.records import RecordEncoder
+from bert_tf.data_prep.tfrecord_files import frame_records
 from bert_tf.errors import UserInputError
-from data_prep.pretraining.documents import documents_from_lines
-from data_prep.pretraining.documents import iter_shard_spans
-from data_prep.pretraining.documents import tokenize_function
-from data_prep.pretraining.instances import generate
-from data_prep.pretraining.output import NUM_LOGGED_INSTANCES
-from data_prep.pretraining.output import RoundRobinWriter
-from data_prep.pretraining.output import log_record
-from data_prep.pretraining.records import RecordEncoder
-from data_prep.pretraining.tokenization_import import tokenization
-from data_prep.tfrecord_files import frame_records
 
 # Shard size of the sharded mode when --shard_size_mb is not given. At seq 128
 # a 1 MiB shard gives ~3,000 instances per pass (SQuAD text), and a worker
