@@ -269,10 +269,14 @@ def copy_in_dtype(model, dtype):
     precision training. Storing the weights in `dtype` (rather than casting
     float32 weights on every call, as a mixed policy does) keeps the cast out
     of each request's latency."""
+    config = dict(model.get_config())
+    # Models keep their dtype policy in their config: serve in `dtype` instead.
+    if "dtype" in config:
+        config["dtype"] = dtype
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(dtype)
     try:
-        copy = type(model).from_config(model.get_config())
+        copy = type(model).from_config(config)
     finally:
         keras.config.set_dtype_policy(previous)
     copy.set_weights(model.get_weights())

@@ -18,7 +18,8 @@ def shared_data():
         )
     if not os.path.isdir(path):
         pytest.skip(f"BERT_TF_DATA={path} is not a directory")
-    return path
+    # Absolute: tests symlink its files and run tools in other directories.
+    return os.path.abspath(path)
 
 
 @pytest.fixture(scope="session")

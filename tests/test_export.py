@@ -743,8 +743,9 @@ def test_bfloat16_export_computes_in_bfloat16(exported):
 
 
 def _long_context_questions(shared_data, tmp_path, count, tokenizer, window_tokens):
-    """A SQuAD dev subset: the first `count` questions whose context has more
-    word pieces than one window holds."""
+    """A SQuAD dev subset in the 2.0 format (every question answerable): the
+    first `count` questions whose context has more word pieces than one
+    window holds."""
     path = os.path.join(shared_data, "squad", "dev-v1.1.json")
     if not os.path.exists(path):
         pytest.skip(f"{path} is missing")
@@ -756,7 +757,11 @@ def _long_context_questions(shared_data, tmp_path, count, tokenizer, window_toke
         for paragraph in article["paragraphs"]:
             if len(tokenizer.tokenize(paragraph["context"])) <= window_tokens:
                 continue
-            paragraph = dict(paragraph, qas=paragraph["qas"][: count - questions])
+            qas = [
+                dict(qa, is_impossible=False)
+                for qa in paragraph["qas"][: count - questions]
+            ]
+            paragraph = dict(paragraph, qas=qas)
             questions += len(paragraph["qas"])
             paragraphs.append(paragraph)
             if questions >= count:
@@ -766,7 +771,7 @@ def _long_context_questions(shared_data, tmp_path, count, tokenizer, window_toke
         if questions >= count:
             break
     subset = tmp_path / "dev-subset.json"
-    subset.write_text(json.dumps({"data": kept, "version": "1.1"}))
+    subset.write_text(json.dumps({"data": kept, "version": "v2.0"}))
     return str(subset), kept
 
 

@@ -270,7 +270,11 @@ def test_flag_errors_name_the_flag(tmp_path):
         ),
         check=False,
     )
-    assert "ValueError: --train_batch_size: must be positive, got 0" in result.stderr
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip().splitlines()[-1]
+        == "run_classifier: error: --train_batch_size: must be positive, got 0"
+    )
 
 
 def test_regression_task_writes_single_scores(tmp_path):

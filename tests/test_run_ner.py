@@ -228,7 +228,7 @@ def _packed(vocab_file, texts):
 
 
 def test_exported_tagger_answers_raw_text_in_a_fresh_process(run_dir, tmp_path):
-    (version,) = os.listdir(run_dir / "export")
+    (version,) = [d for d in os.listdir(run_dir / "export") if d.isdigit()]
     vocab_file = str(run_dir / "out" / "vocab.txt")
     inputs, tokens = _packed(vocab_file, SERVING_TEXTS)
     (tmp_path / "texts.json").write_text(json.dumps(SERVING_TEXTS))
@@ -385,7 +385,8 @@ def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
         labels=None,
         max_seq_length=SEQ_LENGTH,
         serving_tokenizer="bert",
-        version=7,
+        serving_dtype="float32",
+        export_version=7,
     )
     path = saved_model_export.run(options)
     labels = json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
@@ -393,7 +394,7 @@ def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
         metadata = json.load(f)
     assert metadata["model"] == "tagger" and metadata["labels"] == labels
     assert metadata["signatures"]["serving_default"] == ["text"]
-    (version,) = os.listdir(run_dir / "export")
+    (version,) = [d for d in os.listdir(run_dir / "export") if d.isdigit()]
     texts = tf.constant(SERVING_TEXTS[:1])
     ours = tf.saved_model.load(path).signatures["serving_default"](text=texts)
     trained = tf.saved_model.load(str(run_dir / "export" / version))

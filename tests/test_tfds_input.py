@@ -495,8 +495,8 @@ def _records(path):
 def test_run_classifier_tfds_writes_the_records_of_the_files(
     tfds_dirs, shared_data, tokenizer, tmp_path
 ):
-    """run_classifier.py --tfds_name (eval and predict, no training) writes the
-    records the file path's examples give."""
+    """run_classifier.py --tfds_name (one training step, then eval and
+    predict) writes the records the file path's examples give."""
     vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
     config = tmp_path / "bert_config.json"
     config.write_text(
@@ -515,6 +515,9 @@ def test_run_classifier_tfds_writes_the_records_of_the_files(
     output_dir = tmp_path / "out"
     run_script(
         os.path.join(REPO, "run_classifier.py"),
+        "--do_train=true",
+        "--train_batch_size=8",
+        "--num_train_epochs=0.03",
         "--do_eval=true",
         "--do_predict=true",
         f"--vocab_file={vocab}",
