@@ -269,10 +269,9 @@ def copy_in_dtype(model, dtype):
     precision training. Storing the weights in `dtype` (rather than casting
     float32 weights on every call, as a mixed policy does) keeps the cast out
     of each request's latency."""
-    config = dict(model.get_config())
-    # Models keep their dtype policy in their config: serve in `dtype` instead.
-    if "dtype" in config:
-        config["dtype"] = dtype
+    # Models (and the encoder inside a task model) keep their dtype policy in
+    # their config: serve in `dtype` instead.
+    config = _with_dtype_policy(model.get_config(), dtype)
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(dtype)
     try:
@@ -281,6 +280,18 @@ def copy_in_dtype(model, dtype):
         keras.config.set_dtype_policy(previous)
     copy.set_weights(model.get_weights())
     return copy
+
+
+def _with_dtype_policy(config, dtype):
+    """`config` with every nested "dtype" entry set to `dtype`."""
+    if isinstance(config, dict):
+        return {
+            key: dtype if key == "dtype" else _with_dtype_policy(value, dtype)
+            for key, value in config.items()
+        }
+    if isinstance(config, list):
+        return [_with_dtype_policy(value, dtype) for value in config]
+    return config
 
 
 def write_batching_parameters(export_dir):

@@ -107,14 +107,15 @@ class TaggerSignatures:
         ids, starts, ends = self.preprocessor.tokenize_with_offsets(text)
         length = tf.minimum(ids.row_lengths(), seq_length - 2)
         inputs = self.preprocessor.pack([ids], lengths=[length])
+        # As wide as the packed ids: seq_length, or the request's longest row
+        # with padding="longest".
+        shape = tf.shape(inputs["input_ids"], out_type=tf.int64)
 
         def at_positions(values):
             # [CLS] first, then the kept pieces; -1 for [SEP] and padding.
             lead = tf.fill([tf.shape(length)[0], 1], tf.constant(-1, tf.int64))
             kept = take_prefix(values, length)
-            return tf.concat([lead, kept], axis=1).to_tensor(
-                -1, shape=[None, seq_length]
-            )
+            return tf.concat([lead, kept], axis=1).to_tensor(-1, shape=shape)
 
         token_start, token_end = at_positions(starts), at_positions(ends)
         in_text = token_start >= 0
