@@ -46,6 +46,8 @@ setup(
         # CRC-32C of TFRecord framing and of the checks of every record read
         # (hardware-accelerated; data_prep/tfrecord_files.py).
         "google-crc32c>=1.5",
+        # PredictionLog protos of the SavedModel's TF Serving warmup requests.
+        "tensorflow-serving-api>=2.21,<2.22",
         # TensorBoard logs of training runs (tf.summary needs it since TF 2.16).
         "tensorboard>=2.21,<2.22",
     ],

@@ -425,21 +425,19 @@ def _next_version(export_dir, version):
 
 # --- warmup requests ---------------------------------------------------------
 # TF Serving replays assets.extra/tf_serving_warmup_requests, a TFRecord file of
-# tensorflow.serving.PredictionLog protos. Their field numbers
-# (tensorflow_serving/apis/prediction_log.proto, predict.proto, model.proto)
-# are encoded here so that exporting needs no tensorflow-serving-api package:
-#   PredictionLog.predict_log = 6, PredictLog.request = 1,
-#   PredictRequest.model_spec = 1, PredictRequest.inputs = 2 (map: key 1,
-#   value 2, a tensorflow.TensorProto), ModelSpec.signature_name = 3.
+# tensorflow.serving.PredictionLog protos (the tensorflow-serving-api package).
 
 
 def predict_request_log(signature_name, inputs):
     """Serialized PredictionLog holding a PredictRequest for `inputs`."""
-    request = _field(1, _field(3, signature_name.encode("utf-8")))
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    log = prediction_log_pb2.PredictionLog()
+    request = log.predict_log.request
+    request.model_spec.signature_name = signature_name
     for name in sorted(inputs):
-        tensor = tf.make_tensor_proto(inputs[name]).SerializeToString()
-        request += _field(2, _field(1, name.encode("utf-8")) + _field(2, tensor))
-    return _field(6, _field(1, request))
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(inputs[name]))
+    return log.SerializeToString()
 
 
 def write_warmup_requests(path, requests):
@@ -451,20 +449,3 @@ def write_warmup_requests(path, requests):
                 k: v.numpy() if hasattr(v, "numpy") else v for k, v in inputs.items()
             }
             writer.write(predict_request_log(signature_name, values))
-
-
-def _field(number, payload):
-    """A length-delimited protobuf field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)

@@ -550,3 +550,42 @@ def test_run_classifier_tfds_writes_the_records_of_the_files(
     assert "eval_accuracy" in (output_dir / "eval_results.txt").read_text()
     probabilities = np.loadtxt(output_dir / "test_results.tsv")
     assert probabilities.shape == (TRIMMED_ROWS - 1, 2)
+
+
+def test_run_ner_reads_conll2003_from_tfds(tfds_dirs, tmp_path):
+    from bert_tf.data_prep import conll
+    from bert_tf.tasks import ner
+
+    flags_obj = types.SimpleNamespace(
+        tfds_name="conll2003",
+        tfds_data_dir=tfds_dirs.data_dir,
+        tfds_download=False,
+        tfds_split_train=None,
+        tfds_split_eval="dev",
+        tfds_split_predict=None,
+        output_dir=str(tmp_path),
+        do_train=True,
+        do_eval=True,
+        do_predict=False,
+        data_dir=None,
+        train_file=None,
+        dev_file=None,
+        test_file=None,
+        tag_scheme="iob2",
+    )
+    ner._validate_tfds_flags(flags_obj)
+    ner.write_tfds_files(flags_obj)
+    assert not os.path.exists(ner.data_file(flags_obj, "test"))
+    for split in ("train", "dev"):
+        sentences = conll.read_conll(ner.data_file(flags_obj, split), "iob2")
+        assert sorted((s.words, s.tags) for s in sentences) == sorted(
+            tfds_input.conll2003_sentences(split, data_dir=tfds_dirs.data_dir)
+        )
+    with pytest.raises(ValueError, match="--tag_scheme=iob1: TFDS conll2003"):
+        ner._validate_tfds_flags(
+            types.SimpleNamespace(**{**vars(flags_obj), "tag_scheme": "iob1"})
+        )
+    with pytest.raises(ValueError, match="drop --train_file"):
+        ner._validate_tfds_flags(
+            types.SimpleNamespace(**{**vars(flags_obj), "train_file": "x.txt"})
+        )

@@ -74,6 +74,7 @@ def define_flags():
     )
     common_flags.define_common_flags(max_seq_length=128)
     common_flags.define_finetuning_flags()
+    common_flags.define_tfds_flags(text_features=False, eval_split=True)
 
 
 COMMAND = Command(

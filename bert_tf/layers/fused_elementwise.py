@@ -8,9 +8,8 @@ function here is one XLA-compiled kernel forward and one backward
 (`tf.custom_gradient`) that recomputes what it needs from its inputs, so the
 activations are read and written about once each way; the preceding
 matmul's bias is added inside the kernel, so its gradient comes from the
-same pass. On 2 CPU cores this made a training step 6-9 % faster (MiniLM and
-BERT-base, float32 and mixed_bfloat16), and folding the bias gradients in
-another 2.4 % (BERT-base pre-training step; in-process A/B runs).
+same pass. (What this buys is measured by `benchmarks/encoder_throughput.py`
+and `benchmarks/pretraining_throughput.py`; README, Benchmarks.)
 
 They compute the same functions as the ops they stand in for (equal to
 float32 rounding; tested against `keras.activations.gelu` and
@@ -18,13 +17,11 @@ float32 rounding; tested against `keras.activations.gelu` and
 return the input dtype. Dropout keeps `FastDropout`'s rule (an element
 survives when a 16-bit random value is at least `round(rate * 65536)`),
 with the bits drawn by XLA's ThreeFry generator from the layer's seed stream
-and drawn again, not stored, for the backward pass; ThreeFry under XLA is
-about twice as fast on CPU as TensorFlow's Philox kernel (XLA's own Philox
-is two orders of magnitude slower). `FastDropout`, for the attention
-probabilities, draws its mask with the same kernel (`dropout_keep_scale`) but
-leaves the softmax to oneDNN, faster on CPU than XLA's (an XLA softmax
-forward measured 0.98x; a one-kernel softmax + dropout backward, 1.01x at
-BERT-base and 0.99x at MiniLM).
+and drawn again, not stored, for the backward pass (ThreeFry under XLA is
+the cheapest generator on CPU; XLA's Philox is not). `FastDropout`, for the
+attention probabilities, draws its mask with the same kernel
+(`dropout_keep_scale`) but leaves the softmax to oneDNN, which beats an XLA
+softmax on CPU.
 
 Only the training step uses them: inference keeps the plain ops, which
 TensorFlow fuses into the matmul (oneDNN / cuBLASLt epilogues) and which the

@@ -49,8 +49,19 @@ SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 TAGGING_SEQUENCE_FEATURES = (*ENCODER_INPUT_NAMES, "label_ids")
 
 
+# --tfds_name: the flag naming each split and its TFDS default.
+TFDS_SPLIT_FLAGS = {
+    "train": ("tfds_split_train", "train"),
+    "dev": ("tfds_split_eval", "dev"),
+    "test": ("tfds_split_predict", "test"),
+}
+
+
 def data_file(flags_obj, split):
-    """--<split>_file, else data_dir/<CoNLL-2003 name>."""
+    """--<split>_file, else data_dir/<CoNLL-2003 name>; with --tfds_name the
+    file `write_tfds_files` made of the TFDS split in output_dir."""
+    if getattr(flags_obj, "tfds_name", None):
+        return os.path.join(flags_obj.output_dir, f"tfds_{split}.txt")
     path = getattr(flags_obj, f"{split}_file")
     if path:
         return path
@@ -58,6 +69,29 @@ def data_file(flags_obj, split):
         return os.path.join(flags_obj.data_dir, SPLIT_FILES[split])
     flag = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}[split]
     raise UserInputError(f"--{flag} needs --{split}_file or --data_dir")
+
+
+def write_tfds_files(flags_obj):
+    """--tfds_name=conll2003: writes the splits the run reads (train for
+    --do_train, dev for --do_eval, test for --do_predict) to output_dir as
+    `token<TAB>tag` files with IOB2 tags, which `data_file` then names."""
+    from bert_tf.data_prep import tfds_input
+
+    wanted = {
+        "train": flags_obj.do_train,
+        "dev": flags_obj.do_eval,
+        "test": flags_obj.do_predict,
+    }
+    for split, needed in wanted.items():
+        if needed:
+            flag, default = TFDS_SPLIT_FLAGS[split]
+            tfds_input.write_conll2003_file(
+                getattr(flags_obj, flag, None) or default,
+                data_file(flags_obj, split),
+                data_dir=flags_obj.tfds_data_dir,
+                download=flags_obj.tfds_download,
+                tfds_name=flags_obj.tfds_name,
+            )
 
 
 def validate_flags(flags_obj):
@@ -72,13 +106,14 @@ def validate_flags(flags_obj):
         if getattr(flags_obj, name) is None:
             raise UserInputError(f"Flag --{name} must be specified.")
     common_flags.validate_common_flags(flags_obj)
+    _validate_tfds_flags(flags_obj)
     for split, wanted in (
         ("train", flags_obj.do_train),
         ("dev", flags_obj.do_eval),
         ("test", flags_obj.do_predict),
     ):
         path = data_file(flags_obj, split) if wanted else None
-        if path and not tf.io.gfile.exists(path):
+        if path and not flags_obj.tfds_name and not tf.io.gfile.exists(path):
             raise UserInputError(f"--{split}_file: {path} does not exist")
     window = flags_obj.max_seq_length - 2
     if flags_obj.doc_stride is None:
@@ -201,10 +236,28 @@ def run(flags_obj):
         return _run(flags_obj)
 
 
+def _validate_tfds_flags(flags_obj):
+    """--tfds_name=conll2003 replaces the files; its tags are IOB2."""
+    from bert_tf.data_prep import tfds_input
+
+    common_flags.validate_tfds_flags(
+        flags_obj,
+        ("data_dir", "train_file", "dev_file", "test_file"),
+        tfds_input.CONLL_CONFIGS,
+    )
+    if flags_obj.tfds_name and flags_obj.tag_scheme != "iob2":
+        raise UserInputError(
+            f"--tag_scheme={flags_obj.tag_scheme}: TFDS {flags_obj.tfds_name} "
+            "tags are iob2"
+        )
+
+
 def _run(flags_obj):
     config = load_config(flags_obj)
     prepare_run(flags_obj, config)
     check_vocab_matches_config(flags_obj.vocab_file, config)
+    if flags_obj.tfds_name:
+        write_tfds_files(flags_obj)
     scheme = flags_obj.tag_scheme
 
     def read(split):

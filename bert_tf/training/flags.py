@@ -207,11 +207,13 @@ _TFDS_OPTION_FLAGS = (
 )
 
 
-def define_tfds_flags(text_features):
+def define_tfds_flags(text_features, eval_split=None):
     """Flags reading a TensorFlow Datasets dataset instead of the original's files.
 
     Args:
       text_features: also define the feature-name flags (run_classifier).
+      eval_split: define --tfds_split_eval (default: with text_features;
+        run_ner evaluates on a split of its own too).
     """
     flags.DEFINE_string(
         "tfds_name",
@@ -234,7 +236,7 @@ def define_tfds_flags(text_features):
         None,
         "TFDS split to train on (default: the dataset's train split).",
     )
-    if text_features:
+    if text_features if eval_split is None else eval_split:
         flags.DEFINE_string(
             "tfds_split_eval",
             None,
