@@ -60,8 +60,9 @@ BLOCKS = [
     ("json", '"serve_tokenized"', "check against the exported signature"),
     ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
     ("bash", "saved_model_cli show", "run"),
-    ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("python", "BertEncoder.from_checkpoint", "run"),
+    ("python", "BertTextClassifier.from_checkpoint", "run"),
+    ("", "tokenization.py     the original WordPiece", "the layout: files exist"),
 ]
 
 
@@ -391,6 +392,23 @@ def test_use_snippet(workspace):
     out = os.path.join(workspace["cwd"], "out")
     assert os.path.isfile(os.path.join(out, "bert_config.json"))
     assert os.path.isfile(os.path.join(out, "bert_model.ckpt.index"))
+
+
+def test_layout_block_names_existing_files():
+    names = re.findall(
+        r"[\w/]+\.(?:py|md)|\b\w+/(?=\s)", block("the original WordPiece")
+    )
+    missing = [name for name in names if not layout_path_exists(name)]
+    assert len(names) > 20 and not missing, missing
+
+
+def layout_path_exists(name):
+    for folder in ("", "bert_tf", "data_prep", "bert_tf/layers", "bert_tf/models"):
+        for sub in ("", "checkpoints", "training", "cli", "tasks", "pretraining"):
+            path = os.path.join(REPO, folder, sub, name)
+            if os.path.exists(path) or os.path.exists(os.path.join(REPO, name)):
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------------
