@@ -27,7 +27,6 @@ listed with the reason it cannot run here.
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -217,22 +216,40 @@ def mrpc_export(workspace, mrpc_output):
 
 
 @pytest.fixture(scope="session")
-def signatures(workspace, mrpc_export):
-    """{signature name: {"inputs": {name: dtype}, "outputs": [names]}} of the export,
-    read from the SavedModel in a fresh process."""
+def export_probe(workspace, mrpc_export):
+    """One fresh process on the export: {"signatures": {name: {"inputs": {name:
+    dtype}, "outputs": [names]}}, "rest": numeric outputs of the README's raw-text
+    REST body sent as TF Serving sends a row-format request (as columns)}."""
     export_dir, _ = mrpc_export
     code = (
         "import json, sys, tensorflow as tf, tensorflow_text\n"
+        "body = json.loads(sys.stdin.read())\n"
         "m = tf.saved_model.load(sys.argv[1])\n"
-        "print(json.dumps({name: {'inputs': {k: v.dtype.name for k, v in "
+        "signatures = {name: {'inputs': {k: v.dtype.name for k, v in "
         "f.structured_input_signature[1].items()}, 'outputs': "
-        "sorted(f.structured_outputs)} for name, f in m.signatures.items()}))\n"
+        "sorted(f.structured_outputs)} for name, f in m.signatures.items()}\n"
+        "columns = {k: tf.constant([i[k] for i in body['instances']]) "
+        "for k in body['instances'][0]}\n"
+        "out = m.signatures[body['signature_name']](**columns)\n"
+        "rest = {k: v.numpy().tolist() for k, v in out.items() if v.dtype != tf.string}\n"
+        "print(json.dumps({'signatures': signatures, 'rest': rest}))\n"
     )
-    result = run_shell(
-        workspace,
-        f"python -c {shlex.quote(code)} {shlex.quote(export_dir + '/1')}",
+    result = subprocess.run(
+        [sys.executable, "-c", code, export_dir + "/1"],
+        input=block('"serving_default"'),
+        cwd=workspace["cwd"],
+        env=workspace["env"],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+    assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def signatures(export_probe):
+    return export_probe["signatures"]
 
 
 # ---------------------------------------------------------------------------
@@ -303,35 +320,15 @@ def test_batching_docker_command_names_the_exported_file(workspace, mrpc_export)
     assert os.path.isfile(os.path.join(export_dir, path[len(mount.group(2)) + 1 :]))
 
 
-def test_rest_raw_text_body_runs_on_the_export(workspace, mrpc_export, signatures):
-    export_dir, _ = mrpc_export
+def test_rest_raw_text_body_runs_on_the_export(export_probe):
     body = json.loads(block('"serving_default"'))
-    signature = signatures[body["signature_name"]]
+    signature = export_probe["signatures"][body["signature_name"]]
     for instance in body["instances"]:
         assert set(instance) == set(signature["inputs"])
-    # What TF Serving does with the row format: columns, one call.
-    code = (
-        "import json, sys, tensorflow as tf, tensorflow_text\n"
-        "body = json.loads(sys.stdin.read())\n"
-        "m = tf.saved_model.load(sys.argv[1])\n"
-        "columns = {k: tf.constant([i[k] for i in body['instances']]) "
-        "for k in body['instances'][0]}\n"
-        "out = m.signatures[body['signature_name']](**columns)\n"
-        "print(json.dumps({k: v.numpy().tolist() for k, v in out.items() "
-        "if v.dtype != tf.string}))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code, export_dir + "/1"],
-        input=json.dumps(body),
-        cwd=workspace["cwd"],
-        env=workspace["env"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    outputs = json.loads(result.stdout.strip().splitlines()[-1])
-    assert len(outputs["probabilities"]) == len(body["instances"])
+    probabilities = export_probe["rest"]["probabilities"]
+    assert len(probabilities) == len(body["instances"])
+    for row in probabilities:
+        assert len(row) == 2 and abs(sum(row) - 1.0) < 1e-5
 
 
 def test_rest_tokenized_body_matches_the_export(signatures):
