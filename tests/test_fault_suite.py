@@ -171,12 +171,16 @@ EXP = ["--vocab_file=" + V, "--bert_config_file=" + C]
 
 def error(tool, pid, argv, *names, env=None, pre=None):
     """A probe that must stop with one line naming each of `names`."""
-    return dict(tool=tool, id=pid, argv=argv, expect="error", names=names, env=env, pre=pre)
+    return dict(
+        tool=tool, id=pid, argv=argv, expect="error", names=names, env=env, pre=pre
+    )
 
 
 def correct(tool, pid, argv, check, env=None, pre=None):
     """A probe that must succeed; `check(paths, result)` checks its output."""
-    return dict(tool=tool, id=pid, argv=argv, expect="ok", check=check, env=env, pre=pre)
+    return dict(
+        tool=tool, id=pid, argv=argv, expect="ok", check=check, env=env, pre=pre
+    )
 
 
 def out(pid):
@@ -185,17 +189,31 @@ def out(pid):
 
 def _labels_are(expected):
     def check(paths, pid, result):
-        labels = json.load(open(os.path.join(paths["T"], "out", pid, "label_list.json")))
+        labels = json.load(
+            open(os.path.join(paths["T"], "out", pid, "label_list.json"))
+        )
         labels = labels.get("labels", labels) if isinstance(labels, dict) else labels
         assert labels == expected, labels
 
     return check
 
 
+def _older_checkpoint_used(paths, pid, result):
+    stderr = result["stderr"]
+    assert "cannot be read" in stderr and "ckpt-2" in stderr, stderr[-2000:]
+    assert "ckpt-1 (step 1)" in stderr, stderr[-2000:]
+    results = open(
+        os.path.join(paths["T"], "out", "trained", "eval_results.txt")
+    ).read()
+    assert "eval_accuracy" in results, results
+
+
 def _record_count_positive(paths, pid, result):
     path = os.path.join(paths["T"], "out", pid + ".tfrecord")
     assert os.path.getsize(path) > 0
-    assert "Wrote" in result["stderr"] or "instances" in result["stderr"], result["stderr"]
+    assert "Wrote" in result["stderr"] or "instances" in result["stderr"], result[
+        "stderr"
+    ]
 
 
 def _features_lines(count):
@@ -250,7 +268,10 @@ PROBES = [
           pre="import json, os; os.makedirs(r'{T}/out/reused', exist_ok=True); json.dump({'learning_rate': 1.0}, open(r'{T}/out/reused/run_settings.json', 'w'))"),
     error("run_classifier", "cls-output-dir-second-writer", ["--do_train", "--output_dir=" + out("held"), *CLS_MRPC], "pid", "{T}/out/held"),
     error("run_classifier", "cls-output-dir-is-a-file", ["--do_train", "--output_dir={T}/empty.txt", *CLS_MRPC], "{T}/empty.txt"),
-    correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("custom-label-trailing-space"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=4", "--num_train_epochs=1"], _labels_are(["neg", "pos"])),
+    correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=1"], _labels_are(["neg", "pos"])),
+    # The run above saved checkpoints 1 and 2: the newest is cut in half.
+    correct("run_classifier", "cls-damaged-newest-checkpoint", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/trailing_space.tsv"], _older_checkpoint_used,
+            pre="import glob, os\nindex = max(glob.glob(r'{T}/out/trained/checkpoints/ckpt-*.index'), key=lambda p: int(p[:-6].rsplit('-', 1)[1]))\ndata = index[:-6] + '.data-00000-of-00001'\nos.truncate(data, os.path.getsize(data) // 2)\n"),
     # ---- run_squad
     error("run_squad", "squad-no-action", ["--output_dir=" + out("sa"), *SQ], "do_train"),
     error("run_squad", "squad-train-without-file", ["--do_train", "--output_dir=" + out("sb"), *SQ], "train_file"),
@@ -287,7 +308,8 @@ PROBES = [
     error("run_ner", "ner-missing-train-file", ["--do_train", "--train_file={T}/nope.conll", "--output_dir=" + out("nc"), *NER], "{T}/nope.conll"),
     error("run_ner", "ner-empty-file", ["--do_train", "--train_file={T}/empty.txt", "--output_dir=" + out("nd"), *NER], "{T}/empty.txt"),
     error("run_ner", "ner-bad-tag-strict", ["--do_train", "--train_file={T}/bad_tag.conll", "--output_dir=" + out("ne"), *NER], "{T}/bad_tag.conll:3"),
-    error("run_ner", "ner-tabs-and-spaces-mixed", ["--do_train", "--train_file={T}/mixed_columns.conll", "--output_dir=" + out("nf"), *NER], "{T}/mixed_columns.conll"),
+    error("run_ner", "ner-tabs-and-spaces-mixed", ["--do_train", "--train_file={T}/mixed_columns.conll", "--output_dir=" + out("nf"), *NER], "{T}/mixed_columns.conll:2"),
+    error("run_ner", "ner-ill-formed-strict", ["--do_train", "--strict_tags", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("nk"), *NER], "{T}/ill_formed.conll"),
     error("run_ner", "ner-bad-tag-scheme", ["--do_train", "--train_file=" + CONLL, "--tag_scheme=xyz", "--output_dir=" + out("ng"), *NER], "tag_scheme"),
     error("run_ner", "ner-non-utf8", ["--do_train", "--train_file={T}/latin1.conll", "--output_dir=" + out("nh"), *NER], "{T}/latin1.conll"),
     error("run_ner", "ner-batch-0", ["--do_train", "--train_file=" + CONLL, "--output_dir=" + out("ni"), *NER, "--train_batch_size=0"], "train_batch_size"),
@@ -354,19 +376,37 @@ def _write_text_fixtures(root, vocab):
     write("header_only.tsv", "sentence\tlabel\n")
     write("single_class.tsv", "sentence\tlabel\n" + "a good film\tpos\n" * 4)
     write("two_class.tsv", "sentence\tlabel\nfine\tpos\nbad\tneg\n")
-    write("trailing_space.tsv", "sentence\tlabel\n" + "great fun\tpos \nawful\tneg\n" * 2)
+    write(
+        "trailing_space.tsv", "sentence\tlabel\n" + "great fun\tpos \nawful\tneg\n" * 2
+    )
     write("short_row.tsv", "sentence\tlabel\nfine\tpos\njust text\n")
     write("dev_unseen_label.tsv", "sentence\tlabel\nok\tneutral\n")
-    write("latin1.tsv", "sentence\tlabel\ncaf\u00e9 cr\u00e8me\tpos\nbad\tneg\n", "latin-1")
-    write("latin1.txt", "Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e.\nAnother line.\n", "latin-1")
+    write(
+        "latin1.tsv",
+        "sentence\tlabel\ncaf\u00e9 cr\u00e8me\tpos\nbad\tneg\n",
+        "latin-1",
+    )
+    write(
+        "latin1.txt",
+        "Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e.\nAnother line.\n",
+        "latin-1",
+    )
     write("latin1.conll", "Caf\u00e9 O\nParis B-location\n", "latin-1")
-    write("latin1.json", json.dumps({"data": [], "x": "\u00e9"}, ensure_ascii=False), "latin-1")
+    write(
+        "latin1.json",
+        json.dumps({"data": [], "x": "\u00e9"}, ensure_ascii=False),
+        "latin-1",
+    )
     write("broken.json", '{"data": [{"paragraphs": [')
     write("bad_tag.conll", "Paris\tB-location\nis\tO\nnice\tX-weird\n")
-    write("mixed_columns.conll", "Paris\tB-location\nis O\nnice\tO\n")
+    write("mixed_columns.conll", "Paris\tB-location\nis O extra\nnice\tO\n")
+    write("ill_formed.conll", "is\tO\nParis\tI-location\n")
     write("two_lines.txt", "The cat sat.\nHello world ||| again\n")
     os.makedirs(os.path.join(root, "keras_hub"))
-    write("keras_hub/config.json", json.dumps({"registered_name": "keras_hub>BertBackbone", "config": {}}))
+    write(
+        "keras_hub/config.json",
+        json.dumps({"registered_name": "keras_hub>BertBackbone", "config": {}}),
+    )
 
     def squad(questions, is_impossible=None):
         qas = []
@@ -378,7 +418,14 @@ def _write_text_fixtures(root, vocab):
                 qa["is_impossible"] = not answer
             qas.append(qa)
         context = "Alice wrote the book in the garden of the old house."
-        return json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]})
+        return json.dumps(
+            {
+                "version": "1.1",
+                "data": [
+                    {"title": "t", "paragraphs": [{"context": context, "qas": qas}]}
+                ],
+            }
+        )
 
     write("dup_id.json", squad([("q1", True), ("q1", True)]))
     write("v2.json", squad([("q1", True), ("q2", False)], is_impossible=True))
@@ -442,7 +489,9 @@ def results(paths):
             if os.path.exists(out_path):
                 found.update(json.load(open(out_path)))
             for p in probes:
-                found.setdefault(p["id"], {"code": None, "stdout": "", "stderr": run.stderr[-3000:]})
+                found.setdefault(
+                    p["id"], {"code": None, "stdout": "", "stderr": run.stderr[-3000:]}
+                )
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
