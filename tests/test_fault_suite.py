@@ -272,6 +272,9 @@ PROBES = [
     # The run above saved checkpoints 1 and 2: the newest is cut in half.
     correct("run_classifier", "cls-damaged-newest-checkpoint", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/trailing_space.tsv"], _older_checkpoint_used,
             pre="import glob, os\nindex = max(glob.glob(r'{T}/out/trained/checkpoints/ckpt-*.index'), key=lambda p: int(p[:-6].rsplit('-', 1)[1]))\ndata = index[:-6] + '.data-00000-of-00001'\nos.truncate(data, os.path.getsize(data) // 2)\n"),
+    error("run_classifier", "custom-jsonl-broken-line", ["--do_train", "--output_dir=" + out("ah"), *CUSTOM[:-2], "--text_a_column=text", "--label_column=label", "--train_file={T}/broken.jsonl"], "{T}/broken.jsonl:2"),
+    error("run_classifier", "custom-csv-short-row", ["--do_train", "--output_dir=" + out("ai"), *CUSTOM, "--train_file={T}/short_row.csv"], "{T}/short_row.csv:3"),
+    error("run_classifier", "cls-data-dir-without-train-tsv", ["--do_train", "--output_dir=" + out("aj"), "--task_name=MRPC", "--data_dir={T}/keras_hub", *CLS], "{T}/keras_hub/train.tsv"),
     # ---- run_squad
     error("run_squad", "squad-no-action", ["--output_dir=" + out("sa"), *SQ], "do_train"),
     error("run_squad", "squad-train-without-file", ["--do_train", "--output_dir=" + out("sb"), *SQ], "train_file"),
@@ -289,6 +292,7 @@ PROBES = [
     error("run_squad", "squad-predict-without-checkpoint", ["--do_predict", "--predict_file={T}/v1_small.json", "--output_dir=" + out("sn"), *SQ], "checkpoint"),
     error("run_squad", "squad-n-best-0", ["--do_predict", "--predict_file={T}/v1_small.json", "--init_checkpoint=" + K, "--output_dir=" + out("so"), *SQ, "--n_best_size=0"], "n_best_size"),
     error("run_squad", "squad-no-paragraphs", ["--do_train", "--train_file={T}/no_data.json", "--output_dir=" + out("sp"), *SQ], "{T}/no_data.json"),
+    error("run_squad", "squad-missing-train-file", ["--do_train", "--train_file={T}/nope.json", "--output_dir=" + out("sq"), *SQ], "{T}/nope.json"),
     # ---- run_pretraining
     error("run_pretraining", "pre-no-action", ["--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pa"), *PRE], "do_train"),
     error("run_pretraining", "pre-glob-matches-nothing", ["--do_train", "--input_file={T}/none-*.tfrecord", "--output_dir=" + out("pb"), *PRE], "{T}/none-*.tfrecord"),
@@ -302,6 +306,7 @@ PROBES = [
     error("run_pretraining", "pre-text-file-as-records", ["--do_eval", "--input_file=" + TEXT, "--init_checkpoint=" + K, "--output_dir=" + out("pj"), *PRE], TEXT),
     error("run_pretraining", "pre-seq-beyond-positions", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pk"), *PRE, "--max_seq_length=128"], "max_seq_length"),
     error("run_pretraining", "pre-export-dir", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pl"), *PRE, "--export_dir={T}/exp"], "export_dir"),
+    error("run_pretraining", "pre-missing-config", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pm"), "--bert_config_file={T}/nope.json", *PRE[1:]], "{T}/nope.json"),
     # ---- run_ner
     error("run_ner", "ner-no-action", ["--output_dir=" + out("na"), "--train_file=" + CONLL, *NER], "do_train"),
     error("run_ner", "ner-no-train-file", ["--do_train", "--output_dir=" + out("nb"), *NER], "train_file"),
@@ -314,6 +319,7 @@ PROBES = [
     error("run_ner", "ner-non-utf8", ["--do_train", "--train_file={T}/latin1.conll", "--output_dir=" + out("nh"), *NER], "{T}/latin1.conll"),
     error("run_ner", "ner-batch-0", ["--do_train", "--train_file=" + CONLL, "--output_dir=" + out("ni"), *NER, "--train_batch_size=0"], "train_batch_size"),
     error("run_ner", "ner-eval-missing-dev", ["--do_eval", "--dev_file={T}/nope.conll", "--output_dir=" + out("nj"), *NER], "{T}/nope.conll"),
+    error("run_ner", "ner-data-dir-without-train-txt", ["--do_train", "--data_dir={T}/keras_hub", "--output_dir=" + out("nl"), *NER], "{T}/keras_hub"),
     # ---- create_pretraining_data
     error("create_pretraining_data", "cpd-no-input", ["--output_file=" + out("ca") + ".tfrecord", *CPD], "input_file"),
     error("create_pretraining_data", "cpd-glob-matches-nothing", ["--input_file={T}/none-*.txt", "--output_file=" + out("cb") + ".tfrecord", *CPD], "{T}/none-*.txt"),
@@ -346,6 +352,8 @@ PROBES = [
     error("export_saved_model", "exp-no-export-dir", ["--model_type=encoder", "--init_checkpoint=" + K, *EXP], "export_dir"),
     error("export_saved_model", "exp-seq-beyond-positions", ["--model_type=encoder", "--init_checkpoint=" + K, "--export_dir=" + out("xf"), *EXP, "--max_seq_length=128"], "max_seq_length"),
     error("export_saved_model", "exp-tf2-not-bert", ["--model_type=encoder", "--init_checkpoint={T}/tf2/ckpt", "--export_dir=" + out("xg"), *EXP], "{T}/tf2/ckpt"),
+    error("export_saved_model", "exp-unknown-task", ["--model_type=classifier", "--task_name=nope", "--init_checkpoint=" + K, "--export_dir=" + out("xh"), *EXP], "task_name", "nope"),
+    error("export_saved_model", "exp-custom-task-without-labels", ["--model_type=classifier", "--task_name=custom", "--init_checkpoint=" + K, "--export_dir=" + out("xi"), *EXP], "labels"),
 ]
 # fmt: on
 
@@ -372,6 +380,8 @@ def _write_text_fixtures(root, vocab):
     write("four_layer_config.json", json.dumps({**config, "num_hidden_layers": 4}))
     write("small_vocab_config.json", json.dumps({**config, "vocab_size": 100}))
     write("empty.txt", "")
+    write("broken.jsonl", '{"text": "fine", "label": "pos"}\n{"text": "bad", "label"\n')
+    write("short_row.csv", "sentence,label\nfine,pos\njust text\n")
     write("empty.tsv", "")
     write("header_only.tsv", "sentence\tlabel\n")
     write("single_class.tsv", "sentence\tlabel\n" + "a good film\tpos\n" * 4)
