@@ -261,7 +261,7 @@ PROBES = [
     error("run_classifier", "custom-non-utf8", ["--do_train", "--output_dir=" + out("ab"), *CUSTOM, "--train_file={T}/latin1.tsv"], "{T}/latin1.tsv"),
     error("run_classifier", "custom-dev-label-unseen", ["--do_eval", "--output_dir=" + out("ac"), *CUSTOM, "--train_file={T}/two_class.tsv", "--dev_file={T}/dev_unseen_label.tsv", "--init_checkpoint=" + K], "{T}/dev_unseen_label.tsv"),
     error("run_classifier", "cls-eval-without-checkpoint", ["--do_eval", "--output_dir=" + out("ad"), *CLS_MRPC], "checkpoint"),
-    error("run_classifier", "cls-config-more-layers-than-checkpoint", ["--do_train", "--output_dir=" + out("ae"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=32"], "layer"),
+    error("run_classifier", "cls-config-more-layers-than-checkpoint", ["--do_train", "--output_dir=" + out("ae"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=32"], K, "layers"),
     error("run_classifier", "cls-tf2-checkpoint-not-bert", ["--do_train", "--output_dir=" + out("af"), *CLS_MRPC, "--init_checkpoint={T}/tf2/ckpt"], "{T}/tf2/ckpt"),
     error("run_classifier", "cls-keras-hub-dir-without-weights", ["--do_train", "--output_dir=" + out("ag"), *CLS_MRPC, "--init_checkpoint={T}/keras_hub"], "{T}/keras_hub"),
     error("run_classifier", "cls-output-dir-other-settings", ["--do_train", "--output_dir=" + out("reused"), *CLS_MRPC], "--output_dir", "Differences",
@@ -275,6 +275,8 @@ PROBES = [
     error("run_classifier", "custom-jsonl-broken-line", ["--do_train", "--output_dir=" + out("ah"), *CUSTOM[:-2], "--text_a_column=text", "--label_column=label", "--train_file={T}/broken.jsonl"], "{T}/broken.jsonl:2"),
     error("run_classifier", "custom-csv-short-row", ["--do_train", "--output_dir=" + out("ai"), *CUSTOM, "--train_file={T}/short_row.csv"], "{T}/short_row.csv:3"),
     error("run_classifier", "cls-data-dir-without-train-tsv", ["--do_train", "--output_dir=" + out("aj"), "--task_name=MRPC", "--data_dir={T}/keras_hub", *CLS], "{T}/keras_hub/train.tsv"),
+    error("run_classifier", "custom-no-train-file", ["--do_train", "--output_dir=" + out("ak"), *CUSTOM], "--train_file"),
+    error("run_classifier", "custom-unknown-extension", ["--do_train", "--output_dir=" + out("al"), *CUSTOM, "--train_file={T}/two_class.xyz"], "{T}/two_class.xyz"),
     # ---- run_squad
     error("run_squad", "squad-no-action", ["--output_dir=" + out("sa"), *SQ], "do_train"),
     error("run_squad", "squad-train-without-file", ["--do_train", "--output_dir=" + out("sb"), *SQ], "train_file"),
@@ -341,7 +343,7 @@ PROBES = [
     error("extract_features", "ext-non-utf8", ["--input_file={T}/latin1.txt", "--output_file=" + out("ee") + ".jsonl", *EXT], "{T}/latin1.txt"),
     error("extract_features", "ext-batch-0", ["--input_file=" + TEXT, "--output_file=" + out("ef") + ".jsonl", *EXT, "--batch_size=0"], "batch_size"),
     error("extract_features", "ext-seq-beyond-positions", ["--input_file=" + TEXT, "--output_file=" + out("eg") + ".jsonl", *EXT[:-1], "--max_seq_length=128"], "max_seq_length"),
-    error("extract_features", "ext-config-more-layers", ["--input_file=" + TEXT, "--output_file=" + out("eh") + ".jsonl", "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=16"], "layer"),
+    error("extract_features", "ext-config-more-layers", ["--input_file=" + TEXT, "--output_file=" + out("eh") + ".jsonl", "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=16"], K, "layers"),
     correct("extract_features", "ext-two-lines", ["--input_file={T}/two_lines.txt", "--output_file=" + out("ext-two-lines") + ".jsonl", *EXT, "--layers=-1"], _features_lines(2)),
     # ---- export_saved_model
     error("export_saved_model", "exp-no-model-type", ["--init_checkpoint=" + K, "--export_dir=" + out("xa"), *EXP], "model_type"),
@@ -380,6 +382,7 @@ def _write_text_fixtures(root, vocab):
     write("four_layer_config.json", json.dumps({**config, "num_hidden_layers": 4}))
     write("small_vocab_config.json", json.dumps({**config, "vocab_size": 100}))
     write("empty.txt", "")
+    write("two_class.xyz", "sentence\tlabel\nfine\tpos\nbad\tneg\n")
     write("broken.jsonl", '{"text": "fine", "label": "pos"}\n{"text": "bad", "label"\n')
     write("short_row.csv", "sentence,label\nfine,pos\njust text\n")
     write("empty.tsv", "")
