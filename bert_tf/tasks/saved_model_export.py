@@ -19,6 +19,7 @@ from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
+from bert_tf.training import flags as common_flags
 
 MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 
@@ -70,6 +71,7 @@ def run(flags_obj):
     for name in ("model_type", "init_checkpoint", "export_dir"):
         if not getattr(flags_obj, name):
             raise UserInputError(f"Flag --{name} must be specified.")
+    common_flags.validate_common_flags(flags_obj)
     files = find_checkpoint(flags_obj.init_checkpoint)
     vocab_file = flags_obj.vocab_file or files.vocab_file
     if not vocab_file:
