@@ -242,7 +242,8 @@ PROBES = [
     error("run_classifier", "cls-bad-int-flag", ["--do_train", "--output_dir=" + out("j"), *CLS_MRPC, "--train_batch_size=abc"], "train_batch_size"),
     error("run_classifier", "cls-unknown-flag", ["--do_train", "--output_dir=" + out("k"), *CLS_MRPC, "--no_such_flag=1"], "no_such_flag"),
     error("run_classifier", "cls-grad-accum-0", ["--do_train", "--output_dir=" + out("l"), *CLS_MRPC, "--gradient_accumulation_steps=0"], "gradient_accumulation_steps"),
-    error("run_classifier", "cls-tf-config-not-json", ["--do_train", "--output_dir=" + out("m"), *CLS_MRPC, "--distribution_strategy=multi_worker_mirrored"], "TF_CONFIG", env={"TF_CONFIG": "{not json"}),
+    error("run_classifier", "cls-tf-config-not-json", ["--do_train", "--output_dir=" + out("m"), *CLS_MRPC], "TF_CONFIG", env={"TF_CONFIG": "{not json"}),
+    error("run_classifier", "cls-tf-config-not-json-multi-worker", ["--do_train", "--output_dir=" + out("m2"), *CLS_MRPC, "--distribution_strategy=multi_worker_mirrored"], "TF_CONFIG", env={"TF_CONFIG": "{not json"}),
     # ---- run_classifier: files
     error("run_classifier", "cls-missing-vocab", ["--do_train", "--output_dir=" + out("n"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file={T}/nope.txt", "--bert_config_file=" + C], "{T}/nope.txt"),
     error("run_classifier", "cls-missing-config", ["--do_train", "--output_dir=" + out("o"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/nope.json"], "{T}/nope.json"),
