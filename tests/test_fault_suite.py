@@ -208,12 +208,21 @@ def _older_checkpoint_used(paths, pid, result):
     assert "eval_accuracy" in results, results
 
 
-def _record_count_positive(paths, pid, result):
+def _pretraining_records(paths, pid, result):
+    from bert_tf.data_prep.pretraining.records import decode_record
+    from bert_tf.data_prep.tfrecord_files import iter_checked_records
+
     path = os.path.join(paths["T"], "out", pid + ".tfrecord")
-    assert os.path.getsize(path) > 0
-    assert "Wrote" in result["stderr"] or "instances" in result["stderr"], result[
-        "stderr"
-    ]
+    records = [decode_record(data) for _, data in iter_checked_records(path)]
+    assert records, "no record written"
+    for record in records:
+        ids = record["input_ids"]
+        assert len(ids) == 32 and ids[0] == 101 and 102 in ids  # [CLS] ... [SEP]
+        weights = record["masked_lm_weights"]
+        assert len(weights) == 20 and sum(weights) >= 1
+        assert all(
+            i > 0 for i, w in zip(record["masked_lm_ids"], weights, strict=True) if w
+        )
 
 
 def _features_lines(count):
@@ -336,7 +345,7 @@ PROBES = [
     error("create_pretraining_data", "cpd-task-index-out-of-range", ["--input_file=" + TEXT, "--output_file=" + out("ci") + ".tfrecord", *CPD, "--num_tasks=2", "--task_index=2"], "task_index"),
     error("create_pretraining_data", "cpd-output-dir-missing", ["--input_file=" + TEXT, "--output_file={T}/empty.txt/x.tfrecord", *CPD], "{T}/empty.txt"),
     error("create_pretraining_data", "cpd-empty-input", ["--input_file={T}/empty.txt", "--output_file=" + out("cj") + ".tfrecord", *CPD], "{T}/empty.txt"),
-    correct("create_pretraining_data", "cpd-sample-text", ["--input_file=" + TEXT, "--output_file=" + out("cpd-sample-text") + ".tfrecord", *CPD, "--dupe_factor=1"], _record_count_positive),
+    correct("create_pretraining_data", "cpd-sample-text", ["--input_file=" + TEXT, "--output_file=" + out("cpd-sample-text") + ".tfrecord", *CPD, "--dupe_factor=1"], _pretraining_records),
     # ---- extract_features
     error("extract_features", "ext-missing-input", ["--input_file={T}/nope.txt", "--output_file=" + out("ea") + ".jsonl", *EXT], "{T}/nope.txt"),
     error("extract_features", "ext-missing-checkpoint", ["--input_file=" + TEXT, "--output_file=" + out("eb") + ".jsonl", *EXT[:2], "--init_checkpoint={T}/nockpt/model.ckpt", "--max_seq_length=16"], "{T}/nockpt"),
