@@ -305,6 +305,9 @@ PROBES = [
     error("run_squad", "squad-n-best-0", ["--do_predict", "--predict_file={T}/v1_small.json", "--init_checkpoint=" + K, "--output_dir=" + out("so"), *SQ, "--n_best_size=0"], "n_best_size"),
     error("run_squad", "squad-no-paragraphs", ["--do_train", "--train_file={T}/no_data.json", "--output_dir=" + out("sp"), *SQ], "{T}/no_data.json"),
     error("run_squad", "squad-missing-train-file", ["--do_train", "--train_file={T}/nope.json", "--output_dir=" + out("sq"), *SQ], "{T}/nope.json"),
+    error("run_squad", "squad-answer-outside-context", ["--do_train", "--train_file={T}/answer_outside.json", "--output_dir=" + out("sr"), *SQ], "{T}/answer_outside.json", "q1"),
+    error("run_squad", "squad-v1-file-v2-flags", ["--do_train", "--version_2_with_negative", "--train_file={T}/v1_small.json", "--output_dir=" + out("ss"), *SQ], "{T}/v1_small.json", "version_2_with_negative"),
+    error("run_squad", "squad-two-answers-for-training", ["--do_train", "--train_file={T}/two_answers.json", "--output_dir=" + out("st"), *SQ], "{T}/two_answers.json", "train_answer"),
     # ---- run_pretraining
     error("run_pretraining", "pre-no-action", ["--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pa"), *PRE], "do_train"),
     error("run_pretraining", "pre-glob-matches-nothing", ["--do_train", "--input_file={T}/none-*.tfrecord", "--output_dir=" + out("pb"), *PRE], "{T}/none-*.tfrecord"),
@@ -455,6 +458,13 @@ def _write_text_fixtures(root, vocab):
     write("dup_id.json", squad([("q1", True), ("q1", True)]))
     write("v2.json", squad([("q1", True), ("q2", False)], is_impossible=True))
     write("v1_small.json", squad([("q1", True), ("q2", True)]))
+    outside = json.loads(squad([("q1", True)]))
+    outside["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = 500
+    write("answer_outside.json", json.dumps(outside))
+    two = json.loads(squad([("q1", True)]))
+    answers = two["data"][0]["paragraphs"][0]["qas"][0]["answers"]
+    answers.append(dict(answers[0]))
+    write("two_answers.json", json.dumps(two))
     write("no_data.json", json.dumps({"version": "1.1", "data": []}))
 
 
