@@ -208,6 +208,15 @@ def _older_checkpoint_used(paths, pid, result):
     assert "eval_accuracy" in results, results
 
 
+def _pretraining_eval(paths, pid, result):
+    path = os.path.join(paths["T"], "out", pid, "eval_results.txt")
+    results = dict(line.split(" = ") for line in open(path).read().splitlines())
+    assert int(results["global_step"]) == 1, results  # --num_train_steps=1
+    # Random-init heads over a 30522-word vocab: the MLM loss is near ln(30522).
+    assert 9.0 < float(results["masked_lm_loss"]) < 11.5, results
+    assert 0.0 <= float(results["next_sentence_accuracy"]) <= 1.0, results
+
+
 def _pretraining_records(paths, pid, result):
     from bert_tf.data_prep.pretraining.records import decode_record
     from bert_tf.data_prep.tfrecord_files import iter_checked_records
@@ -287,6 +296,7 @@ PROBES = [
     error("run_classifier", "cls-data-dir-without-train-tsv", ["--do_train", "--output_dir=" + out("aj"), "--task_name=MRPC", "--data_dir={T}/keras_hub", *CLS], "{T}/keras_hub/train.tsv"),
     error("run_classifier", "custom-no-train-file", ["--do_train", "--output_dir=" + out("ak"), *CUSTOM], "--train_file"),
     error("run_classifier", "custom-unknown-extension", ["--do_train", "--output_dir=" + out("al"), *CUSTOM, "--train_file={T}/two_class.xyz"], "{T}/two_class.xyz"),
+    error("run_classifier", "cls-eval-with-encoder-only-checkpoint", ["--do_eval", "--output_dir=" + out("am"), *CLS_MRPC, "--init_checkpoint=" + K], "--init_checkpoint"),
     # ---- run_squad
     error("run_squad", "squad-no-action", ["--output_dir=" + out("sa"), *SQ], "do_train"),
     error("run_squad", "squad-train-without-file", ["--do_train", "--output_dir=" + out("sb"), *SQ], "train_file"),
@@ -315,13 +325,15 @@ PROBES = [
     error("run_pretraining", "pre-train-steps-0", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pd"), *PRE[:-1], "--num_train_steps=0"], "num_train_steps"),
     error("run_pretraining", "pre-masked-lm-prob-1", ["--do_train", "--dynamic_masking", "--vocab_file=" + V, "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pe"), *PRE, "--masked_lm_prob=1.5"], "masked_lm_prob"),
     error("run_pretraining", "pre-dynamic-masking-without-vocab", ["--do_train", "--dynamic_masking", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pf"), *PRE], "vocab_file"),
-    error("run_pretraining", "pre-truncated-in-header", ["--do_eval", "--input_file={T}/cut_header.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pg"), *PRE], "{T}/cut_header.tfrecord"),
-    error("run_pretraining", "pre-truncated-in-data", ["--do_eval", "--input_file={T}/cut_data.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("ph"), *PRE], "{T}/cut_data.tfrecord"),
-    error("run_pretraining", "pre-classifier-records", ["--do_eval", "--input_file={T}/classifier.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pi"), *PRE], "{T}/classifier.tfrecord"),
-    error("run_pretraining", "pre-text-file-as-records", ["--do_eval", "--input_file=" + TEXT, "--init_checkpoint=" + K, "--output_dir=" + out("pj"), *PRE], TEXT),
+    error("run_pretraining", "pre-truncated-in-header", ["--do_train", "--input_file={T}/cut_header.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pg"), *PRE], "{T}/cut_header.tfrecord"),
+    error("run_pretraining", "pre-truncated-in-data", ["--do_train", "--input_file={T}/cut_data.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("ph"), *PRE], "{T}/cut_data.tfrecord"),
+    error("run_pretraining", "pre-classifier-records", ["--do_train", "--input_file={T}/classifier.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pi"), *PRE], "{T}/classifier.tfrecord"),
+    error("run_pretraining", "pre-text-file-as-records", ["--do_train", "--input_file=" + TEXT, "--init_checkpoint=" + K, "--output_dir=" + out("pj"), *PRE], TEXT),
     error("run_pretraining", "pre-seq-beyond-positions", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pk"), *PRE, "--max_seq_length=128"], "max_seq_length"),
     error("run_pretraining", "pre-export-dir", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pl"), *PRE, "--export_dir={T}/exp"], "export_dir"),
     error("run_pretraining", "pre-missing-config", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pm"), "--bert_config_file={T}/nope.json", *PRE[1:]], "{T}/nope.json"),
+    error("run_pretraining", "pre-eval-with-encoder-only-checkpoint", ["--do_eval", "--input_file={T}/pretrain.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pn"), *PRE], "--init_checkpoint"),
+    correct("run_pretraining", "pre-train-and-eval", ["--do_train", "--do_eval", "--max_eval_steps=2", "--input_file={T}/pretrain.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pre-train-and-eval"), *PRE], _pretraining_eval),
     # ---- run_ner
     error("run_ner", "ner-no-action", ["--output_dir=" + out("na"), "--train_file=" + CONLL, *NER], "do_train"),
     error("run_ner", "ner-no-train-file", ["--do_train", "--output_dir=" + out("nb"), *NER], "train_file"),
