@@ -249,7 +249,7 @@ PROBES = [
     # ---- run_classifier: flags
     error("run_classifier", "cls-no-action", ["--output_dir=" + out("a"), *CLS_MRPC], "do_train"),
     error("run_classifier", "cls-no-output-dir", ["--do_train", *CLS_MRPC], "output_dir"),
-    error("run_classifier", "cls-no-task", ["--do_train", "--output_dir=" + out("b"), *CLS], "task_name"),
+    error("run_classifier", "cls-no-task", ["--do_train", "--output_dir=" + out("b"), "--data_dir=" + MRPC, *CLS], "task_name"),
     error("run_classifier", "cls-unknown-task", ["--do_train", "--output_dir=" + out("c"), "--task_name=nope", "--data_dir=" + MRPC, *CLS], "nope"),
     error("run_classifier", "cls-train-batch-0", ["--do_train", "--output_dir=" + out("d"), *CLS_MRPC, "--train_batch_size=0"], "train_batch_size"),
     error("run_classifier", "cls-eval-batch-negative", ["--do_eval", "--output_dir=" + out("e"), *CLS_MRPC, "--eval_batch_size=-1"], "eval_batch_size"),
@@ -297,6 +297,9 @@ PROBES = [
     error("run_classifier", "custom-no-train-file", ["--do_train", "--output_dir=" + out("ak"), *CUSTOM], "--train_file"),
     error("run_classifier", "custom-unknown-extension", ["--do_train", "--output_dir=" + out("al"), *CUSTOM, "--train_file={T}/two_class.xyz"], "{T}/two_class.xyz"),
     error("run_classifier", "cls-eval-with-encoder-only-checkpoint", ["--do_eval", "--output_dir=" + out("am"), *CLS_MRPC, "--init_checkpoint=" + K], "--init_checkpoint"),
+    error("run_classifier", "cls-config-hidden-not-multiple-of-heads", ["--do_train", "--output_dir=" + out("an"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/odd_hidden_config.json"], "{T}/odd_hidden_config.json", "hidden_size"),
+    error("run_classifier", "cls-config-unknown-activation", ["--do_train", "--output_dir=" + out("ao"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/bad_act_config.json"], "{T}/bad_act_config.json", "hidden_act"),
+    error("run_classifier", "cls-config-without-vocab-size", ["--do_train", "--output_dir=" + out("ap"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/no_vocab_config.json"], "{T}/no_vocab_config.json", "vocab_size"),
     # ---- run_squad
     error("run_squad", "squad-no-action", ["--output_dir=" + out("sa"), *SQ], "do_train"),
     error("run_squad", "squad-train-without-file", ["--do_train", "--output_dir=" + out("sb"), *SQ], "train_file"),
@@ -341,7 +344,7 @@ PROBES = [
     error("run_ner", "ner-empty-file", ["--do_train", "--train_file={T}/empty.txt", "--output_dir=" + out("nd"), *NER], "{T}/empty.txt"),
     error("run_ner", "ner-bad-tag-strict", ["--do_train", "--train_file={T}/bad_tag.conll", "--output_dir=" + out("ne"), *NER], "{T}/bad_tag.conll:3"),
     error("run_ner", "ner-tabs-and-spaces-mixed", ["--do_train", "--train_file={T}/mixed_columns.conll", "--output_dir=" + out("nf"), *NER], "{T}/mixed_columns.conll:2"),
-    error("run_ner", "ner-ill-formed-strict", ["--do_train", "--strict_tags", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("nk"), *NER], "{T}/ill_formed.conll"),
+    error("run_ner", "ner-ill-formed-strict", ["--do_train", "--strict_tags", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("nk"), *NER], "{T}/ill_formed.conll:2"),
     error("run_ner", "ner-doc-stride-beyond-window", ["--do_train", "--train_file=" + CONLL, "--doc_stride=100", "--output_dir=" + out("nm"), *NER], "doc_stride"),
     error("run_ner", "ner-bad-tag-scheme", ["--do_train", "--train_file=" + CONLL, "--tag_scheme=xyz", "--output_dir=" + out("ng"), *NER], "tag_scheme"),
     error("run_ner", "ner-non-utf8", ["--do_train", "--train_file={T}/latin1.conll", "--output_dir=" + out("nh"), *NER], "{T}/latin1.conll"),
@@ -409,6 +412,12 @@ def _write_text_fixtures(root, vocab):
     write("four_layer_config.json", json.dumps({**config, "num_hidden_layers": 4}))
     write("small_vocab_config.json", json.dumps({**config, "vocab_size": 100}))
     write("empty.txt", "")
+    write("odd_hidden_config.json", json.dumps({**config, "hidden_size": 15}))
+    write("bad_act_config.json", json.dumps({**config, "hidden_act": "swishy"}))
+    write(
+        "no_vocab_config.json",
+        json.dumps({k: v for k, v in config.items() if k != "vocab_size"}),
+    )
     write("two_class.xyz", "sentence\tlabel\nfine\tpos\nbad\tneg\n")
     write("broken.jsonl", '{"text": "fine", "label": "pos"}\n{"text": "bad", "label"\n')
     write("short_row.csv", "sentence,label\nfine,pos\njust text\n")
