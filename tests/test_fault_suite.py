@@ -113,6 +113,8 @@ MAKE_FIXTURES = textwrap.dedent(
     model = bert_tf.BertEncoder(config)
     bert_tf.save_tf1_checkpoint(model, os.path.join(root, "ckpt", "bert_model.ckpt"))
     tf.train.Checkpoint(foo=tf.Variable([1.0, 2.0])).write(os.path.join(root, "tf2", "ckpt"))
+    # A config beside it, so that the weights themselves are what is wrong.
+    config.to_json_file(os.path.join(root, "tf2", "bert_config.json"))
 
     def ints(values):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
