@@ -280,7 +280,6 @@ PROBES = [
     error("run_classifier", "custom-unknown-label-column", ["--do_train", "--output_dir=" + out("z"), *CUSTOM[:-1], "--label_column=polarity", "--train_file={T}/two_class.tsv"], "polarity"),
     error("run_classifier", "custom-label-column-out-of-range", ["--do_train", "--output_dir=" + out("aa"), *CUSTOM[:-1], "--label_column=7", "--train_file={T}/two_class.tsv"], "{T}/two_class.tsv"),
     error("run_classifier", "custom-non-utf8", ["--do_train", "--output_dir=" + out("ab"), *CUSTOM, "--train_file={T}/latin1.tsv"], "{T}/latin1.tsv"),
-    error("run_classifier", "custom-dev-label-unseen", ["--do_eval", "--output_dir=" + out("ac"), *CUSTOM, "--train_file={T}/two_class.tsv", "--dev_file={T}/dev_unseen_label.tsv", "--init_checkpoint=" + K], "{T}/dev_unseen_label.tsv"),
     error("run_classifier", "cls-eval-without-checkpoint", ["--do_eval", "--output_dir=" + out("ad"), *CLS_MRPC], "checkpoint"),
     error("run_classifier", "cls-config-more-layers-than-checkpoint", ["--do_train", "--output_dir=" + out("ae"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=32"], K, "layers"),
     error("run_classifier", "cls-tf2-checkpoint-not-bert", ["--do_train", "--output_dir=" + out("af"), *CLS_MRPC, "--init_checkpoint={T}/tf2/ckpt"], "{T}/tf2/ckpt"),
@@ -290,6 +289,7 @@ PROBES = [
     error("run_classifier", "cls-output-dir-second-writer", ["--do_train", "--output_dir=" + out("held"), *CLS_MRPC], "pid", "{T}/out/held"),
     error("run_classifier", "cls-output-dir-is-a-file", ["--do_train", "--output_dir={T}/empty.txt", *CLS_MRPC], "{T}/empty.txt"),
     correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=1"], _labels_are(["neg", "pos"])),
+    error("run_classifier", "custom-dev-label-unseen", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/dev_unseen_label.tsv"], "{T}/dev_unseen_label.tsv:2"),
     # The run above saved checkpoints 1 and 2: the newest is cut in half.
     correct("run_classifier", "cls-damaged-newest-checkpoint", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/trailing_space.tsv"], _older_checkpoint_used,
             pre="import glob, os\nindex = max(glob.glob(r'{T}/out/trained/checkpoints/ckpt-*.index'), key=lambda p: int(p[:-6].rsplit('-', 1)[1]))\ndata = index[:-6] + '.data-00000-of-00001'\nos.truncate(data, os.path.getsize(data) // 2)\n"),
