@@ -57,7 +57,10 @@ DRIVER = textwrap.dedent(
     r"""
     import importlib, json, os, sys, tempfile, traceback
     from absl import flags
+    from absl import logging
 
+    # As app.run does for a single run (its set-up runs once per process).
+    logging.use_absl_handler()
     tool, probes_path, out_path = sys.argv[1:4]
     command = importlib.import_module(f"bert_tf.cli.{tool}").COMMAND
     results = {}
