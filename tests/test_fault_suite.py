@@ -239,14 +239,18 @@ def _pretraining_records(paths, pid, result):
         )
 
 
-def _features_lines(count):
-    def check(paths, pid, result):
-        path = os.path.join(paths["T"], "out", pid + ".jsonl")
-        lines = [json.loads(line) for line in open(path)]
-        assert len(lines) == count
-        assert [f["token"] for f in lines[0]["features"]][0] == "[CLS]"
-
-    return check
+def _features_of_two_lines(paths, pid, result):
+    path = os.path.join(paths["T"], "out", pid + ".jsonl")
+    lines = [json.loads(line) for line in open(path)]
+    tokens = [[f["token"] for f in line["features"]] for line in lines]
+    # two_lines.txt, lower-cased and split as the original's tokenizer does.
+    assert tokens == [
+        ["[CLS]", "the", "cat", "sat", ".", "[SEP]"],
+        ["[CLS]", "hello", "world", "[SEP]", "again", "[SEP]"],
+    ], tokens
+    layer = lines[0]["features"][0]["layers"]
+    assert [entry["index"] for entry in layer] == [-1]
+    assert len(layer[0]["values"]) == 16  # hidden_size
 
 
 # fmt: off
@@ -378,7 +382,7 @@ PROBES = [
     error("extract_features", "ext-batch-0", ["--input_file=" + TEXT, "--output_file=" + out("ef") + ".jsonl", *EXT, "--batch_size=0"], "batch_size"),
     error("extract_features", "ext-seq-beyond-positions", ["--input_file=" + TEXT, "--output_file=" + out("eg") + ".jsonl", *EXT[:-1], "--max_seq_length=128"], "max_seq_length"),
     error("extract_features", "ext-config-more-layers", ["--input_file=" + TEXT, "--output_file=" + out("eh") + ".jsonl", "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=16"], K, "layers"),
-    correct("extract_features", "ext-two-lines", ["--input_file={T}/two_lines.txt", "--output_file=" + out("ext-two-lines") + ".jsonl", *EXT, "--layers=-1"], _features_lines(2)),
+    correct("extract_features", "ext-two-lines", ["--input_file={T}/two_lines.txt", "--output_file=" + out("ext-two-lines") + ".jsonl", *EXT, "--layers=-1"], _features_of_two_lines),
     # ---- export_saved_model
     error("export_saved_model", "exp-no-model-type", ["--init_checkpoint=" + K, "--export_dir=" + out("xa"), *EXP], "model_type"),
     error("export_saved_model", "exp-bad-model-type", ["--model_type=nope", "--init_checkpoint=" + K, "--export_dir=" + out("xb"), *EXP], "model_type"),
