@@ -213,6 +213,12 @@ def _older_checkpoint_used(paths, pid, result):
     assert "eval_accuracy" in results, results
 
 
+def _ner_labels(paths, pid, result):
+    path = os.path.join(paths["T"], "out", pid, "label_list.json")
+    saved = json.load(open(path))
+    assert saved == {"labels": ["O", "B-location", "I-location"], "tag_scheme": "iob2"}
+
+
 def _pretraining_eval(paths, pid, result):
     path = os.path.join(paths["T"], "out", pid, "eval_results.txt")
     results = dict(line.split(" = ") for line in open(path).read().splitlines())
@@ -360,6 +366,9 @@ PROBES = [
     error("run_ner", "ner-batch-0", ["--do_train", "--train_file=" + CONLL, "--output_dir=" + out("ni"), *NER, "--train_batch_size=0"], "train_batch_size"),
     error("run_ner", "ner-eval-missing-dev", ["--do_eval", "--dev_file={T}/nope.conll", "--output_dir=" + out("nj"), *NER], "{T}/nope.conll"),
     error("run_ner", "ner-data-dir-without-train-txt", ["--do_train", "--data_dir={T}/keras_hub", "--output_dir=" + out("nl"), *NER], "{T}/keras_hub"),
+    error("run_ner", "ner-labels-flag-lacks-a-type", ["--do_train", "--labels=person", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("nn"), *NER], "{T}/ill_formed.conll", "--labels"),
+    # Not strict: I-location after O is read as conlleval reads it (a new entity).
+    correct("run_ner", "ner-ill-formed-read-as-conlleval", ["--do_train", "--train_batch_size=1", "--num_train_epochs=1", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], _ner_labels),
     # ---- create_pretraining_data
     error("create_pretraining_data", "cpd-no-input", ["--output_file=" + out("ca") + ".tfrecord", *CPD], "input_file"),
     error("create_pretraining_data", "cpd-glob-matches-nothing", ["--input_file={T}/none-*.txt", "--output_file=" + out("cb") + ".tfrecord", *CPD], "{T}/none-*.txt"),
