@@ -621,3 +621,15 @@ def classify(probe, result, paths):
 def test_probe_ends_in_a_clear_error_or_a_correct_result(probe, results, paths):
     verdict, reason = classify(probe, results[probe["id"]], paths)
     assert verdict in ("clear", "correct"), f"{verdict}: {reason}"
+
+
+def test_totals_none_silently_wrong(results, paths):
+    """The suite's totals, printed (pytest -s): clear errors, correct results,
+    unclear errors, silently wrong results."""
+    verdicts = [classify(p, results[p["id"]], paths)[0] for p in PROBES]
+    totals = {
+        v: verdicts.count(v) for v in ("clear", "correct", "unclear", "silently wrong")
+    }
+    print(f"\nfault suite: {len(PROBES)} probes: {totals}")
+    assert len(PROBES) >= 60
+    assert totals["silently wrong"] == 0, totals
