@@ -110,7 +110,9 @@ class CustomProcessor(DataProcessor):
             self._data_dir = data_dir
         path = self.files[split]
         if path is None:
-            raise UserInputError(f"--task_name=custom needs --{split}_file")
+            raise UserInputError(
+                f"custom task: no {split}_file was given (--{split}_file)"
+            )
         path = os.fspath(path)
         if data_dir and not os.path.isabs(path):
             path = os.path.join(data_dir, path)
