@@ -171,7 +171,7 @@ NER = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
 CPD = ["--vocab_file=" + V, "--max_seq_length=32"]
 EXT = ["--vocab_file=" + V, "--bert_config_file=" + C, "--init_checkpoint=" + K]
 EXT += ["--max_seq_length=16"]
-EXP = ["--vocab_file=" + V, "--bert_config_file=" + C]
+EXP = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
 
 
 def error(tool, pid, argv, *names, env=None, pre=None):
