@@ -357,7 +357,7 @@ PROBES = [
     error("run_ner", "ner-no-train-file", ["--do_train", "--output_dir=" + out("nb"), *NER], "train_file"),
     error("run_ner", "ner-missing-train-file", ["--do_train", "--train_file={T}/nope.conll", "--output_dir=" + out("nc"), *NER], "{T}/nope.conll"),
     error("run_ner", "ner-empty-file", ["--do_train", "--train_file={T}/empty.txt", "--output_dir=" + out("nd"), *NER], "{T}/empty.txt"),
-    error("run_ner", "ner-bad-tag-strict", ["--do_train", "--train_file={T}/bad_tag.conll", "--output_dir=" + out("ne"), *NER], "{T}/bad_tag.conll:3"),
+    error("run_ner", "ner-bad-tag-strict", ["--do_train", "--strict_tags", "--train_file={T}/bad_tag.conll", "--output_dir=" + out("ne"), *NER], "{T}/bad_tag.conll:3"),
     error("run_ner", "ner-tabs-and-spaces-mixed", ["--do_train", "--train_file={T}/mixed_columns.conll", "--output_dir=" + out("nf"), *NER], "{T}/mixed_columns.conll:2"),
     error("run_ner", "ner-ill-formed-strict", ["--do_train", "--strict_tags", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("nk"), *NER], "{T}/ill_formed.conll:2"),
     error("run_ner", "ner-doc-stride-beyond-window", ["--do_train", "--train_file=" + CONLL, "--doc_stride=100", "--output_dir=" + out("nm"), *NER], "doc_stride"),
@@ -369,6 +369,8 @@ PROBES = [
     error("run_ner", "ner-labels-flag-lacks-a-type", ["--do_train", "--labels=person", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("nn"), *NER], "{T}/ill_formed.conll", "--labels"),
     # Not strict: I-location after O is read as conlleval reads it (a new entity).
     correct("run_ner", "ner-ill-formed-read-as-conlleval", ["--do_train", "--train_batch_size=1", "--num_train_epochs=1", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], _ner_labels),
+    error("run_ner", "ner-dev-type-unseen-in-training", ["--do_eval", "--dev_file={T}/dev_person.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], "{T}/dev_person.conll"),
+    error("run_ner", "ner-dev-without-tags", ["--do_eval", "--dev_file={T}/words_only.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], "{T}/words_only.conll"),
     # ---- create_pretraining_data
     error("create_pretraining_data", "cpd-no-input", ["--output_file=" + out("ca") + ".tfrecord", *CPD], "input_file"),
     error("create_pretraining_data", "cpd-glob-matches-nothing", ["--input_file={T}/none-*.txt", "--output_file=" + out("cb") + ".tfrecord", *CPD], "{T}/none-*.txt"),
@@ -467,6 +469,8 @@ def _write_text_fixtures(root, vocab):
     write("broken.json", '{"data": [{"paragraphs": [')
     write("bad_tag.conll", "Paris\tB-location\nis\tO\nnice\tX-weird\n")
     write("mixed_columns.conll", "Paris\tB-location\nis O extra\nnice\tO\n")
+    write("dev_person.conll", "Alice\tB-person\nsang\tO\n")
+    write("words_only.conll", "Alice\nsang\n")
     write("ill_formed.conll", "is\tO\nParis\tI-location\n")
     write("two_lines.txt", "The cat sat.\nHello world ||| again\n")
     os.makedirs(os.path.join(root, "keras_hub"))
