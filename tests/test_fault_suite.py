@@ -170,7 +170,7 @@ PRE += ["--train_batch_size=2", "--eval_batch_size=2", "--num_train_steps=1"]
 NER = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
 CPD = ["--vocab_file=" + V, "--max_seq_length=32"]
 EXT = ["--vocab_file=" + V, "--bert_config_file=" + C, "--init_checkpoint=" + K]
-EXT += ["--max_seq_length=16"]
+EXT += ["--max_seq_length=16", "--layers=-1"]
 EXP = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
 
 
@@ -606,8 +606,8 @@ def classify(probe, result, paths):
             return "unclear", f"exit {code}: {stderr[-2000:]}"
         try:
             probe["check"](paths, probe["id"], result)
-        except AssertionError as e:
-            return "silently wrong", f"wrong output: {e}"
+        except (AssertionError, OSError, ValueError, KeyError) as e:
+            return "silently wrong", f"wrong output: {e!r}"
         return "correct", ""
     if code == 0:
         return "silently wrong", f"exit 0 on bad input: {stderr[-2000:]}"
