@@ -382,12 +382,12 @@ PROBES = [
     correct("create_pretraining_data", "cpd-sample-text", ["--input_file=" + TEXT, "--output_file=" + out("cpd-sample-text") + ".tfrecord", *CPD, "--dupe_factor=1"], _pretraining_records),
     # ---- extract_features
     error("extract_features", "ext-missing-input", ["--input_file={T}/nope.txt", "--output_file=" + out("ea") + ".jsonl", *EXT], "{T}/nope.txt"),
-    error("extract_features", "ext-missing-checkpoint", ["--input_file=" + TEXT, "--output_file=" + out("eb") + ".jsonl", *EXT[:2, "--layers=-1"], "--init_checkpoint={T}/nockpt/model.ckpt", "--max_seq_length=16"], "{T}/nockpt"),
+    error("extract_features", "ext-missing-checkpoint", ["--input_file=" + TEXT, "--output_file=" + out("eb") + ".jsonl", *EXT[:2], "--layers=-1", "--init_checkpoint={T}/nockpt/model.ckpt", "--max_seq_length=16"], "{T}/nockpt"),
     error("extract_features", "ext-bad-layers", ["--input_file=" + TEXT, "--output_file=" + out("ec") + ".jsonl", *EXT, "--layers=-9"], "layers"),
     error("extract_features", "ext-layers-not-int", ["--input_file=" + TEXT, "--output_file=" + out("ed") + ".jsonl", *EXT, "--layers=a,b"], "layers"),
     error("extract_features", "ext-non-utf8", ["--input_file={T}/latin1.txt", "--output_file=" + out("ee") + ".jsonl", *EXT], "{T}/latin1.txt"),
     error("extract_features", "ext-batch-0", ["--input_file=" + TEXT, "--output_file=" + out("ef") + ".jsonl", *EXT, "--batch_size=0"], "batch_size"),
-    error("extract_features", "ext-seq-beyond-positions", ["--input_file=" + TEXT, "--output_file=" + out("eg") + ".jsonl", *EXT[:-1, "--layers=-1"], "--max_seq_length=128"], "max_seq_length"),
+    error("extract_features", "ext-seq-beyond-positions", ["--input_file=" + TEXT, "--output_file=" + out("eg") + ".jsonl", *EXT[:-2], "--layers=-1", "--max_seq_length=128"], "max_seq_length"),
     error("extract_features", "ext-config-more-layers", ["--input_file=" + TEXT, "--output_file=" + out("eh") + ".jsonl", "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=16"], K, "layers"),
     correct("extract_features", "ext-two-lines", ["--input_file={T}/two_lines.txt", "--output_file=" + out("ext-two-lines") + ".jsonl", *EXT, "--layers=-1"], _features_of_two_lines),
     # ---- export_saved_model
