@@ -10,6 +10,7 @@ from bert_tf.data_prep.glue_processors import parse_score
 from bert_tf.data_prep.table_reader import BadRowError
 from bert_tf.data_prep.table_reader import RowProblem
 from bert_tf.data_prep.table_reader import read_records
+from bert_tf.errors import UserInputError
 
 
 class CustomProcessor(DataProcessor):
@@ -109,7 +110,9 @@ class CustomProcessor(DataProcessor):
             self._data_dir = data_dir
         path = self.files[split]
         if path is None:
-            raise ValueError(f"custom task: no {split}_file was given")
+            raise UserInputError(
+                f"custom task: no {split}_file was given (--{split}_file)"
+            )
         path = os.fspath(path)
         if data_dir and not os.path.isabs(path):
             path = os.path.join(data_dir, path)
@@ -118,7 +121,7 @@ class CustomProcessor(DataProcessor):
     def _format(self, path):
         extension = os.path.splitext(path)[1].lower()
         if extension not in self._FORMATS:
-            raise ValueError(
+            raise UserInputError(
                 f"{path}: unknown file type {extension!r}; use .tsv, .csv or .jsonl"
             )
         return self._FORMATS[extension]

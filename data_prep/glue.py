@@ -61,6 +61,7 @@ from bert_tf.data_prep.glue_processors import WnliProcessor
 from bert_tf.data_prep.glue_processors import XnliProcessor
 from bert_tf.data_prep.table_reader import BadRowError
 from bert_tf.data_prep.table_reader import read_records
+from bert_tf.errors import UserInputError
 
 __all__ = [
     "PROCESSORS",
@@ -116,7 +117,8 @@ def get_processor(task_name, **options):
     """
     key = task_name.lower()
     if key not in PROCESSORS:
-        raise ValueError(
-            f"Task not found: {task_name!r}. Known tasks: {', '.join(sorted(PROCESSORS))}"
+        raise UserInputError(
+            f"--task_name: Task not found: {task_name!r}. Known tasks: "
+            f"{', '.join(sorted(PROCESSORS))}"
         )
     return PROCESSORS[key](**options)

@@ -23,6 +23,7 @@ from bert_tf.data_prep.classifier_features import InputExample
 from bert_tf.data_prep.table_reader import BadRowError
 from bert_tf.data_prep.table_reader import RowProblem
 from bert_tf.data_prep.table_reader import read_records
+from bert_tf.errors import UserInputError
 
 # How many skipped rows are spelled out in the log (the rest are only counted).
 _LOGGED_SKIPS = 5
@@ -160,11 +161,11 @@ class DataProcessor:
                 if skipped
                 else ("an empty or header-only file")
             )
-            raise ValueError(f"{path}: no training example ({detail})")
+            raise UserInputError(f"{path}: no training example ({detail})")
         if not self.is_regression and not self.allow_single_class:
             labels = {example.label for example in examples}
             if len(labels) < 2:
-                raise ValueError(
+                raise UserInputError(
                     f"{path}: all {len(examples)} training examples have the label "
                     f"{next(iter(labels))!r}; a classifier needs at least two "
                     "classes (a cut or mis-parsed file?). Pass "

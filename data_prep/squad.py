@@ -343,6 +343,13 @@ def read_squad_examples(
             examples.num_skipped_answers,
             ", ".join(str(q) for q in examples.skipped_answers[:5]),
         )
+    if not examples:
+        # Else training stops later at "0 examples / batch" without the file,
+        # and a prediction run writes empty predictions.
+        raise UserInputError(
+            f"{input_file}: no question to read (data holds no paragraph with a "
+            "question, or every answer was skipped)"
+        )
     logging.info("%s: read %d examples", input_file, len(examples))
     return examples
 

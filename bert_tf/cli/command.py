@@ -51,6 +51,7 @@ def user_error_types():
         FileNotFoundError,
         IsADirectoryError,
         NotADirectoryError,
+        PermissionError,
     ]
     tf = sys.modules.get("tensorflow")
     if tf is not None:
@@ -62,7 +63,7 @@ def user_error_types():
 def one_line(exc):
     """The exception's message on one line."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, FileNotFoundError) and exc.filename and exc.strerror:
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
     return text
 

@@ -24,11 +24,21 @@ _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
 
 def read_examples(input_file):
-    """(unique_id, text_a, text_b) per line; `A ||| B` is a pair."""
+    """(unique_id, text_a, text_b) per line; `A ||| B` is a pair.
+
+    The file must be UTF-8 (as the original's text-mode read required): a bad
+    byte is an error naming the line, not dropped silently.
+    """
     examples = []
     with tf.io.gfile.GFile(input_file, "rb") as reader:
         for index, raw in enumerate(reader):
-            line = tokenization.convert_to_unicode(raw).strip()
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                raise UserInputError(
+                    f"{input_file}:{index + 1}: not UTF-8 (byte {e.start}: "
+                    f"{raw[e.start : e.start + 1]!r})"
+                ) from None
             match = _PAIR.match(line)
             examples.append((index, *match.groups()) if match else (index, line, None))
     return examples
@@ -95,8 +105,18 @@ def run(flags_obj):
     for name in ("input_file", "output_file", "init_checkpoint", "vocab_file"):
         if not getattr(flags_obj, name):
             raise UserInputError(f"Flag --{name} must be specified.")
+    if flags_obj.batch_size < 1:
+        raise UserInputError(
+            f"--batch_size: must be positive, got {flags_obj.batch_size}"
+        )
     config = load_config(flags_obj)
-    layers = [int(x) for x in flags_obj.layers.split(",")]
+    try:
+        layers = [int(x) for x in flags_obj.layers.split(",")]
+    except ValueError:
+        raise UserInputError(
+            f"--layers={flags_obj.layers}: expected comma-separated layer indexes "
+            "(e.g. -1,-2,-3,-4)"
+        ) from None
     for layer in layers:
         if not -config.num_hidden_layers <= layer < config.num_hidden_layers:
             raise UserInputError(

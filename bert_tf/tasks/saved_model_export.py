@@ -12,6 +12,7 @@ from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
 from bert_tf.export import export_saved_model
@@ -19,6 +20,7 @@ from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
+from bert_tf.training import flags as common_flags
 
 MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 
@@ -70,6 +72,7 @@ def run(flags_obj):
     for name in ("model_type", "init_checkpoint", "export_dir"):
         if not getattr(flags_obj, name):
             raise UserInputError(f"Flag --{name} must be specified.")
+    common_flags.validate_common_flags(flags_obj)
     files = find_checkpoint(flags_obj.init_checkpoint)
     vocab_file = flags_obj.vocab_file or files.vocab_file
     if not vocab_file:
@@ -80,6 +83,15 @@ def run(flags_obj):
         flags_obj.do_lower_case, flags_obj.init_checkpoint
     )
     config = flags_obj.bert_config_file
+    max_positions = BertConfig.from_json_file(
+        config or files.config_file
+    ).max_position_embeddings
+    if flags_obj.max_seq_length > max_positions:
+        # The signature would accept requests the model cannot encode.
+        raise UserInputError(
+            f"--max_seq_length={flags_obj.max_seq_length} > max_position_embeddings "
+            f"({max_positions}) of {config or files.config_file}"
+        )
     options = {}
     if flags_obj.model_type == "classifier":
         labels, pair = classifier_labels(flags_obj)

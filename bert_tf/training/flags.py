@@ -299,6 +299,11 @@ _POSITIVE_FLAGS = (
     "save_checkpoints_steps",
     "iterations_per_loop",
     "gradient_accumulation_steps",
+    # SQuAD windows: a stride of 0 never moves on; no n-best candidates or a
+    # zero answer length would answer nothing.
+    "doc_stride",
+    "n_best_size",
+    "max_answer_length",
 )
 
 

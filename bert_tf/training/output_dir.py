@@ -58,6 +58,10 @@ class OutputDirLock:
             return self
         import fcntl
 
+        if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
+            raise UserInputError(
+                f"--output_dir={self.output_dir}: exists and is not a directory"
+            )
         os.makedirs(self.output_dir, exist_ok=True)
         handle = open(self.path, "a+")  # noqa: SIM115 (held until __exit__)
         try:

@@ -84,6 +84,7 @@ def create_strategy(
         tf.tpu.experimental.initialize_tpu_system(resolver)
         strategy = tf.distribute.TPUStrategy(resolver)
     elif name == "multi_worker_mirrored":
+        _tf_config()  # TF_CONFIG that is not JSON: one line, not TensorFlow's traceback
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     else:
         gpus = [d.name for d in tf.config.list_logical_devices("GPU")]

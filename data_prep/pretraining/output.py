@@ -13,6 +13,7 @@ from bert_tf import tokenization
 from bert_tf.data_prep.pretraining.records import FEATURE_NAMES
 from bert_tf.data_prep.pretraining.records import decode_record
 from bert_tf.data_prep.tfrecord_files import frame_records
+from bert_tf.errors import UserInputError
 
 # The original logs this many instances (tokens and features) when writing.
 NUM_LOGGED_INSTANCES = 20
@@ -30,6 +31,10 @@ def _open_output(path):
         return tf.io.gfile.GFile(path, "wb")
     directory = os.path.dirname(path)
     if directory:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise UserInputError(
+                f"--output_file={path}: {directory} exists and is not a directory"
+            )
         os.makedirs(directory, exist_ok=True)
     return open(path, "wb", buffering=1 << 20)
 

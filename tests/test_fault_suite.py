@@ -1,0 +1,635 @@
+"""The fault suite: hostile inputs and faults replayed against every command-line tool.
+
+Each probe runs a tool (run_classifier, run_squad, run_pretraining, run_ner,
+create_pretraining_data, extract_features, export_saved_model) on one bad input
+and checks it ends in one of two ways, never a third:
+
+* a clear error: exit status 2, no traceback, and exactly one
+  ``<tool>: error: ...`` line, the last on stderr (log lines may come before
+  it), naming the file (and line where there is one) or the flag at fault;
+* a correct result: exit status 0 and output checked against what the input
+  says (e.g. a label with a trailing space counts as the same label).
+
+Exit 0 with wrong output ("silently wrong") and a traceback, a TensorFlow
+message or an error naming nothing ("unclear") both fail the probe.
+
+The probes, by category:
+
+* files: a missing file for every file flag, empty files, a directory where a
+  file belongs, a glob matching nothing, non-UTF-8 text;
+* rows: header-only and single-class train files, wrong column counts, a
+  header read as data (--has_header=false), labels with stray spaces;
+* SQuAD JSON: duplicate question ids, a v2.0 file under v1.1 flags, broken JSON;
+* CoNLL: unknown tags in strict mode, tab and space columns mixed, extra columns;
+* TFRecords: truncated inside a record header and inside record data,
+  classifier records given to run_pretraining;
+* flags: zero and negative sizes, max_seq_length beyond the model's positions,
+  doc_stride longer than the window, unknown choices, bad --num_tasks /
+  --task_index, TF_CONFIG that is not JSON;
+* models: a vocab that does not fit the config, a config with more layers
+  than the checkpoint, a TF2 checkpoint that is not BERT, a KerasHub
+  directory without its weights, --do_eval with no trained checkpoint, export
+  of a checkpoint that does not exist, a tagger export without labels;
+* output_dir: reused with other settings (the differences listed), held by a
+  second writer (the holder named).
+
+To stay fast, one driver process per tool imports the tool's `Command` once
+and runs all its probes in turn (the flags are reset between them); most
+probes stop at flag validation or data reading, before a model is built.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from cli_script import REPO
+from cli_script import script_env
+
+DATA = os.environ.get("BERT_TF_DATA")
+pytestmark = pytest.mark.skipif(not DATA, reason="BERT_TF_DATA is not set")
+
+# Runs every probe of one tool in one process. argv: tool, probes.json, out.json.
+DRIVER = textwrap.dedent(
+    r"""
+    import importlib, json, os, sys, tempfile, traceback
+    from absl import flags
+    from absl import logging
+
+    # As app.run does for a single run (its set-up runs once per process).
+    logging.use_absl_handler()
+    tool, probes_path, out_path = sys.argv[1:4]
+    command = importlib.import_module(f"bert_tf.cli.{tool}").COMMAND
+    results = {}
+    for probe in json.load(open(probes_path)):
+        saved_env = {k: os.environ.get(k) for k in probe.get("env", {})}
+        os.environ.update(probe.get("env", {}))
+        if probe.get("pre"):
+            exec(probe["pre"], {})
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        sys.stdout.flush(); sys.stderr.flush()
+        saved_out, saved_err = os.dup(1), os.dup(2)
+        os.dup2(out.fileno(), 1); os.dup2(err.fileno(), 2)
+        try:
+            command.main([tool, *probe["argv"]])
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush(); sys.stderr.flush()
+            os.dup2(saved_out, 1); os.dup2(saved_err, 2)
+            os.close(saved_out); os.close(saved_err)
+        flags.FLAGS.unparse_flags()
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        out.seek(0); err.seek(0)
+        results[probe["id"]] = {
+            "code": code,
+            "stdout": out.read().decode("utf-8", "replace"),
+            "stderr": err.read().decode("utf-8", "replace"),
+        }
+        json.dump(results, open(out_path, "w"))
+    """
+)
+
+# Writes the TensorFlow-made fixtures: a tiny 2-layer BERT checkpoint, a TF2
+# checkpoint that is not BERT, classifier and pre-training TFRecords.
+MAKE_FIXTURES = textwrap.dedent(
+    r"""
+    import os, sys
+    import numpy as np
+    import tensorflow as tf
+    import bert_tf
+    from bert_tf.config import BertConfig
+
+    root = sys.argv[1]
+    config = BertConfig.from_json_file(os.path.join(root, "bert_config.json"))
+    model = bert_tf.BertEncoder(config)
+    bert_tf.save_tf1_checkpoint(model, os.path.join(root, "ckpt", "bert_model.ckpt"))
+    tf.train.Checkpoint(foo=tf.Variable([1.0, 2.0])).write(os.path.join(root, "tf2", "ckpt"))
+    # A config beside it, so that the weights themselves are what is wrong.
+    config.to_json_file(os.path.join(root, "tf2", "bert_config.json"))
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+    def floats(values):
+        return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+    with tf.io.TFRecordWriter(os.path.join(root, "classifier.tfrecord")) as w:
+        for i in range(4):
+            f = {"input_ids": ints([101, 2000 + i, 102] + [0] * 13),
+                 "input_mask": ints([1] * 3 + [0] * 13),
+                 "segment_ids": ints([0] * 16), "label_ids": ints([i % 2]),
+                 "is_real_example": ints([1])}
+            w.write(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
+    path = os.path.join(root, "pretrain.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        for i in range(8):
+            f = {"input_ids": ints([101, 103, 2000 + i, 102] + [0] * 12),
+                 "input_mask": ints([1] * 4 + [0] * 12),
+                 "segment_ids": ints([0] * 16),
+                 "masked_lm_positions": ints([1, 0, 0]),
+                 "masked_lm_ids": ints([2001, 0, 0]),
+                 "masked_lm_weights": floats([1.0, 0.0, 0.0]),
+                 "next_sentence_labels": ints([i % 2])}
+            w.write(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
+    data = open(path, "rb").read()
+    record = len(data) // 8
+    # Cut 5 bytes into the 8-byte length header of the last record, and in
+    # the middle of its data.
+    open(os.path.join(root, "cut_header.tfrecord"), "wb").write(data[: 7 * record + 5])
+    open(os.path.join(root, "cut_data.tfrecord"), "wb").write(data[: 7 * record + record // 2])
+    """
+)
+
+V = "{V}"  # the real bert-base-uncased vocab
+C = "{T}/bert_config.json"  # the tiny 2-layer config
+K = "{T}/ckpt/bert_model.ckpt"  # its checkpoint
+MRPC = "{D}/glue/MRPC"
+SQUAD = "{D}/squad/dev-v1.1.json"
+CONLL = "{D}/ner/wnut17/emerging.dev.conll"
+TEXT = "{D}/bert_sample_text/sample_text.txt"
+
+CLS = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
+CLS_MRPC = ["--task_name=MRPC", "--data_dir=" + MRPC, *CLS]
+CUSTOM = ["--task_name=custom", *CLS, "--text_a_column=0", "--label_column=1"]
+SQ = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=48"]
+SQ += ["--max_query_length=16", "--doc_stride=16"]
+PRE = ["--bert_config_file=" + C, "--max_seq_length=16", "--max_predictions_per_seq=3"]
+PRE += ["--train_batch_size=2", "--eval_batch_size=2", "--num_train_steps=1"]
+NER = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
+CPD = ["--vocab_file=" + V, "--max_seq_length=32"]
+EXT = ["--vocab_file=" + V, "--bert_config_file=" + C, "--init_checkpoint=" + K]
+EXT += ["--max_seq_length=16", "--layers=-1"]
+EXP = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
+
+
+def error(tool, pid, argv, *names, env=None, pre=None):
+    """A probe that must stop with one line naming each of `names`."""
+    return dict(
+        tool=tool, id=pid, argv=argv, expect="error", names=names, env=env, pre=pre
+    )
+
+
+def correct(tool, pid, argv, check, env=None, pre=None):
+    """A probe that must succeed; `check(paths, result)` checks its output."""
+    return dict(
+        tool=tool, id=pid, argv=argv, expect="ok", check=check, env=env, pre=pre
+    )
+
+
+def out(pid):
+    return "{T}/out/" + pid
+
+
+def _labels_are(expected):
+    def check(paths, pid, result):
+        path = os.path.join(paths["T"], "out", "trained", "label_list.json")
+        assert json.load(open(path)) == expected
+
+    return check
+
+
+def _older_checkpoint_used(paths, pid, result):
+    stderr = result["stderr"]
+    assert "cannot be read" in stderr and "ckpt-2" in stderr, stderr[-2000:]
+    path = os.path.join(paths["T"], "out", "trained", "eval_results.txt")
+    results = dict(line.split(" = ") for line in open(path).read().splitlines())
+    assert results["global_step"] == "1", results  # the older checkpoint
+    assert 0.0 <= float(results["eval_accuracy"]) <= 1.0, results
+
+
+def _ner_labels(paths, pid, result):
+    path = os.path.join(paths["T"], "out", pid, "label_list.json")
+    saved = json.load(open(path))
+    assert saved == {"labels": ["O", "B-location", "I-location"], "tag_scheme": "iob2"}
+
+
+def _pretraining_eval(paths, pid, result):
+    path = os.path.join(paths["T"], "out", pid, "eval_results.txt")
+    results = dict(line.split(" = ") for line in open(path).read().splitlines())
+    assert int(results["global_step"]) == 1, results  # --num_train_steps=1
+    # Random-init heads over a 30522-word vocab: the MLM loss is near ln(30522).
+    assert 9.0 < float(results["masked_lm_loss"]) < 11.5, results
+    assert 0.0 <= float(results["next_sentence_accuracy"]) <= 1.0, results
+
+
+def _pretraining_records(paths, pid, result):
+    from bert_tf.data_prep.pretraining.records import decode_record
+    from bert_tf.data_prep.tfrecord_files import iter_checked_records
+
+    path = os.path.join(paths["T"], "out", pid + ".tfrecord")
+    records = [decode_record(data) for _, data in iter_checked_records(path)]
+    assert records, "no record written"
+    for record in records:
+        ids = record["input_ids"]
+        assert len(ids) == 32 and ids[0] == 101 and 102 in ids  # [CLS] ... [SEP]
+        weights = record["masked_lm_weights"]
+        assert len(weights) == 20 and sum(weights) >= 1
+        assert all(
+            i > 0 for i, w in zip(record["masked_lm_ids"], weights, strict=True) if w
+        )
+
+
+def _features_of_two_lines(paths, pid, result):
+    path = os.path.join(paths["T"], "out", pid + ".jsonl")
+    lines = [json.loads(line) for line in open(path)]
+    tokens = [[f["token"] for f in line["features"]] for line in lines]
+    # two_lines.txt, lower-cased and split as the original's tokenizer does.
+    assert tokens == [
+        ["[CLS]", "the", "cat", "sat", ".", "[SEP]"],
+        ["[CLS]", "hello", "world", "[SEP]", "again", "[SEP]"],
+    ], tokens
+    layer = lines[0]["features"][0]["layers"]
+    assert [entry["index"] for entry in layer] == [-1]
+    assert len(layer[0]["values"]) == 16  # hidden_size
+
+
+# fmt: off
+PROBES = [
+    # ---- run_classifier: flags
+    error("run_classifier", "cls-no-action", ["--output_dir=" + out("a"), *CLS_MRPC], "do_train"),
+    error("run_classifier", "cls-no-output-dir", ["--do_train", *CLS_MRPC], "output_dir"),
+    error("run_classifier", "cls-no-task", ["--do_train", "--output_dir=" + out("b"), "--data_dir=" + MRPC, *CLS], "task_name"),
+    error("run_classifier", "cls-unknown-task", ["--do_train", "--output_dir=" + out("c"), "--task_name=nope", "--data_dir=" + MRPC, *CLS], "nope"),
+    error("run_classifier", "cls-train-batch-0", ["--do_train", "--output_dir=" + out("d"), *CLS_MRPC, "--train_batch_size=0"], "train_batch_size"),
+    error("run_classifier", "cls-eval-batch-negative", ["--do_eval", "--output_dir=" + out("e"), *CLS_MRPC, "--eval_batch_size=-1"], "eval_batch_size"),
+    error("run_classifier", "cls-epochs-negative", ["--do_train", "--output_dir=" + out("f"), *CLS_MRPC, "--num_train_epochs=-1"], "num_train_epochs"),
+    error("run_classifier", "cls-warmup-2", ["--do_train", "--output_dir=" + out("g"), *CLS_MRPC, "--warmup_proportion=2"], "warmup_proportion"),
+    error("run_classifier", "cls-seq-beyond-positions", ["--do_train", "--output_dir=" + out("h"), *CLS_MRPC[:-1], "--max_seq_length=512"], "max_seq_length"),
+    error("run_classifier", "cls-seq-0", ["--do_train", "--output_dir=" + out("i"), *CLS_MRPC[:-1], "--max_seq_length=0"], "max_seq_length"),
+    error("run_classifier", "cls-bad-int-flag", ["--do_train", "--output_dir=" + out("j"), *CLS_MRPC, "--train_batch_size=abc"], "train_batch_size"),
+    error("run_classifier", "cls-unknown-flag", ["--do_train", "--output_dir=" + out("k"), *CLS_MRPC, "--no_such_flag=1"], "no_such_flag"),
+    error("run_classifier", "cls-grad-accum-0", ["--do_train", "--output_dir=" + out("l"), *CLS_MRPC, "--gradient_accumulation_steps=0"], "gradient_accumulation_steps"),
+    error("run_classifier", "cls-tf-config-not-json", ["--do_train", "--output_dir=" + out("m"), *CLS_MRPC], "TF_CONFIG", env={"TF_CONFIG": "{not json"}),
+    error("run_classifier", "cls-tf-config-not-json-multi-worker", ["--do_train", "--output_dir=" + out("m2"), *CLS_MRPC, "--distribution_strategy=multi_worker_mirrored"], "TF_CONFIG", env={"TF_CONFIG": "{not json"}),
+    # ---- run_classifier: files
+    error("run_classifier", "cls-missing-vocab", ["--do_train", "--output_dir=" + out("n"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file={T}/nope.txt", "--bert_config_file=" + C, "--max_seq_length=32"], "{T}/nope.txt"),
+    error("run_classifier", "cls-missing-config", ["--do_train", "--output_dir=" + out("o"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/nope.json", "--max_seq_length=32"], "{T}/nope.json"),
+    error("run_classifier", "cls-config-not-json", ["--do_train", "--output_dir=" + out("p"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/empty.txt", "--max_seq_length=32"], "{T}/empty.txt"),
+    error("run_classifier", "cls-missing-data-dir", ["--do_train", "--output_dir=" + out("q"), "--task_name=MRPC", "--data_dir={T}/nodir", *CLS], "{T}/nodir"),
+    error("run_classifier", "cls-missing-init-checkpoint", ["--do_train", "--output_dir=" + out("r"), *CLS_MRPC, "--init_checkpoint={T}/nockpt/model.ckpt"], "{T}/nockpt"),
+    error("run_classifier", "cls-vocab-bigger-than-config", ["--do_train", "--output_dir=" + out("s"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/small_vocab_config.json", "--max_seq_length=32"], "vocab"),
+    error("run_classifier", "custom-missing-train-file", ["--do_train", "--output_dir=" + out("t"), *CUSTOM, "--train_file={T}/nope.tsv"], "{T}/nope.tsv"),
+    error("run_classifier", "custom-empty-train-file", ["--do_train", "--output_dir=" + out("u"), *CUSTOM, "--train_file={T}/empty.tsv"], "{T}/empty.tsv"),
+    error("run_classifier", "custom-header-only", ["--do_train", "--output_dir=" + out("v"), *CUSTOM, "--train_file={T}/header_only.tsv"], "{T}/header_only.tsv"),
+    error("run_classifier", "custom-single-class", ["--do_train", "--output_dir=" + out("w"), *CUSTOM, "--train_file={T}/single_class.tsv"], "{T}/single_class.tsv"),
+    error("run_classifier", "custom-short-row", ["--do_train", "--output_dir=" + out("x"), *CUSTOM, "--train_file={T}/short_row.tsv"], "{T}/short_row.tsv:3"),
+    error("run_classifier", "custom-no-header-flag-on-header-file", ["--do_train", "--output_dir=" + out("y"), *CUSTOM, "--train_file={T}/two_class.tsv", "--has_header=false"], "{T}/two_class.tsv:1"),
+    error("run_classifier", "custom-unknown-label-column", ["--do_train", "--output_dir=" + out("z"), *CUSTOM[:-1], "--label_column=polarity", "--train_file={T}/two_class.tsv"], "polarity"),
+    error("run_classifier", "custom-label-column-out-of-range", ["--do_train", "--output_dir=" + out("aa"), *CUSTOM[:-1], "--label_column=7", "--train_file={T}/two_class.tsv"], "{T}/two_class.tsv"),
+    error("run_classifier", "custom-non-utf8", ["--do_train", "--output_dir=" + out("ab"), *CUSTOM, "--train_file={T}/latin1.tsv"], "{T}/latin1.tsv"),
+    error("run_classifier", "cls-eval-without-checkpoint", ["--do_eval", "--output_dir=" + out("ad"), *CLS_MRPC], "checkpoint"),
+    error("run_classifier", "cls-config-more-layers-than-checkpoint", ["--do_train", "--output_dir=" + out("ae"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=32"], K, "layers"),
+    error("run_classifier", "cls-tf2-checkpoint-not-bert", ["--do_train", "--output_dir=" + out("af"), *CLS_MRPC, "--init_checkpoint={T}/tf2/ckpt"], "{T}/tf2/ckpt"),
+    error("run_classifier", "cls-keras-hub-dir-without-weights", ["--do_train", "--output_dir=" + out("ag"), *CLS_MRPC, "--init_checkpoint={T}/keras_hub"], "{T}/keras_hub"),
+    error("run_classifier", "cls-output-dir-other-settings", ["--do_train", "--output_dir=" + out("reused"), *CLS_MRPC], "--output_dir", "Differences",
+          pre="import json, os; os.makedirs(r'{T}/out/reused', exist_ok=True); json.dump({'learning_rate': 1.0}, open(r'{T}/out/reused/run_settings.json', 'w'))"),
+    error("run_classifier", "cls-output-dir-second-writer", ["--do_train", "--output_dir=" + out("held"), *CLS_MRPC], "pid", "{T}/out/held"),
+    error("run_classifier", "cls-output-dir-is-a-file", ["--do_train", "--output_dir={T}/empty.txt", *CLS_MRPC], "{T}/empty.txt"),
+    correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=1"], _labels_are(["neg", "pos"])),
+    error("run_classifier", "custom-dev-label-unseen", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/dev_unseen_label.tsv"], "{T}/dev_unseen_label.tsv:2"),
+    # The run above saved checkpoints 1 and 2: the newest is cut in half.
+    correct("run_classifier", "cls-damaged-newest-checkpoint", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/trailing_space.tsv"], _older_checkpoint_used,
+            pre="import glob, os\nindex = max(glob.glob(r'{T}/out/trained/checkpoints/ckpt-*.index'), key=lambda p: int(p[:-6].rsplit('-', 1)[1]))\ndata = index[:-6] + '.data-00000-of-00001'\nos.truncate(data, os.path.getsize(data) // 2)\n"),
+    error("run_classifier", "custom-jsonl-broken-line", ["--do_train", "--output_dir=" + out("ah"), *CUSTOM[:-2], "--text_a_column=text", "--label_column=label", "--train_file={T}/broken.jsonl"], "{T}/broken.jsonl:2"),
+    error("run_classifier", "custom-csv-short-row", ["--do_train", "--output_dir=" + out("ai"), *CUSTOM, "--train_file={T}/short_row.csv"], "{T}/short_row.csv:3"),
+    error("run_classifier", "cls-data-dir-without-train-tsv", ["--do_train", "--output_dir=" + out("aj"), "--task_name=MRPC", "--data_dir={T}/keras_hub", *CLS], "{T}/keras_hub/train.tsv"),
+    error("run_classifier", "custom-no-train-file", ["--do_train", "--output_dir=" + out("ak"), *CUSTOM], "--train_file"),
+    error("run_classifier", "custom-unknown-extension", ["--do_train", "--output_dir=" + out("al"), *CUSTOM, "--train_file={T}/two_class.xyz"], "{T}/two_class.xyz"),
+    error("run_classifier", "cls-eval-with-encoder-only-checkpoint", ["--do_eval", "--output_dir=" + out("am"), *CLS_MRPC, "--init_checkpoint=" + K], "--init_checkpoint"),
+    error("run_classifier", "cls-config-hidden-not-multiple-of-heads", ["--do_train", "--output_dir=" + out("an"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/odd_hidden_config.json", "--max_seq_length=32"], "{T}/odd_hidden_config.json", "hidden_size"),
+    error("run_classifier", "cls-config-unknown-activation", ["--do_train", "--output_dir=" + out("ao"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/bad_act_config.json", "--max_seq_length=32"], "{T}/bad_act_config.json", "hidden_act"),
+    error("run_classifier", "cls-config-without-vocab-size", ["--do_train", "--output_dir=" + out("ap"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/no_vocab_config.json", "--max_seq_length=32"], "{T}/no_vocab_config.json", "vocab_size"),
+    # ---- run_squad
+    error("run_squad", "squad-no-action", ["--output_dir=" + out("sa"), *SQ], "do_train"),
+    error("run_squad", "squad-train-without-file", ["--do_train", "--output_dir=" + out("sb"), *SQ], "train_file"),
+    error("run_squad", "squad-eval-without-predict", ["--do_train", "--do_eval", "--train_file=" + SQUAD, "--output_dir=" + out("sc"), *SQ], "do_predict"),
+    error("run_squad", "squad-missing-predict-file", ["--do_predict", "--predict_file={T}/nope.json", "--init_checkpoint=" + K, "--output_dir=" + out("sd"), *SQ], "{T}/nope.json"),
+    error("run_squad", "squad-empty-file", ["--do_train", "--train_file={T}/empty.txt", "--output_dir=" + out("se"), *SQ], "{T}/empty.txt"),
+    error("run_squad", "squad-broken-json", ["--do_train", "--train_file={T}/broken.json", "--output_dir=" + out("sf"), *SQ], "{T}/broken.json"),
+    error("run_squad", "squad-non-utf8", ["--do_train", "--train_file={T}/latin1.json", "--output_dir=" + out("sg"), *SQ], "{T}/latin1.json"),
+    error("run_squad", "squad-duplicate-id", ["--do_train", "--train_file={T}/dup_id.json", "--output_dir=" + out("sh"), *SQ], "{T}/dup_id.json", "q1"),
+    error("run_squad", "squad-v2-file-v1-flags", ["--do_train", "--train_file={T}/v2.json", "--output_dir=" + out("si"), *SQ], "{T}/v2.json", "version_2_with_negative"),
+    error("run_squad", "squad-seq-le-query", ["--do_train", "--train_file=" + SQUAD, "--output_dir=" + out("sj"), *SQ[:2], "--max_seq_length=16", "--max_query_length=16", "--doc_stride=4"], "max_query_length"),
+    error("run_squad", "squad-max-answer-length-0", ["--do_predict", "--predict_file={T}/v1_small.json", "--init_checkpoint=" + K, "--output_dir=" + out("sk"), *SQ, "--max_answer_length=0"], "max_answer_length"),
+    error("run_squad", "squad-doc-stride-0", ["--do_train", "--train_file={T}/v1_small.json", "--output_dir=" + out("sl"), *SQ[:-1], "--doc_stride=0"], "doc_stride"),
+    error("run_squad", "squad-seq-beyond-positions", ["--do_train", "--train_file={T}/v1_small.json", "--output_dir=" + out("sm"), *SQ[:2], "--max_seq_length=128"], "max_seq_length"),
+    error("run_squad", "squad-predict-without-checkpoint", ["--do_predict", "--predict_file={T}/v1_small.json", "--output_dir=" + out("sn"), *SQ], "checkpoint"),
+    error("run_squad", "squad-n-best-0", ["--do_predict", "--predict_file={T}/v1_small.json", "--init_checkpoint=" + K, "--output_dir=" + out("so"), *SQ, "--n_best_size=0"], "n_best_size"),
+    error("run_squad", "squad-no-paragraphs", ["--do_train", "--train_file={T}/no_data.json", "--output_dir=" + out("sp"), *SQ], "{T}/no_data.json"),
+    error("run_squad", "squad-missing-train-file", ["--do_train", "--train_file={T}/nope.json", "--output_dir=" + out("sq"), *SQ], "{T}/nope.json"),
+    error("run_squad", "squad-answer-outside-context", ["--do_train", "--train_file={T}/answer_outside.json", "--output_dir=" + out("sr"), *SQ], "{T}/answer_outside.json", "q1"),
+    error("run_squad", "squad-v1-file-v2-flags", ["--do_train", "--version_2_with_negative", "--train_file={T}/v1_small.json", "--output_dir=" + out("ss"), *SQ], "{T}/v1_small.json", "version_2_with_negative"),
+    error("run_squad", "squad-two-answers-for-training", ["--do_train", "--train_file={T}/two_answers.json", "--output_dir=" + out("st"), *SQ], "{T}/two_answers.json", "train_answer"),
+    # ---- run_pretraining
+    error("run_pretraining", "pre-no-action", ["--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pa"), *PRE], "do_train"),
+    error("run_pretraining", "pre-glob-matches-nothing", ["--do_train", "--input_file={T}/none-*.tfrecord", "--output_dir=" + out("pb"), *PRE], "{T}/none-*.tfrecord"),
+    error("run_pretraining", "pre-predictions-0", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pc"), *PRE[:2], "--max_predictions_per_seq=0", "--train_batch_size=2"], "max_predictions_per_seq"),
+    error("run_pretraining", "pre-train-steps-0", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pd"), *PRE[:-1], "--num_train_steps=0"], "num_train_steps"),
+    error("run_pretraining", "pre-masked-lm-prob-1", ["--do_train", "--dynamic_masking", "--vocab_file=" + V, "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pe"), *PRE, "--masked_lm_prob=1.5"], "masked_lm_prob"),
+    error("run_pretraining", "pre-dynamic-masking-without-vocab", ["--do_train", "--dynamic_masking", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pf"), *PRE], "vocab_file"),
+    error("run_pretraining", "pre-truncated-in-header", ["--do_train", "--input_file={T}/cut_header.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pg"), *PRE], "{T}/cut_header.tfrecord"),
+    error("run_pretraining", "pre-truncated-in-data", ["--do_train", "--input_file={T}/cut_data.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("ph"), *PRE], "{T}/cut_data.tfrecord"),
+    error("run_pretraining", "pre-classifier-records", ["--do_train", "--input_file={T}/classifier.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pi"), *PRE], "{T}/classifier.tfrecord"),
+    error("run_pretraining", "pre-text-file-as-records", ["--do_train", "--input_file=" + TEXT, "--init_checkpoint=" + K, "--output_dir=" + out("pj"), *PRE], TEXT),
+    error("run_pretraining", "pre-seq-beyond-positions", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pk"), *PRE, "--max_seq_length=128"], "max_seq_length"),
+    error("run_pretraining", "pre-export-dir", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pl"), *PRE, "--export_dir={T}/exp"], "export_dir"),
+    error("run_pretraining", "pre-missing-config", ["--do_train", "--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pm"), "--bert_config_file={T}/nope.json", *PRE[1:]], "{T}/nope.json"),
+    error("run_pretraining", "pre-eval-with-encoder-only-checkpoint", ["--do_eval", "--input_file={T}/pretrain.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pn"), *PRE], "--init_checkpoint"),
+    correct("run_pretraining", "pre-train-and-eval", ["--do_train", "--do_eval", "--max_eval_steps=2", "--input_file={T}/pretrain.tfrecord", "--init_checkpoint=" + K, "--output_dir=" + out("pre-train-and-eval"), *PRE], _pretraining_eval),
+    # ---- run_ner
+    error("run_ner", "ner-no-action", ["--output_dir=" + out("na"), "--train_file=" + CONLL, *NER], "do_train"),
+    error("run_ner", "ner-no-train-file", ["--do_train", "--output_dir=" + out("nb"), *NER], "train_file"),
+    error("run_ner", "ner-missing-train-file", ["--do_train", "--train_file={T}/nope.conll", "--output_dir=" + out("nc"), *NER], "{T}/nope.conll"),
+    error("run_ner", "ner-empty-file", ["--do_train", "--train_file={T}/empty.txt", "--output_dir=" + out("nd"), *NER], "{T}/empty.txt"),
+    error("run_ner", "ner-bad-tag-strict", ["--do_train", "--strict_tags", "--train_file={T}/bad_tag.conll", "--output_dir=" + out("ne"), *NER], "{T}/bad_tag.conll:3"),
+    error("run_ner", "ner-tabs-and-spaces-mixed", ["--do_train", "--train_file={T}/mixed_columns.conll", "--output_dir=" + out("nf"), *NER], "{T}/mixed_columns.conll:2"),
+    error("run_ner", "ner-ill-formed-strict", ["--do_train", "--strict_tags", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("nk"), *NER], "{T}/ill_formed.conll:2"),
+    error("run_ner", "ner-doc-stride-beyond-window", ["--do_train", "--train_file=" + CONLL, "--doc_stride=100", "--output_dir=" + out("nm"), *NER], "doc_stride"),
+    error("run_ner", "ner-bad-tag-scheme", ["--do_train", "--train_file=" + CONLL, "--tag_scheme=xyz", "--output_dir=" + out("ng"), *NER], "tag_scheme"),
+    error("run_ner", "ner-non-utf8", ["--do_train", "--train_file={T}/latin1.conll", "--output_dir=" + out("nh"), *NER], "{T}/latin1.conll"),
+    error("run_ner", "ner-batch-0", ["--do_train", "--train_file=" + CONLL, "--output_dir=" + out("ni"), *NER, "--train_batch_size=0"], "train_batch_size"),
+    error("run_ner", "ner-eval-missing-dev", ["--do_eval", "--dev_file={T}/nope.conll", "--output_dir=" + out("nj"), *NER], "{T}/nope.conll"),
+    error("run_ner", "ner-data-dir-without-train-txt", ["--do_train", "--data_dir={T}/keras_hub", "--output_dir=" + out("nl"), *NER], "{T}/keras_hub"),
+    error("run_ner", "ner-labels-flag-lacks-a-type", ["--do_train", "--labels=person", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("nn"), *NER], "{T}/ill_formed.conll", "--labels"),
+    # Not strict: I-location after O is read as conlleval reads it (a new entity).
+    correct("run_ner", "ner-ill-formed-read-as-conlleval", ["--do_train", "--train_batch_size=1", "--num_train_epochs=1", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], _ner_labels),
+    error("run_ner", "ner-dev-type-unseen-in-training", ["--do_eval", "--dev_file={T}/dev_person.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], "{T}/dev_person.conll"),
+    error("run_ner", "ner-dev-without-tags", ["--do_eval", "--dev_file={T}/words_only.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], "{T}/words_only.conll"),
+    # ---- create_pretraining_data
+    error("create_pretraining_data", "cpd-no-input", ["--output_file=" + out("ca") + ".tfrecord", *CPD], "input_file"),
+    error("create_pretraining_data", "cpd-glob-matches-nothing", ["--input_file={T}/none-*.txt", "--output_file=" + out("cb") + ".tfrecord", *CPD], "{T}/none-*.txt"),
+    error("create_pretraining_data", "cpd-non-utf8", ["--input_file={T}/latin1.txt", "--output_file=" + out("cc") + ".tfrecord", *CPD], "{T}/latin1.txt"),
+    error("create_pretraining_data", "cpd-missing-vocab", ["--input_file=" + TEXT, "--output_file=" + out("cd") + ".tfrecord", "--vocab_file={T}/nope.txt"], "{T}/nope.txt"),
+    error("create_pretraining_data", "cpd-seq-3", ["--input_file=" + TEXT, "--output_file=" + out("ce") + ".tfrecord", "--vocab_file=" + V, "--max_seq_length=3"], "max_seq_length"),
+    error("create_pretraining_data", "cpd-dupe-factor-0", ["--input_file=" + TEXT, "--output_file=" + out("cf") + ".tfrecord", *CPD, "--dupe_factor=0"], "dupe_factor"),
+    error("create_pretraining_data", "cpd-masked-lm-prob-negative", ["--input_file=" + TEXT, "--output_file=" + out("cg") + ".tfrecord", *CPD, "--masked_lm_prob=-0.1"], "masked_lm_prob"),
+    error("create_pretraining_data", "cpd-num-tasks-0", ["--input_file=" + TEXT, "--output_file=" + out("ch") + ".tfrecord", *CPD, "--num_tasks=0"], "num_tasks"),
+    error("create_pretraining_data", "cpd-task-index-out-of-range", ["--input_file=" + TEXT, "--output_file=" + out("ci") + ".tfrecord", *CPD, "--num_tasks=2", "--task_index=2"], "task_index"),
+    error("create_pretraining_data", "cpd-output-dir-missing", ["--input_file=" + TEXT, "--output_file={T}/empty.txt/x.tfrecord", *CPD], "{T}/empty.txt"),
+    error("create_pretraining_data", "cpd-empty-input", ["--input_file={T}/empty.txt", "--output_file=" + out("cj") + ".tfrecord", *CPD], "{T}/empty.txt"),
+    correct("create_pretraining_data", "cpd-sample-text", ["--input_file=" + TEXT, "--output_file=" + out("cpd-sample-text") + ".tfrecord", *CPD, "--dupe_factor=1"], _pretraining_records),
+    # ---- extract_features
+    error("extract_features", "ext-missing-input", ["--input_file={T}/nope.txt", "--output_file=" + out("ea") + ".jsonl", *EXT], "{T}/nope.txt"),
+    error("extract_features", "ext-missing-checkpoint", ["--input_file=" + TEXT, "--output_file=" + out("eb") + ".jsonl", *EXT[:2], "--layers=-1", "--init_checkpoint={T}/nockpt/model.ckpt", "--max_seq_length=16"], "{T}/nockpt"),
+    error("extract_features", "ext-bad-layers", ["--input_file=" + TEXT, "--output_file=" + out("ec") + ".jsonl", *EXT, "--layers=-9"], "layers"),
+    error("extract_features", "ext-layers-not-int", ["--input_file=" + TEXT, "--output_file=" + out("ed") + ".jsonl", *EXT, "--layers=a,b"], "layers"),
+    error("extract_features", "ext-non-utf8", ["--input_file={T}/latin1.txt", "--output_file=" + out("ee") + ".jsonl", *EXT], "{T}/latin1.txt"),
+    error("extract_features", "ext-batch-0", ["--input_file=" + TEXT, "--output_file=" + out("ef") + ".jsonl", *EXT, "--batch_size=0"], "batch_size"),
+    error("extract_features", "ext-seq-beyond-positions", ["--input_file=" + TEXT, "--output_file=" + out("eg") + ".jsonl", *EXT[:-2], "--layers=-1", "--max_seq_length=128"], "max_seq_length"),
+    error("extract_features", "ext-config-more-layers", ["--input_file=" + TEXT, "--output_file=" + out("eh") + ".jsonl", "--vocab_file=" + V, "--bert_config_file={T}/four_layer_config.json", "--init_checkpoint=" + K, "--max_seq_length=16"], K, "layers"),
+    correct("extract_features", "ext-two-lines", ["--input_file={T}/two_lines.txt", "--output_file=" + out("ext-two-lines") + ".jsonl", *EXT, "--layers=-1"], _features_of_two_lines),
+    # ---- export_saved_model
+    error("export_saved_model", "exp-no-model-type", ["--init_checkpoint=" + K, "--export_dir=" + out("xa"), *EXP], "model_type"),
+    error("export_saved_model", "exp-bad-model-type", ["--model_type=nope", "--init_checkpoint=" + K, "--export_dir=" + out("xb"), *EXP], "model_type"),
+    error("export_saved_model", "exp-missing-checkpoint", ["--model_type=encoder", "--init_checkpoint={T}/nockpt/model.ckpt", "--export_dir=" + out("xc"), *EXP], "{T}/nockpt"),
+    error("export_saved_model", "exp-tagger-without-labels", ["--model_type=tagger", "--init_checkpoint=" + K, "--export_dir=" + out("xd"), *EXP], "labels"),
+    error("export_saved_model", "exp-labels-and-task", ["--model_type=classifier", "--labels=a,b", "--task_name=MRPC", "--init_checkpoint=" + K, "--export_dir=" + out("xe"), *EXP], "labels", "task_name"),
+    error("export_saved_model", "exp-no-export-dir", ["--model_type=encoder", "--init_checkpoint=" + K, *EXP], "export_dir"),
+    error("export_saved_model", "exp-seq-beyond-positions", ["--model_type=encoder", "--init_checkpoint=" + K, "--export_dir=" + out("xf"), *EXP, "--max_seq_length=128"], "max_seq_length"),
+    error("export_saved_model", "exp-tf2-not-bert", ["--model_type=encoder", "--init_checkpoint={T}/tf2/ckpt", "--export_dir=" + out("xg"), *EXP], "{T}/tf2/ckpt"),
+    error("export_saved_model", "exp-span-doc-stride-0", ["--model_type=span", "--doc_stride=0", "--init_checkpoint=" + K, "--export_dir=" + out("xj"), *EXP], "doc_stride"),
+    error("export_saved_model", "exp-unknown-task", ["--model_type=classifier", "--task_name=nope", "--init_checkpoint=" + K, "--export_dir=" + out("xh"), *EXP], "task_name", "nope"),
+    error("export_saved_model", "exp-custom-task-without-labels", ["--model_type=classifier", "--task_name=custom", "--init_checkpoint=" + K, "--export_dir=" + out("xi"), *EXP], "labels"),
+]
+# fmt: on
+
+
+def _write_text_fixtures(root, vocab):
+    def write(name, text, encoding="utf-8"):
+        with open(os.path.join(root, name), "w", encoding=encoding) as f:
+            f.write(text)
+
+    config = {
+        "attention_probs_dropout_prob": 0.1,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "hidden_size": 16,
+        "initializer_range": 0.02,
+        "intermediate_size": 32,
+        "max_position_embeddings": 64,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 2,
+        "type_vocab_size": 2,
+        "vocab_size": sum(1 for _ in open(vocab, encoding="utf-8")),
+    }
+    write("bert_config.json", json.dumps(config))
+    write("four_layer_config.json", json.dumps({**config, "num_hidden_layers": 4}))
+    write("small_vocab_config.json", json.dumps({**config, "vocab_size": 100}))
+    write("empty.txt", "")
+    write("odd_hidden_config.json", json.dumps({**config, "hidden_size": 15}))
+    write("bad_act_config.json", json.dumps({**config, "hidden_act": "swishy"}))
+    write(
+        "no_vocab_config.json",
+        json.dumps({k: v for k, v in config.items() if k != "vocab_size"}),
+    )
+    write("two_class.xyz", "sentence\tlabel\nfine\tpos\nbad\tneg\n")
+    write("broken.jsonl", '{"text": "fine", "label": "pos"}\n{"text": "bad", "label"\n')
+    write("short_row.csv", "sentence,label\nfine,pos\njust text\n")
+    write("empty.tsv", "")
+    write("header_only.tsv", "sentence\tlabel\n")
+    write("single_class.tsv", "sentence\tlabel\n" + "a good film\tpos\n" * 4)
+    write("two_class.tsv", "sentence\tlabel\nfine\tpos\nbad\tneg\n")
+    write(
+        "trailing_space.tsv", "sentence\tlabel\n" + "great fun\tpos \nawful\tneg\n" * 2
+    )
+    write("short_row.tsv", "sentence\tlabel\nfine\tpos\njust text\n")
+    write("dev_unseen_label.tsv", "sentence\tlabel\nok\tneutral\n")
+    write(
+        "latin1.tsv",
+        "sentence\tlabel\ncaf\u00e9 cr\u00e8me\tpos\nbad\tneg\n",
+        "latin-1",
+    )
+    write(
+        "latin1.txt",
+        "Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e.\nAnother line.\n",
+        "latin-1",
+    )
+    write("latin1.conll", "Caf\u00e9 O\nParis B-location\n", "latin-1")
+    write(
+        "latin1.json",
+        json.dumps({"data": [], "x": "\u00e9"}, ensure_ascii=False),
+        "latin-1",
+    )
+    write("broken.json", '{"data": [{"paragraphs": [')
+    write("bad_tag.conll", "Paris\tB-location\nis\tO\nnice\tX-weird\n")
+    write("mixed_columns.conll", "Paris\tB-location\nis O extra\nnice\tO\n")
+    write("dev_person.conll", "Alice\tB-person\nsang\tO\n")
+    write("words_only.conll", "Alice\nsang\n")
+    write("ill_formed.conll", "is\tO\nParis\tI-location\n")
+    write("two_lines.txt", "The cat sat.\nHello world ||| again\n")
+    os.makedirs(os.path.join(root, "keras_hub"))
+    write(
+        "keras_hub/config.json",
+        json.dumps({"registered_name": "keras_hub>BertBackbone", "config": {}}),
+    )
+
+    def squad(questions, is_impossible=None):
+        qas = []
+        for qid, answer in questions:
+            qa = {"id": qid, "question": "Who wrote it?", "answers": []}
+            if answer:
+                qa["answers"] = [{"text": "Alice", "answer_start": 0}]
+            if is_impossible is not None:
+                qa["is_impossible"] = not answer
+            qas.append(qa)
+        context = "Alice wrote the book in the garden of the old house."
+        return json.dumps(
+            {
+                "version": "1.1",
+                "data": [
+                    {"title": "t", "paragraphs": [{"context": context, "qas": qas}]}
+                ],
+            }
+        )
+
+    write("dup_id.json", squad([("q1", True), ("q1", True)]))
+    write("v2.json", squad([("q1", True), ("q2", False)], is_impossible=True))
+    write("v1_small.json", squad([("q1", True), ("q2", True)]))
+    outside = json.loads(squad([("q1", True)]))
+    outside["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = 500
+    write("answer_outside.json", json.dumps(outside))
+    two = json.loads(squad([("q1", True)]))
+    answers = two["data"][0]["paragraphs"][0]["qas"][0]["answers"]
+    answers.append(dict(answers[0]))
+    write("two_answers.json", json.dumps(two))
+    write("no_data.json", json.dumps({"version": "1.1", "data": []}))
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("faults"))
+    vocab = os.path.join(DATA, "vocab", "bert-base-uncased", "vocab.txt")
+    _write_text_fixtures(root, vocab)
+    os.makedirs(os.path.join(root, "out"))
+    result = subprocess.run(
+        [sys.executable, "-c", MAKE_FIXTURES, root],
+        capture_output=True,
+        text=True,
+        env=script_env(),
+        cwd=REPO,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {"T": root, "D": DATA, "V": vocab}
+
+
+def _fill(value, paths):
+    for key, path in paths.items():
+        value = value.replace("{" + key + "}", path)
+    return value
+
+
+@pytest.fixture(scope="module")
+def results(paths):
+    """{probe id: {code, stdout, stderr}}: every tool's driver run once."""
+    holder = _hold_lock(os.path.join(paths["T"], "out", "held"))
+    found = {}
+    try:
+        for tool in sorted({p["tool"] for p in PROBES}):
+            probes = [
+                {
+                    "id": p["id"],
+                    "argv": [_fill(a, paths) for a in p["argv"]],
+                    "env": p["env"] or {},
+                    "pre": _fill(p["pre"], paths) if p["pre"] else None,
+                }
+                for p in PROBES
+                if p["tool"] == tool
+            ]
+            probes_path = os.path.join(paths["T"], f"{tool}.probes.json")
+            out_path = os.path.join(paths["T"], f"{tool}.results.json")
+            with open(probes_path, "w") as f:
+                json.dump(probes, f)
+            run = subprocess.run(
+                [sys.executable, "-c", DRIVER, tool, probes_path, out_path],
+                capture_output=True,
+                text=True,
+                env=script_env(),
+                cwd=REPO,
+                timeout=600,
+            )
+            if os.path.exists(out_path):
+                found.update(json.load(open(out_path)))
+            for p in probes:
+                found.setdefault(
+                    p["id"], {"code": None, "stdout": "", "stderr": run.stderr[-3000:]}
+                )
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    return found
+
+
+def _hold_lock(output_dir):
+    """A separate process that holds `output_dir`'s writer lock until killed."""
+    code = (
+        "import sys, time\n"
+        "from bert_tf.training.output_dir import OutputDirLock\n"
+        f"with OutputDirLock({output_dir!r}):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    os.makedirs(output_dir, exist_ok=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=script_env(),
+    )
+    assert process.stdout.readline().strip() == "held"
+    return process
+
+
+def classify(probe, result, paths):
+    """'clear', 'correct', 'unclear' or 'silently wrong', with the reason."""
+    code, stderr = result["code"], result["stderr"]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if probe["expect"] == "ok":
+        if code != 0:
+            return "unclear", f"exit {code}: {stderr[-2000:]}"
+        try:
+            probe["check"](paths, probe["id"], result)
+        except (AssertionError, OSError, ValueError, KeyError) as e:
+            return "silently wrong", f"wrong output: {e!r}"
+        return "correct", ""
+    if code == 0:
+        return "silently wrong", f"exit 0 on bad input: {stderr[-2000:]}"
+    prefix = f"{probe['tool']}: error: "
+    errors = [line for line in lines if line.startswith(prefix)]
+    if code != 2 or "Traceback" in stderr or len(errors) != 1 or lines[-1] != errors[0]:
+        return "unclear", f"exit {code}: {stderr[-2000:]}"
+    missing = [n for n in probe["names"] if _fill(n, paths) not in errors[0]]
+    if missing:
+        return "unclear", f"{errors[0]!r} does not name {missing}"
+    return "clear", ""
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=[p["id"] for p in PROBES])
+def test_probe_ends_in_a_clear_error_or_a_correct_result(probe, results, paths):
+    verdict, reason = classify(probe, results[probe["id"]], paths)
+    assert verdict in ("clear", "correct"), f"{verdict}: {reason}"
+
+
+def test_totals_none_silently_wrong(results, paths):
+    """The suite's totals, printed (pytest -s): clear errors, correct results,
+    unclear errors, silently wrong results."""
+    verdicts = [classify(p, results[p["id"]], paths)[0] for p in PROBES]
+    totals = {
+        v: verdicts.count(v) for v in ("clear", "correct", "unclear", "silently wrong")
+    }
+    print(f"\nfault suite: {len(PROBES)} probes: {totals}")
+    assert len(PROBES) >= 60
+    assert totals["silently wrong"] == 0, totals
