@@ -78,15 +78,6 @@ def validate_flags(flags_obj, bert_config=None):
     for name in ("vocab_file", "output_dir"):
         if getattr(flags_obj, name) is None:
             raise UserInputError(f"Flag --{name} must be specified.")
-    # Before a model is built (and before an eval-only run looks for its
-    # trained weights, which would be the error shown instead).
-    for name, wanted in (
-        ("train_file", flags_obj.do_train),
-        ("predict_file", flags_obj.do_predict),
-    ):
-        path = getattr(flags_obj, name, None)
-        if wanted and path and not tf.io.gfile.exists(path):
-            raise UserInputError(f"--{name}: {path} does not exist")
     if bert_config is not None and (
         flags_obj.max_seq_length > bert_config.max_position_embeddings
     ):
@@ -103,6 +94,16 @@ def validate_flags(flags_obj, bert_config=None):
             "(--max_seq_length, --max_query_length)"
         )
     common_flags.validate_common_flags(flags_obj)
+    # Flag values first, then the files: before a model is built (and before
+    # an eval-only run looks for its trained weights, which would be the error
+    # shown instead).
+    for name, wanted in (
+        ("train_file", flags_obj.do_train),
+        ("predict_file", flags_obj.do_predict),
+    ):
+        path = getattr(flags_obj, name, None)
+        if wanted and path and not tf.io.gfile.exists(path):
+            raise UserInputError(f"--{name}: {path} does not exist")
 
 
 # The original's name.
