@@ -658,6 +658,7 @@ def test_export_script_from_a_checkpoint(models, vocab_file, tmp_path):
         "--model_type=classifier",
         f"--init_checkpoint={checkpoint_dir}",
         f"--export_dir={serving}",
+        f"--max_seq_length={SEQ_LENGTH}",
         check=False,
     )
     assert wrong.returncode != 0 and "--task_name or --labels" in wrong.stderr
