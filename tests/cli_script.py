@@ -64,3 +64,25 @@ def kill_when_written(script, flags, path, timeout=240):
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
+
+
+def hold_output_dir_lock(output_dir, seconds=600):
+    """A separate process that holds `output_dir`'s writer lock (until killed,
+    or `seconds`); returns it once the lock is held."""
+    code = (
+        "import time\n"
+        "from bert_tf.training.output_dir import OutputDirLock\n"
+        f"with OutputDirLock({str(output_dir)!r}):\n"
+        "    print('held', flush=True)\n"
+        f"    time.sleep({seconds})\n"
+    )
+    os.makedirs(output_dir, exist_ok=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=script_env(),
+    )
+    assert process.stdout.readline().strip() == "held"
+    return process

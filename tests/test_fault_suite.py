@@ -47,6 +47,7 @@ import textwrap
 
 import pytest
 from cli_script import REPO
+from cli_script import hold_output_dir_lock
 from cli_script import script_env
 
 DATA = os.environ.get("BERT_TF_DATA")
@@ -534,7 +535,7 @@ def _fill(value, paths):
 @pytest.fixture(scope="module")
 def results(paths):
     """{probe id: {code, stdout, stderr}}: every tool's driver run once."""
-    holder = _hold_lock(os.path.join(paths["T"], "out", "held"))
+    holder = hold_output_dir_lock(os.path.join(paths["T"], "out", "held"))
     found = {}
     try:
         for tool in sorted({p["tool"] for p in PROBES}):
@@ -570,27 +571,6 @@ def results(paths):
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     return found
-
-
-def _hold_lock(output_dir):
-    """A separate process that holds `output_dir`'s writer lock until killed."""
-    code = (
-        "import sys, time\n"
-        "from bert_tf.training.output_dir import OutputDirLock\n"
-        f"with OutputDirLock({output_dir!r}):\n"
-        "    print('held', flush=True)\n"
-        "    time.sleep(600)\n"
-    )
-    os.makedirs(output_dir, exist_ok=True)
-    process = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=script_env(),
-    )
-    assert process.stdout.readline().strip() == "held"
-    return process
 
 
 def classify(probe, result, paths):

@@ -6,42 +6,20 @@ import logging
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
-from cli_script import script_env
+from cli_script import hold_output_dir_lock
 
 from bert_tf.training.output_dir import OutputDirInUseError
 from bert_tf.training.output_dir import OutputDirLock
 from bert_tf.training.output_dir import RunSettings
 
 
-def hold_lock(output_dir):
-    """A separate process that takes the lock and sleeps until killed."""
-    code = (
-        "import sys, time\n"
-        "from bert_tf.training.output_dir import OutputDirLock\n"
-        f"with OutputDirLock({str(output_dir)!r}):\n"
-        "    print('held', flush=True)\n"
-        "    time.sleep(120)\n"
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=script_env(),
-    )
-    assert process.stdout.readline().strip() == "held"
-    return process
-
-
 def test_a_second_writer_stops_naming_the_holder_and_a_dead_holder_is_taken_over(
     tmp_path,
 ):
-    holder = hold_lock(tmp_path)
+    holder = hold_output_dir_lock(tmp_path, seconds=120)
     try:
         with pytest.raises(OutputDirInUseError) as error:
             with OutputDirLock(str(tmp_path)):

@@ -53,24 +53,11 @@ def define_flags():
         "The input data dir. Should contain the .tsv files (or other data files) for the task.",
     )
     flags.DEFINE_string("task_name", None, "The name of the task to train.")
-    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+    common_flags.define_eval_and_batching_flags()
     flags.DEFINE_bool(
         "skip_bad_rows",
         False,
         "Skip malformed data rows (counted and logged) instead of stopping at the first.",
-    )
-    flags.DEFINE_bool(
-        "pad_to_longest",
-        True,
-        "Cut each batch to its longest example instead of max_seq_length (same "
-        "results, less work).",
-    )
-    flags.DEFINE_bool(
-        "length_bucketing",
-        True,
-        "Training: group examples of similar length into batches (within pools of "
-        "16 batches), so short sentences are not padded to long ones.",
     )
     flags.DEFINE_string(
         "xnli_language", "zh", "Language of the XNLI task (the original: zh)."

@@ -58,20 +58,7 @@ def define_flags():
         "many tokens apart (default: half of max_seq_length - 2); each word is "
         "scored in the window where it has most context.",
     )
-    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-    flags.DEFINE_bool(
-        "pad_to_longest",
-        True,
-        "Cut each batch to its longest example instead of max_seq_length (same "
-        "results, less work).",
-    )
-    flags.DEFINE_bool(
-        "length_bucketing",
-        True,
-        "Training: group sentences of similar length into batches (within pools "
-        "of 16 batches).",
-    )
+    common_flags.define_eval_and_batching_flags()
     common_flags.define_common_flags(max_seq_length=128)
     common_flags.define_finetuning_flags()
     common_flags.define_tfds_flags(text_features=False, eval_split=True)

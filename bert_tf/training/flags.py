@@ -118,6 +118,25 @@ def define_finetuning_flags():
     )
 
 
+def define_eval_and_batching_flags():
+    """--do_eval, --eval_batch_size and the per-batch padding flags of the
+    fine-tuning scripts that batch examples of varying length."""
+    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+    flags.DEFINE_bool(
+        "pad_to_longest",
+        True,
+        "Cut each batch to its longest example instead of max_seq_length (same "
+        "results, less work).",
+    )
+    flags.DEFINE_bool(
+        "length_bucketing",
+        True,
+        "Training: group examples of similar length into batches (within pools of "
+        "16 batches), so short sentences are not padded to long ones.",
+    )
+
+
 def define_new_flags():
     """Flags the original does not have: distribution, precision, optimizer, export."""
     flags.DEFINE_enum(
