@@ -1,5 +1,5 @@
 """A run SIGKILLed at any point and rerun ends with the uninterrupted run's
-weights bit for bit, dropout on (0.1): run_classifier, run_squad and
+weights bit for bit, dropout on (0.1): run_classifier, run_squad, run_ner and
 run_pretraining (static and dynamic masking).
 
 Each script is killed twice, at two checkpoints, and each time rerun with the
@@ -102,6 +102,47 @@ def test_run_squad_resumes_bit_for_bit(tmp_path):
     assert_killed_twice_ends_bit_identical(
         "run_squad.py", flags_for, tmp_path, kill_at=(3, 9)
     )
+
+
+def test_run_ner_resumes_bit_for_bit(shared_data, tmp_path):
+    """run_ner: real WNUT-17 sentences, a random 2-layer model, dropout 0.1."""
+    path = os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
+    with open(path, encoding="utf-8") as f:
+        sentences = f.read().strip("\n").split("\n\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text("\n\n".join(sentences[:48]) + "\n", "utf-8")
+    vocab = os.path.join(shared_data, "vocab", "bert-base-cased", "vocab.txt")
+    bert_tf.BertConfig(
+        vocab_size=28996,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+    ).to_json_file(data / "bert_config.json")
+
+    def flags_for(output):
+        return [
+            f"--data_dir={data}",
+            f"--bert_config_file={data / 'bert_config.json'}",
+            f"--vocab_file={vocab}",
+            "--do_lower_case=false",
+            f"--output_dir={output}",
+            "--max_seq_length=48",
+            "--do_train=true",
+            "--train_batch_size=8",
+            "--num_train_epochs=2",  # 48 / 8 * 2 = 12 steps
+            "--learning_rate=1e-3",
+            "--save_checkpoints_steps=3",
+        ]
+
+    weights, _ = assert_killed_twice_ends_bit_identical(
+        "run_ner.py", flags_for, tmp_path, kill_at=(3, 9)
+    )
+    assert any("classifier" in name or "output" in name for name in weights)
 
 
 @pytest.fixture(scope="module")

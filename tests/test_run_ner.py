@@ -183,6 +183,27 @@ def test_bad_file_stops_with_file_and_line(run_dir, tmp_path):
     assert "train.txt:2: tag 'E-location' is not in the iob2 scheme" in result.stderr
 
 
+def test_untagged_dev_file_stops_before_training(run_dir, tmp_path):
+    """--do_eval on a dev file without tags can't be scored: said at once,
+    before any training or prediction is written."""
+    (tmp_path / "train.txt").write_text("Paris\tB-location\nis\tO\n\n")
+    (tmp_path / "dev.txt").write_text("Paris\nis\n\n")
+    output = tmp_path / "out"
+    result = run_script(
+        SCRIPT,
+        f"--data_dir={tmp_path}",
+        f"--vocab_file={run_dir / 'out' / 'vocab.txt'}",
+        f"--bert_config_file={run_dir / 'bert_config.json'}",
+        f"--output_dir={output}",
+        "--do_train",
+        "--do_eval",
+        check=False,
+    )
+    assert result.returncode == 2
+    assert f"{tmp_path / 'dev.txt'}: --do_eval needs tags" in result.stderr
+    assert not (output / "checkpoints").exists()
+
+
 LOADER = textwrap.dedent(
     """
     import importlib.abc, json, sys

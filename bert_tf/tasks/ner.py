@@ -266,6 +266,10 @@ def _run(flags_obj):
         )
 
     train_sentences = read("train") if flags_obj.do_train else None
+    # Checked before training: an untagged dev file can't be scored.
+    dev_sentences = read("dev") if flags_obj.do_eval else None
+    if dev_sentences is not None and dev_sentences[0].tags is None:
+        raise UserInputError(f"{data_file(flags_obj, 'dev')}: --do_eval needs tags")
     if train_sentences is not None:
         label_list = conll.label_list_from(train_sentences, flags_obj.labels)
     else:
@@ -340,8 +344,7 @@ def _run(flags_obj):
         vocab_file=flags_obj.vocab_file,
     )
 
-    def predict_split(split, what):
-        sentences = read(split)
+    def predict_split(split, what, sentences):
         if sentences[0].tags is not None:
             conll.check_labels(sentences, label_list, data_file(flags_obj, split))
         features = featurize(sentences)
@@ -363,15 +366,13 @@ def _run(flags_obj):
 
     results = None
     if flags_obj.do_eval and chief:
-        sentences, predicted, loss = predict_split("dev", "evaluation")
-        if sentences[0].tags is None:
-            raise UserInputError(f"{data_file(flags_obj, 'dev')}: --do_eval needs tags")
+        sentences, predicted, loss = predict_split("dev", "evaluation", dev_sentences)
         results = evaluate(sentences, predicted, scheme, loss, global_step)
         write_eval_results(
             results, os.path.join(flags_obj.output_dir, "eval_results.txt")
         )
     if flags_obj.do_predict and chief:
-        predict_split("test", "prediction")
+        predict_split("test", "prediction", read("test"))
     if flags_obj.export_dir and chief:
         export_from_flags(flags_obj, model, label_list=label_list)
     return results
