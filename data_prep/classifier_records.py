@@ -77,7 +77,9 @@ def _serialize(feature, is_regression):
         features["label_ids"] = _int_feature([feature.label_id])
     features["is_real_example"] = _int_feature([int(feature.is_real_example)])
     example = tf.train.Example(features=tf.train.Features(feature=features))
-    return example.SerializeToString()
+    # deterministic: map entries in sorted key order. Without it their order
+    # follows a per-process hash seed, so the same run wrote other bytes each time.
+    return example.SerializeToString(deterministic=True)
 
 
 def write_classifier_records(features, output_file, is_regression=None):

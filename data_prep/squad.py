@@ -741,7 +741,9 @@ class FeatureWriter:
             features["end_positions"] = _int_feature([feature.end_position])
             features["is_impossible"] = _int_feature([int(bool(feature.is_impossible))])
         example = tf.train.Example(features=tf.train.Features(feature=features))
-        self._writer.write(example.SerializeToString())
+        # Sorted map entries: the same bytes in every process (see
+        # classifier_records).
+        self._writer.write(example.SerializeToString(deterministic=True))
 
     __call__ = process_feature
 

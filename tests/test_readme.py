@@ -39,6 +39,7 @@ from cli_script import script_env
 from cli_script import script_flag_defaults
 
 README = os.path.join(REPO, "README.md")
+SETUP = os.path.join(REPO, "setup.py")
 TINY_POSITIONS = "16"  # max_position_embeddings of the Google-format test checkpoint
 
 # (language, a string found in exactly one block, what the test does with it), in
@@ -428,6 +429,17 @@ def test_install_blocks_run_the_documented_commands():
     assert test[-1] == "python -m pytest -q"
     for command in demo[:-1] + test[:-1]:
         assert command.startswith("pip install ")
+    # torch comes first, from PyTorch's CPU index only (--index-url: no fallback to
+    # PyPI's CUDA build), pinned as the test extra pins it, which it then satisfies.
+    cpu_index = "--index-url https://download.pytorch.org/whl/cpu"
+    with open(SETUP) as f:
+        (torch_pin,) = re.findall(r'"(torch==[^"]+)"', f.read())
+    assert test[0] == f"pip install {torch_pin} {cpu_index}"
+    assert test[1] == 'pip install -e ".[test]"'
+    assert "--extra-index-url" not in " ".join(demo + test)
+    # CI runs exactly this command.
+    with open(os.path.join(REPO, ".ci", "run")) as f:
+        assert " && ".join(test) in f.read().splitlines()
 
 
 @pytest.mark.parametrize(
