@@ -20,9 +20,8 @@ from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
+from bert_tf.tasks.saved_model_types import MODEL_TYPES
 from bert_tf.training import flags as common_flags
-
-MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 
 
 def classifier_labels(flags_obj):
@@ -72,6 +71,12 @@ def run(flags_obj):
     for name in ("model_type", "init_checkpoint", "export_dir"):
         if not getattr(flags_obj, name):
             raise UserInputError(f"Flag --{name} must be specified.")
+    if flags_obj.model_type not in MODEL_TYPES:
+        # Library callers skip the CLI's enum check; an unknown type must not
+        # fall through to the encoder export.
+        raise UserInputError(
+            f"--model_type={flags_obj.model_type}: expected one of {list(MODEL_TYPES)}"
+        )
     common_flags.validate_common_flags(flags_obj)
     files = find_checkpoint(flags_obj.init_checkpoint)
     vocab_file = flags_obj.vocab_file or files.vocab_file
