@@ -389,7 +389,7 @@ def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
         export_version=7,
     )
     misspelt = types.SimpleNamespace(**{**vars(options), "model_type": "taggr"})
-    with pytest.raises(bert_tf.errors.UserInputError, match="--model_type=taggr"):
+    with pytest.raises(bert_tf.UserInputError, match="--model_type=taggr"):
         saved_model_export.run(misspelt)
     path = saved_model_export.run(options)
     labels = json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
