@@ -14,6 +14,7 @@ from bert_tf import tokenization
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
+from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier
@@ -50,20 +51,18 @@ def classifier_labels(flags_obj):
 
 def tagger_labels(init_checkpoint):
     """The tags run_ner.py saved in its output_dir (label_list.json)."""
-    from bert_tf.tasks.ner import load_label_list
-
     directory = (
         init_checkpoint
         if os.path.isdir(init_checkpoint)
         else os.path.dirname(init_checkpoint)
     )
-    labels = load_label_list(directory)
-    if labels is None:
+    saved = read_label_list(directory)
+    if saved is None:
         raise UserInputError(
             f"No label_list.json in {directory}: give the tagger's IOB2 tags with "
             "--labels"
         )
-    return labels
+    return saved.label_list
 
 
 def run(flags_obj):
