@@ -49,6 +49,7 @@ def build(args, strategy, aggregate_twice):
     import bert_tf
     from bert_tf.optimization import create_optimizer
     from bert_tf.optimization import set_gradient_aggregation
+    from bert_tf.tasks.classification import classifier_loss_fn
     from bert_tf.training import Trainer
 
     config = bert_tf.BertConfig(
@@ -74,18 +75,11 @@ def build(args, strategy, aggregate_twice):
         data = tf.data.Dataset.from_tensor_slices(features).repeat()
         return data.batch(context.get_per_replica_batch_size(args.batch)).skip(skip)
 
-    def loss_fn(batch, outputs):
-        return tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(
-                batch["label_ids"], tf.cast(outputs["logits"], tf.float32)
-            )
-        )
-
     trainer = Trainer(
         strategy,
         model,
         optimizer,
-        loss_fn,
+        classifier_loss_fn(is_regression=False),
         dataset_fn,
         tempfile.mkdtemp(),
         num_train_steps=10**6,

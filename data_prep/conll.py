@@ -36,6 +36,7 @@ import dataclasses
 import numpy as np
 from absl import logging
 
+from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 
 TAG_SCHEMES = ("iob1", "iob2", "bioes")
@@ -95,13 +96,7 @@ def read_conll(path, tag_scheme="iob2", strict=False):
         words, tags = [], []
 
     for number, raw in enumerate(raw_lines, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ConllFormatError(
-                f"{path}:{number}: not UTF-8 (byte {e.start}: {raw[e.start : e.start + 1]!r})"
-            ) from None
-        line = line.rstrip("\r\n")
+        line = decode_line(raw, path, number, ConllFormatError).rstrip("\r\n")
         if not line.strip():
             flush()
             continue

@@ -12,6 +12,7 @@ import codecs
 import csv
 import json
 
+from bert_tf.data_prep.strict_utf8 import describe_invalid_byte
 from bert_tf.errors import UserInputError
 
 __all__ = ["BadRowError", "RowProblem", "read_records"]
@@ -51,10 +52,7 @@ def _read_lines(path):
 
 
 def _decode_reason(exc):
-    return (
-        f"invalid UTF-8 ({exc.reason}: byte 0x{exc.object[exc.start]:02x} at "
-        f"column {exc.start + 1})"
-    )
+    return f"invalid UTF-8 ({describe_invalid_byte(exc)})"
 
 
 def read_records(path, file_format="tsv"):

@@ -14,7 +14,8 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# console command -> module:function, as setup.py declares them.
+# console command -> module:function: the names the README documents, checked
+# against what setup.py declares (test_console_commands_are_in_the_installed_metadata).
 COMMANDS = {
     "bert-tf-run-classifier": "bert_tf.cli.run_classifier:main",
     "bert-tf-run-squad": "bert_tf.cli.run_squad:main",
@@ -25,14 +26,11 @@ COMMANDS = {
     "bert-tf-run-ner": "bert_tf.cli.run_ner:main",
     "bert-tf-demo": "bert_tf.demo:main",
 }
+# The bert_tf/cli tools among them, by module name.
 TOOLS = [
-    "run_classifier",
-    "run_squad",
-    "run_pretraining",
-    "create_pretraining_data",
-    "extract_features",
-    "export_saved_model",
-    "run_ner",
+    target.split(":")[0].removeprefix("bert_tf.cli.")
+    for target in COMMANDS.values()
+    if target.startswith("bert_tf.cli.")
 ]
 # One flag of the original script and one bert_tf adds, per tool.
 ORIGINAL_AND_ADDED = {

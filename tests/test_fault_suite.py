@@ -196,7 +196,7 @@ def out(pid):
 def _labels_are(expected):
     def check(paths, pid, result):
         path = os.path.join(paths["T"], "out", "trained", "label_list.json")
-        assert json.load(open(path)) == expected
+        assert json.load(open(path)) == {"labels": expected}
 
     return check
 

@@ -409,6 +409,9 @@ def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
         serving_dtype="float32",
         export_version=7,
     )
+    misspelt = types.SimpleNamespace(**{**vars(options), "model_type": "taggr"})
+    with pytest.raises(bert_tf.UserInputError, match="--model_type=taggr"):
+        saved_model_export.run(misspelt)
     path = saved_model_export.run(options)
     labels = json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
     with open(os.path.join(path, "assets.extra", "bert_tf_export.json")) as f:

@@ -24,6 +24,7 @@ from absl import flags
 
 from bert_tf.cli.command import Command
 from bert_tf.data_prep import pretraining
+from bert_tf.training import flags as common_flags
 
 ORIGINAL_FLAGS = (
     "input_file",
@@ -52,17 +53,7 @@ def define_flags():
         None,
         "Output TF example file (or comma-separated list of files).",
     )
-    flags.DEFINE_string(
-        "vocab_file",
-        None,
-        "The vocabulary file that the BERT model was trained on.",
-    )
-    flags.DEFINE_bool(
-        "do_lower_case",
-        True,
-        "Whether to lower case the input text. Should be True for uncased "
-        "models and False for cased models.",
-    )
+    common_flags.define_vocab_flags()
     flags.DEFINE_bool(
         "do_whole_word_mask",
         False,

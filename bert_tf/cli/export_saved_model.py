@@ -13,9 +13,8 @@ Installed as `bert-tf-export-saved-model`; also `python -m bert_tf.cli.export_sa
 from absl import flags
 
 from bert_tf.cli.command import Command
+from bert_tf.tasks.saved_model_types import MODEL_TYPES
 from bert_tf.training import flags as common_flags
-
-MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 
 
 def define_flags():

@@ -12,6 +12,7 @@ Installed as `bert-tf-extract-features`; also `python -m bert_tf.cli.extract_fea
 from absl import flags
 
 from bert_tf.cli.command import Command
+from bert_tf.training import flags as common_flags
 
 ORIGINAL_FLAGS = (
     "input_file",
@@ -53,15 +54,7 @@ def define_flags():
         None,
         "Initial checkpoint (usually from a pre-trained BERT model).",
     )
-    flags.DEFINE_string(
-        "vocab_file", None, "The vocabulary file that the BERT model was trained on."
-    )
-    flags.DEFINE_bool(
-        "do_lower_case",
-        True,
-        "Whether to lower case the input text. Should be True for uncased models and "
-        "False for cased models.",
-    )
+    common_flags.define_vocab_flags()
     flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
     flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
     flags.DEFINE_string("master", None, "If using a TPU, the address of the master.")

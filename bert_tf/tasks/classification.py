@@ -24,7 +24,7 @@ from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep import tfds_input
 from bert_tf.data_prep.classifier_records import feature_spec
 from bert_tf.data_prep.classifier_records import file_based_convert_examples_to_features
-from bert_tf.data_prep.classifier_records import write_label_list
+from bert_tf.data_prep.label_list_file import write_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES

@@ -16,6 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import tokenization
+from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertEncoder
 from bert_tf.training.run_setup import load_config
@@ -32,13 +33,7 @@ def read_examples(input_file):
     examples = []
     with tf.io.gfile.GFile(input_file, "rb") as reader:
         for index, raw in enumerate(reader):
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as e:
-                raise UserInputError(
-                    f"{input_file}:{index + 1}: not UTF-8 (byte {e.start}: "
-                    f"{raw[e.start : e.start + 1]!r})"
-                ) from None
+            line = decode_line(raw, input_file, index + 1).strip()
             match = _PAIR.match(line)
             examples.append((index, *match.groups()) if match else (index, line, None))
     return examples

@@ -11,11 +11,11 @@ run_classifier.py, and out:
   `global_step`;
 - `eval_predictions.txt` / `test_predictions.txt`: `token [gold] predicted`
   lines in the input's tag scheme, for conlleval;
-- `label_list.json`: the tags in label-id order and the tag scheme, also
-  beside the final checkpoint and in the SavedModel.
+- `label_list.json`: the tags in label-id order and the tag scheme
+  (`bert_tf.data_prep.label_list_file`), also beside the final checkpoint
+  and in the SavedModel.
 """
 
-import json
 import os
 
 import numpy as np
@@ -27,6 +27,9 @@ from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.data_prep import conll
 from bert_tf.data_prep import record_pipeline
+from bert_tf.data_prep.label_list_file import LABEL_LIST_FILE
+from bert_tf.data_prep.label_list_file import read_label_list
+from bert_tf.data_prep.label_list_file import write_label_list
 from bert_tf.entity_metrics import entity_scores
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertTokenClassifier
@@ -44,7 +47,6 @@ from bert_tf.training.run_setup import training_steps
 from bert_tf.training.run_setup import write_eval_results
 from bert_tf.training.strategy import is_chief
 
-LABELS_FILE = "label_list.json"
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 TAGGING_SEQUENCE_FEATURES = (*ENCODER_INPUT_NAMES, "label_ids")
 
@@ -126,20 +128,6 @@ def validate_flags(flags_obj):
     tokenization.validate_case_matches_checkpoint(
         flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
     )
-
-
-def save_label_list(label_list, tag_scheme, directory):
-    with tf.io.gfile.GFile(os.path.join(directory, LABELS_FILE), "w") as f:
-        json.dump({"labels": label_list, "tag_scheme": tag_scheme}, f, indent=2)
-
-
-def load_label_list(directory):
-    """The tags a run saved in `directory`, or None."""
-    path = os.path.join(directory, LABELS_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)["labels"]
 
 
 def scored_cross_entropy(labels, logits):
@@ -273,17 +261,17 @@ def _run(flags_obj):
     if train_sentences is not None:
         label_list = conll.label_list_from(train_sentences, flags_obj.labels)
     else:
-        label_list = load_label_list(flags_obj.output_dir)
+        saved = read_label_list(flags_obj.output_dir)
+        label_list = saved.label_list if saved else None
         if label_list is None and flags_obj.labels:
             label_list = conll.label_list_from([], flags_obj.labels)
         if label_list is None:
             raise UserInputError(
-                f"No {LABELS_FILE} in {flags_obj.output_dir} (written by a training "
+                f"No {LABEL_LIST_FILE} in {flags_obj.output_dir} (written by a training "
                 "run): give the entity types with --labels"
             )
-    logging.info("Labels (%d): %s", len(label_list), " ".join(label_list))
     tf.io.gfile.makedirs(flags_obj.output_dir)
-    save_label_list(label_list, scheme, flags_obj.output_dir)
+    write_label_list(flags_obj.output_dir, label_list, scheme)
 
     tokenizer = tokenization.FullTokenizer(
         flags_obj.vocab_file, flags_obj.do_lower_case

@@ -14,15 +14,15 @@ from bert_tf import tokenization
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
+from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
+from bert_tf.tasks.saved_model_types import MODEL_TYPES
 from bert_tf.training import flags as common_flags
-
-MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
 
 
 def classifier_labels(flags_obj):
@@ -51,20 +51,18 @@ def classifier_labels(flags_obj):
 
 def tagger_labels(init_checkpoint):
     """The tags run_ner.py saved in its output_dir (label_list.json)."""
-    from bert_tf.tasks.ner import load_label_list
-
     directory = (
         init_checkpoint
         if os.path.isdir(init_checkpoint)
         else os.path.dirname(init_checkpoint)
     )
-    labels = load_label_list(directory)
-    if labels is None:
+    saved = read_label_list(directory)
+    if saved is None:
         raise UserInputError(
             f"No label_list.json in {directory}: give the tagger's IOB2 tags with "
             "--labels"
         )
-    return labels
+    return saved.label_list
 
 
 def run(flags_obj):
@@ -72,6 +70,12 @@ def run(flags_obj):
     for name in ("model_type", "init_checkpoint", "export_dir"):
         if not getattr(flags_obj, name):
             raise UserInputError(f"Flag --{name} must be specified.")
+    if flags_obj.model_type not in MODEL_TYPES:
+        # Library callers skip the CLI's enum check; an unknown type must not
+        # fall through to the encoder export.
+        raise UserInputError(
+            f"--model_type={flags_obj.model_type}: expected one of {list(MODEL_TYPES)}"
+        )
     common_flags.validate_common_flags(flags_obj)
     files = find_checkpoint(flags_obj.init_checkpoint)
     vocab_file = flags_obj.vocab_file or files.vocab_file

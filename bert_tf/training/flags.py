@@ -92,8 +92,8 @@ def define_common_flags(max_seq_length, learning_rate=5e-5, train_batch_size=32)
     define_new_flags()
 
 
-def define_finetuning_flags():
-    """Flags run_classifier.py and run_squad.py share (not run_pretraining.py)."""
+def define_vocab_flags():
+    """The original's --vocab_file and --do_lower_case (every script that tokenizes)."""
     flags.DEFINE_string(
         "vocab_file", None, "The vocabulary file that the BERT model was trained on."
     )
@@ -103,6 +103,11 @@ def define_finetuning_flags():
         "Whether to lower case the input text. Should be True for uncased models and "
         "False for cased models.",
     )
+
+
+def define_finetuning_flags():
+    """Flags run_classifier.py and run_squad.py share (not run_pretraining.py)."""
+    define_vocab_flags()
     flags.DEFINE_bool(
         "do_predict", False, "Whether to run the model in inference mode."
     )

@@ -10,6 +10,7 @@ UnicodeDecodeError). Local files are read without TensorFlow; remote
 import os
 
 from bert_tf import tokenization
+from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
@@ -70,14 +71,7 @@ def _iter_raw_lines(path):
     with _open_binary(path) as reader:
         # Lines end at "\n" as with the original's GFile.readline().
         for line_number, raw in enumerate(reader, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise UserInputError(
-                    f"{path}:{line_number}: not valid UTF-8 ({exc.reason} at "
-                    f"byte {exc.start} of the line)"
-                ) from None
-            yield text.strip(), len(raw)
+            yield decode_line(raw, path, line_number).strip(), len(raw)
 
 
 class MemoTokenizer:

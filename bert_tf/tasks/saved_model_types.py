@@ -1,0 +1,13 @@
+"""The model types export_saved_model.py exports, importable without TensorFlow.
+
+export_saved_model.py lists them in its --model_type flag, which `--help`
+shows before TensorFlow is imported; `bert_tf.tasks.saved_model_export`
+builds the model of each type:
+
+- classifier: a run_classifier output (`BertClassifier`);
+- span: a run_squad output (`BertSpanLabeler`);
+- encoder: any checkpoint, sequence and pooled outputs (`BertEncoder`);
+- tagger: a run_ner output (`BertTokenClassifier`).
+"""
+
+MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
