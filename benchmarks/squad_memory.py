@@ -118,6 +118,7 @@ def main():
     parser.add_argument("--accumulation", type=int, default=4)
     parser.add_argument("--train_steps", type=int, default=4)
     parser.add_argument("--skip_training", action="store_true")
+    parser.add_argument("--work_dir", help="where files go (default: a new temp dir)")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -132,7 +133,8 @@ def main():
     vocab = os.path.join(minilm, "vocab.txt")
     dev_file = os.path.join(data, "squad", "dev-v1.1.json")
     env_python = [sys.executable]
-    work = tempfile.mkdtemp(prefix="squad_memory_")
+    work = args.work_dir or tempfile.mkdtemp(prefix="squad_memory_")
+    os.makedirs(work, exist_ok=True)
     print(f"{os.cpu_count()} cores; files in {work}")
 
     measure(
