@@ -2,9 +2,11 @@
 
 Reproduces the data side of google-research/bert's ``run_squad.py``:
 ``SquadExample``, ``read_squad_examples``, ``InputFeatures``,
-``convert_examples_to_features`` (query truncation, sliding document windows,
-``_improve_answer_span``, ``_check_is_max_context``, training targets) and
-``FeatureWriter``, which writes the original's TFRecord schema:
+``convert_examples_to_features`` (also as the generator `generate_features`:
+query truncation, sliding document windows, ``_improve_answer_span``,
+``_check_is_max_context``, training targets) and ``FeatureWriter``, which
+writes the original's TFRecord schema (`write_features` streams examples to
+it, one feature at a time):
 
 ===============  =======  ==============  ==========================
 feature          dtype    shape           written
@@ -61,6 +63,7 @@ __all__ = [
     "SquadExamples",
     "convert_examples_to_features",
     "feature_spec",
+    "generate_features",
     "is_whitespace",
     "parse_squad_record",
     "read_squad_examples",
@@ -466,29 +469,25 @@ def _doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
     return doc_spans
 
 
-def convert_examples_to_features(
-    examples,
-    tokenizer,
-    max_seq_length,
-    doc_stride,
-    max_query_length,
-    is_training,
-    output_fn,
+def generate_features(
+    examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
 ):
-    """Converts examples to windowed `InputFeatures`, passed to `output_fn`.
+    """Yields the windowed `InputFeatures` of `examples`, in order, as they are
+    built.
+
+    Examples are taken from the iterable one at a time and nothing is kept
+    between them but the last context's WordPieces, so a consumer that writes
+    each feature away (`write_features`) holds one example's windows at a
+    time, whatever the size of the dataset.
 
     Args:
-      examples: `SquadExample`s.
+      examples: an iterable of `SquadExample`s.
       tokenizer: a ``tokenization.FullTokenizer``.
       max_seq_length: total length of [CLS] query [SEP] doc [SEP] + padding.
       doc_stride: how far each window starts after the previous one.
       max_query_length: questions are cut to this many WordPieces.
       is_training: compute start/end targets (0/0 when the answer is not
         entirely in the window, which is still kept, or is impossible).
-      output_fn: called with each `InputFeatures`, in order.
-
-    Returns:
-      The number of features.
     """
     unique_id = FIRST_UNIQUE_ID
     cached_doc = (None, None)
@@ -607,24 +606,45 @@ def convert_examples_to_features(
                     end_position,
                 )
 
-            output_fn(
-                InputFeatures(
-                    unique_id=unique_id,
-                    example_index=example_index,
-                    doc_span_index=doc_span_index,
-                    tokens=tokens,
-                    token_to_orig_map=token_to_orig_map,
-                    token_is_max_context=token_is_max_context,
-                    input_ids=input_ids,
-                    input_mask=input_mask,
-                    segment_ids=segment_ids,
-                    start_position=start_position,
-                    end_position=end_position,
-                    is_impossible=example.is_impossible,
-                )
+            yield InputFeatures(
+                unique_id=unique_id,
+                example_index=example_index,
+                doc_span_index=doc_span_index,
+                tokens=tokens,
+                token_to_orig_map=token_to_orig_map,
+                token_is_max_context=token_is_max_context,
+                input_ids=input_ids,
+                input_mask=input_mask,
+                segment_ids=segment_ids,
+                start_position=start_position,
+                end_position=end_position,
+                is_impossible=example.is_impossible,
             )
             unique_id += 1
-    return unique_id - FIRST_UNIQUE_ID
+
+
+def convert_examples_to_features(
+    examples,
+    tokenizer,
+    max_seq_length,
+    doc_stride,
+    max_query_length,
+    is_training,
+    output_fn,
+):
+    """The original's interface to `generate_features`: each `InputFeatures`
+    is passed to `output_fn`, in order, as it is built.
+
+    Returns:
+      The number of features.
+    """
+    count = 0
+    for feature in generate_features(
+        examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
+    ):
+        output_fn(feature)
+        count += 1
+    return count
 
 
 def write_features(
@@ -636,7 +656,8 @@ def write_features(
     max_query_length,
     is_training,
 ):
-    """Converts `examples` and writes them to `record_file` as they come.
+    """Converts `examples` (any iterable, consumed one at a time) and writes
+    each feature to `record_file` as soon as it is built.
 
     Returns ``(num_features, features)``. Training features are not kept.
     Prediction features are kept for writing the predictions, without their
@@ -645,8 +666,14 @@ def write_features(
     """
     kept = []
     with FeatureWriter(record_file, is_training) as writer:
-
-        def output_fn(feature):
+        for feature in generate_features(
+            examples,
+            tokenizer,
+            max_seq_length,
+            doc_stride,
+            max_query_length,
+            is_training,
+        ):
             writer.process_feature(feature)
             if not is_training:
                 kept.append(
@@ -654,16 +681,6 @@ def write_features(
                         feature, input_ids=None, input_mask=None, segment_ids=None
                     )
                 )
-
-        convert_examples_to_features(
-            examples=examples,
-            tokenizer=tokenizer,
-            max_seq_length=max_seq_length,
-            doc_stride=doc_stride,
-            max_query_length=max_query_length,
-            is_training=is_training,
-            output_fn=output_fn,
-        )
     return writer.num_features, kept
 
 

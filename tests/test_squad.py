@@ -337,6 +337,50 @@ def test_write_features_keeps_compact_prediction_features(tokenizer, tmp_path):
     assert count == 4 and kept == []
 
 
+def test_features_are_written_as_each_example_is_converted(
+    tokenizer, tmp_path, monkeypatch
+):
+    """write_features pulls one example at a time and writes its windows
+    before taking the next: memory does not grow with the dataset."""
+    doc = " ".join(f"w{i}" for i in range(10))  # 4 windows each (as above)
+    written = []
+    pulled_at = []  # records written when each example was taken
+    write = squad.FeatureWriter.process_feature
+
+    def spy(writer, feature):
+        written.append(feature.example_index)
+        write(writer, feature)
+
+    monkeypatch.setattr(squad.FeatureWriter, "process_feature", spy)
+
+    def examples():
+        for index in range(3):
+            pulled_at.append(len(written))
+            yield _example(f"q{index}", doc)
+
+    path = str(tmp_path / "eval.tf_record")
+    count, kept = squad.write_features(examples(), tokenizer, path, 8, 2, 4, False)
+    assert count == len(kept) == 12
+    assert pulled_at == [0, 4, 8]
+    assert written == [0] * 4 + [1] * 4 + [2] * 4
+    # The generator itself is lazy: its first feature needs one example.
+    taken = []
+    features = squad.generate_features(
+        (taken.append(i) or _example(f"q{i}", doc) for i in range(3)),
+        tokenizer,
+        8,
+        2,
+        4,
+        False,
+    )
+    first = next(features)
+    assert (first.unique_id, taken) == (squad.FIRST_UNIQUE_ID, [0])
+    rest = list(features)
+    assert [f.unique_id for f in rest] == list(
+        range(squad.FIRST_UNIQUE_ID + 1, squad.FIRST_UNIQUE_ID + 12)
+    )
+
+
 # ---------------------------------------------------------------------------
 # Windows and max context
 
