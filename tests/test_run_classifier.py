@@ -221,35 +221,6 @@ def test_bad_rows_stop_with_file_and_line_or_are_counted(tmp_path):
     assert "Skipped 1" in result.stderr or "skipped 1" in result.stderr
 
 
-def test_flag_errors_name_the_flag(tmp_path):
-    data = write_task(tmp_path / "data")
-    result = run_cli(*custom_flags(data, tmp_path / "out"), check=False)
-    assert "`do_train`, `do_eval` or `do_predict'" in result.stderr
-    result = run_cli(
-        *custom_flags(data, tmp_path / "out", "--do_train=true", "--max_seq_length=65"),
-        check=False,
-    )
-    assert "max_position_embeddings" in result.stderr
-    result = run_cli(
-        *custom_flags(
-            data, tmp_path / "out", "--do_train=true", "--gradient_accumulation_steps=3"
-        ),
-        check=False,
-    )
-    assert "--gradient_accumulation_steps=3" in result.stderr
-    result = run_cli(
-        *custom_flags(
-            data, tmp_path / "out", "--do_train=true", "--train_batch_size=0"
-        ),
-        check=False,
-    )
-    assert result.returncode == 2
-    assert (
-        result.stderr.strip().splitlines()[-1]
-        == "run_classifier: error: --train_batch_size: must be positive, got 0"
-    )
-
-
 def test_regression_task_writes_single_scores(tmp_path):
     data = write_task(tmp_path / "data")
     for split in ("train", "dev", "test"):
