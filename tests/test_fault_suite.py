@@ -40,7 +40,6 @@ probes stop at flag validation or data reading, before a model is built.
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -205,9 +204,6 @@ def _labels_are(expected):
 def _older_checkpoint_used(paths, pid, result):
     stderr = result["stderr"]
     assert "cannot be read" in stderr and "ckpt-2" in stderr, stderr[-2000:]
-    # absl writes a WARNING as "W<date> ... file:line] message".
-    assert re.search(r"\nW\d{4} [^\n]*ckpt-2 cannot be read \(.+\)", stderr)
-    assert re.search(r"Using the weights of \S*ckpt-1 \(step 1\)", stderr), stderr
     path = os.path.join(paths["T"], "out", "trained", "eval_results.txt")
     results = dict(line.split(" = ") for line in open(path).read().splitlines())
     assert results["global_step"] == "1", results  # the older checkpoint

@@ -1,6 +1,7 @@
 """run_classifier.py end to end, through its command line, on small real runs."""
 
 import os
+import re
 
 import numpy as np
 from cli_script import run_script
@@ -167,14 +168,33 @@ def test_fine_tunes_evaluates_and_predicts(tmp_path):
 
 
 def test_other_settings_stop_with_the_differences_unless_overwritten(tmp_path):
-    """Resuming after a kill is asserted bit for bit in test_exact_resume.py and
-    the fallback past a damaged checkpoint in test_fault_suite.py; here a
-    finished run is reused with another --num_train_epochs."""
+    """A finished 6-step run: an unreadable newest checkpoint falls back to the
+    one before it, other settings stop with the differences, and
+    --overwrite_output_dir starts over. Resuming after a kill is asserted bit
+    for bit in test_exact_resume.py."""
     data = write_task(tmp_path / "data")
     output = tmp_path / "out"
-    flags = custom_flags(data, output, "--do_train=true", "--num_train_epochs=1")
+    flags = custom_flags(
+        data,
+        output,
+        "--do_train=true",
+        "--num_train_epochs=1",
+        "--save_checkpoints_steps=3",
+    )
     run_cli(*flags)
     assert os.path.exists(output / "model.ckpt-6.index")  # int(96/16*1) = 6
+
+    # An unreadable newest checkpoint (truncated data file): reported by path
+    # and reason, the one before it is used.
+    newest = output / "checkpoints" / "ckpt-6.data-00000-of-00001"
+    with open(newest, "r+b") as f:
+        f.truncate(os.path.getsize(newest) // 2)
+    eval_only = [f for f in flags if f != "--do_train=true"] + ["--do_eval=true"]
+    result = run_cli(*eval_only)
+    # absl writes a WARNING as "W<date> ... file:line] message".
+    assert re.search(r"\nW\d{4} [^\n]*ckpt-6 cannot be read \(.+\)", result.stderr)
+    assert re.search(r"Using the weights of \S*ckpt-3 \(step 3\)", result.stderr)
+    assert "global_step = 3" in (output / "eval_results.txt").read_text()
 
     # Other settings in the same output_dir: stopped, with the differences.
     changed = [f for f in flags if not f.startswith("--num_train_epochs")]
