@@ -1,5 +1,6 @@
 """Running the repository's CLI scripts in a subprocess, for the end-to-end tests."""
 
+import contextlib
 import json
 import os
 import signal
@@ -28,6 +29,29 @@ def run_script(script, *flags, check=True, timeout=300):
     if check:
         assert result.returncode == 0, result.stderr[-4000:]
     return result
+
+
+@contextlib.contextmanager
+def script_in_background(script, *flags, log_path, timeout=400):
+    """Runs `script` with `flags` while the `with` body runs (2 cores: two
+    runs side by side); on exit waits for it, and a non-zero exit fails the
+    test with its stderr (written to `log_path`, so no pipe fills up)."""
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, script, *flags],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=script_env(),
+        )
+        try:
+            yield process
+            process.wait(timeout=timeout)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    with open(log_path) as log:
+        assert process.returncode == 0, log.read()[-4000:]
 
 
 def script_flag_defaults(module):

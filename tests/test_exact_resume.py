@@ -8,6 +8,7 @@ run's exactly (max |diff| == 0). Tiny 2-layer models, a dozen steps.
 """
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import test_run_classifier
 import test_run_squad
 from cli_script import kill_when_written
 from cli_script import run_script
+from cli_script import script_in_background
 
 import bert_tf
 
@@ -46,15 +48,23 @@ def assert_killed_twice_ends_bit_identical(script, flags_for, tmp_path, kill_at)
     rerun: the same final weights, exactly."""
     script = os.path.join(REPO, script)
     reference = tmp_path / "uninterrupted"
-    run_script(script, *flags_for(reference))
     killed = tmp_path / "killed"
-    for step in kill_at:
-        kill_when_written(
-            script, flags_for(killed), killed / "checkpoints" / f"ckpt-{step}.index"
-        )
-        assert not any(name.startswith("model.ckpt-") for name in os.listdir(killed))
-    result = run_script(script, *flags_for(killed))
-    assert "Resumed from" in result.stderr
+    with script_in_background(
+        script, *flags_for(reference), log_path=tmp_path / "uninterrupted.log"
+    ):
+        for step in kill_at:
+            kill_when_written(
+                script, flags_for(killed), killed / "checkpoints" / f"ckpt-{step}.index"
+            )
+            assert not any(
+                name.startswith("model.ckpt-") for name in os.listdir(killed)
+            )
+        result = run_script(script, *flags_for(killed))
+    # Resumed from the last checkpoint recorded before the second kill, not
+    # from the start.
+    resumed = re.search(r"Resumed from \S+ at step (\d+)", result.stderr)
+    assert resumed, result.stderr[-3000:]
+    assert kill_at[0] <= int(resumed.group(1)) <= kill_at[1], resumed.group(0)
     name, weights = final_weights(killed)
     reference_name, expected = final_weights(reference)
     assert name == reference_name

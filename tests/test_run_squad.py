@@ -251,19 +251,6 @@ def test_squad_v2_writes_null_odds_and_scores_them(tmp_path):
     assert results["total"] == len(ids)
 
 
-def test_flag_errors_name_the_flag(tmp_path):
-    data = write_task(tmp_path / "data")
-    result = run_cli(*task_flags(data, tmp_path / "out"), check=False)
-    assert result.returncode != 0
-    assert "`do_train` or `do_predict`" in result.stderr
-    result = run_cli(
-        *task_flags(data, tmp_path / "out", "--do_predict", "--max_seq_length=65"),
-        check=False,
-    )
-    assert result.returncode != 0
-    assert "max_position_embeddings" in result.stderr
-
-
 @pytest.mark.parametrize(
     "overrides, expected",
     [
