@@ -43,63 +43,93 @@ def tiny_classifier(vocab_file, num_labels=2, seq_length=16, **kwargs):
     return BertTextClassifier(config, num_labels, preprocessor, **kwargs)
 
 
-# --- Learning MRPC from raw text ----------------------------------------------
+# --- Learning from raw text ------------------------------------------------------
 
 
-def read_mrpc(path, count):
+def read_glue_rows(path, count):
     with open(path, encoding="utf-8-sig") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
-    rows = rows[:count]
-    pairs = ([r[3] for r in rows], [r[4] for r in rows])
-    return pairs, np.array([int(r[0]) for r in rows])
+        return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[
+            1 : count + 1
+        ]
 
 
 @pytest.fixture(scope="session")
-def mrpc_classifier(shared_data, minilm_dir):
+def sst2_classifier(shared_data, minilm_dir):
     """MiniLM fine-tuned from raw strings with `compile()`'s defaults on the
-    first 1,024 MRPC training pairs (2 epochs of batch 32), then scored on the
-    first 256 dev pairs."""
-    train_x, train_y = read_mrpc(os.path.join(shared_data, "glue/MRPC/train.tsv"), 1024)
-    dev_x, dev_y = read_mrpc(os.path.join(shared_data, "glue/MRPC/dev.tsv"), 256)
+    first 384 SST-2 training sentences (2 epochs of batch 32), then scored on
+    the first 256 dev sentences. (MRPC on its whole training set, next to
+    KerasHub's task: benchmarks/text_classifier_mrpc.py; a test can't afford it.)
+    """
+    train = read_glue_rows(os.path.join(shared_data, "glue/SST-2/train.tsv"), 384)
+    dev = read_glue_rows(os.path.join(shared_data, "glue/SST-2/dev.tsv"), 256)
     keras.utils.set_random_seed(0)
-    model = BertTextClassifier.from_checkpoint(minilm_dir, num_labels=2, seq_length=64)
+    model = BertTextClassifier.from_checkpoint(minilm_dir, num_labels=2, seq_length=48)
     model.compile()
-    model.fit(x=train_x, y=train_y, batch_size=32, epochs=2, verbose=0)
+    untrained = model.evaluate(
+        x=[r[0] for r in dev],
+        y=np.array([int(r[1]) for r in dev]),
+        batch_size=64,
+        return_dict=True,
+        verbose=0,
+    )
+    model.fit(
+        x=[r[0] for r in train],
+        y=np.array([int(r[1]) for r in train]),
+        batch_size=32,
+        epochs=2,
+        verbose=0,
+    )
+    dev_x, dev_y = [r[0] for r in dev], np.array([int(r[1]) for r in dev])
     scores = model.evaluate(
         x=dev_x, y=dev_y, batch_size=64, return_dict=True, verbose=0
     )
-    return {"model": model, "scores": scores, "dev_x": dev_x, "dev_y": dev_y}
+    return {
+        "model": model,
+        "scores": scores,
+        "untrained": untrained,
+        "dev_x": dev_x,
+        "dev_y": dev_y,
+    }
 
 
-def test_learns_mrpc_from_raw_sentence_pairs(mrpc_classifier):
-    """Beats the majority class on held-out pairs, in accuracy and (the
-    steadier signal on 256 pairs) in cross-entropy: the best constant
-    prediction scores the label distribution's entropy."""
-    dev_y = mrpc_classifier["dev_y"]
-    positive = dev_y.mean()
-    majority = max(positive, 1 - positive)
-    constant_loss = -(
-        positive * np.log(positive) + (1 - positive) * np.log(1 - positive)
-    )
-    accuracy = mrpc_classifier["scores"]["sparse_categorical_accuracy"]
-    loss = mrpc_classifier["scores"]["loss"]
+def test_learns_sst2_from_raw_sentences(sst2_classifier):
+    """Held-out sentences: far above the majority class and the untrained
+    head, and evaluate, predict and a direct call agree."""
+    dev_y = sst2_classifier["dev_y"]
+    majority = max(dev_y.mean(), 1 - dev_y.mean())
+    accuracy = sst2_classifier["scores"]["sparse_categorical_accuracy"]
+    before = sst2_classifier["untrained"]["sparse_categorical_accuracy"]
     print(
-        f"MRPC dev[:256]: accuracy {accuracy:.4f} (majority class {majority:.4f}), "
-        f"loss {loss:.4f} (best constant {constant_loss:.4f})"
+        f"SST-2 dev[:256]: accuracy {accuracy:.4f} (untrained {before:.4f}, "
+        f"majority class {majority:.4f})"
     )
-    assert accuracy > majority + 0.01
-    assert loss < constant_loss - 0.03
-    # predict takes the same raw pairs and gives the logits evaluate scored.
-    model = mrpc_classifier["model"]
-    logits = model.predict(mrpc_classifier["dev_x"], batch_size=64, verbose=0)
+    # 0.10 is over three standard errors of an accuracy on 256 sentences.
+    assert accuracy > majority + 0.10
+    assert accuracy > before + 0.10
+    model = sst2_classifier["model"]
+    logits = model.predict(sst2_classifier["dev_x"], batch_size=64, verbose=0)
     assert logits.shape == (256, 2)
     assert np.mean(logits.argmax(-1) == dev_y) == pytest.approx(accuracy, abs=1e-6)
 
 
-def test_vocab_is_found_beside_the_checkpoint(mrpc_classifier, minilm_dir):
-    preprocessor = mrpc_classifier["model"].preprocessor
+def test_fits_mrpc_sentence_pairs(sst2_classifier, shared_data):
+    """Pairs take the same path: a few steps on real MRPC pairs lower their
+    loss (the text pair is packed as [CLS] a [SEP] b [SEP])."""
+    rows = read_glue_rows(os.path.join(shared_data, "glue/MRPC/train.tsv"), 64)
+    pairs = ([r[3] for r in rows], [r[4] for r in rows])
+    labels = np.array([int(r[0]) for r in rows])
+    model = sst2_classifier["model"]
+    before = model.evaluate(x=pairs, y=labels, batch_size=64, verbose=0)[0]
+    model.fit(x=pairs, y=labels, batch_size=16, epochs=3, verbose=0)
+    after = model.evaluate(x=pairs, y=labels, batch_size=64, verbose=0)[0]
+    print(f"MRPC train[:64] loss: {before:.4f} -> {after:.4f}")
+    assert after < before - 0.05
+
+
+def test_vocab_is_found_beside_the_checkpoint(sst2_classifier, minilm_dir):
+    preprocessor = sst2_classifier["model"].preprocessor
     assert preprocessor.vocab_file == os.path.join(minilm_dir, "vocab.txt")
-    assert preprocessor.seq_length == 64
+    assert preprocessor.seq_length == 48
 
 
 def test_a_checkpoint_without_vocabulary_is_named(tiny_tf1_checkpoint, tmp_path):
