@@ -106,7 +106,7 @@ def test_pretrains_from_scratch_to_overfit_sample_text(sample_records, tmp_path)
         f"--output_dir={output}",
         "--do_train=true",
         "--do_eval=true",
-        "--train_batch_size=32",
+        "--train_batch_size=16",
         "--max_seq_length=128",
         "--max_predictions_per_seq=20",
         f"--num_train_steps={NUM_STEPS}",
