@@ -40,14 +40,6 @@ def minilm_dir():
 
 @pytest.fixture
 def tiny_config():
-    import bert_tf
+    from tiny_models import tiny_bert_config
 
-    return bert_tf.BertConfig(
-        vocab_size=99,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=40,
-        type_vocab_size=2,
-    )
+    return tiny_bert_config(99, intermediate_size=37, max_position_embeddings=40)

@@ -17,6 +17,7 @@ import test_run_squad
 from cli_script import kill_when_written
 from cli_script import run_script
 from cli_script import script_in_background
+from tiny_models import tiny_bert_config
 
 import bert_tf
 
@@ -123,16 +124,7 @@ def test_run_ner_resumes_bit_for_bit(shared_data, tmp_path):
     data.mkdir()
     (data / "train.txt").write_text("\n\n".join(sentences[:48]) + "\n", "utf-8")
     vocab = os.path.join(shared_data, "vocab", "bert-base-cased", "vocab.txt")
-    bert_tf.BertConfig(
-        vocab_size=28996,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-    ).to_json_file(data / "bert_config.json")
+    tiny_bert_config(28996).to_json_file(data / "bert_config.json")
 
     def flags_for(output):
         return [
@@ -172,17 +164,7 @@ def pretraining_records(shared_data, tmp_path_factory):
         random_seed=12345,
         dupe_factor=1,
     )
-    bert_tf.BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-    ).to_json_file(folder / "bert_config.json")
+    tiny_bert_config(30522).to_json_file(folder / "bert_config.json")
     return folder, vocab
 
 

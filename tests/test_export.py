@@ -18,6 +18,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_models import tiny_bert_config
 
 import bert_tf
 from bert_tf import export
@@ -47,15 +48,7 @@ def vocab_file(shared_data):
 @pytest.fixture(scope="module")
 def models():
     keras.utils.set_random_seed(3)
-    config = bert_tf.BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=48,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-    )
+    config = tiny_bert_config(30522, intermediate_size=48)
     return {
         "classifier": bert_tf.BertClassifier(config, num_labels=2),
         "span": bert_tf.BertSpanLabeler(config),

@@ -6,6 +6,7 @@ import re
 import numpy as np
 from cli_script import run_script
 from cli_script import script_flag_defaults
+from tiny_models import tiny_bert_config
 
 import bert_tf
 
@@ -56,15 +57,7 @@ def write_task(tmp_path, train_rows=96, seed=0):
     tmp_path.mkdir(parents=True, exist_ok=True)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    config = bert_tf.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-    )
+    config = tiny_bert_config(len(vocab))
     config.to_json_file(tmp_path / "bert_config.json")
 
     def rows(count):

@@ -6,6 +6,7 @@ import pytest
 from cli_script import run_script
 from cli_script import script_flag_defaults
 from cli_script import script_in_background
+from tiny_models import tiny_bert_config
 
 import bert_tf
 
@@ -193,17 +194,9 @@ def full_length_records(shared_data, tmp_path_factory):
                 writer.write(record.numpy())
                 kept += 1
     assert kept >= 48
-    bert_tf.BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        type_vocab_size=2,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    ).to_json_file(folder / "bert_config.json")
+    tiny_bert_config(30522, max_position_embeddings=128, dropout=0.0).to_json_file(
+        folder / "bert_config.json"
+    )
     return folder, vocab
 
 

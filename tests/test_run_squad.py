@@ -8,6 +8,7 @@ import types
 import pytest
 from cli_script import run_script
 from cli_script import script_flag_defaults
+from tiny_models import tiny_bert_config
 
 import bert_tf
 
@@ -101,15 +102,7 @@ def write_task(path, version_2=False):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocab += FILLER + FRUITS + QUESTION_WORDS
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    bert_tf.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-    ).to_json_file(path / "bert_config.json")
+    tiny_bert_config(len(vocab)).to_json_file(path / "bert_config.json")
     train = squad_json(48, 0, "train", version_2)
     dev = squad_json(12, 1, "dev", version_2)
     (path / "train.json").write_text(json.dumps(train))

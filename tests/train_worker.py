@@ -17,6 +17,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tiny_models import tiny_bert_config
 
 
 def main():
@@ -50,16 +51,8 @@ def main():
     if args.dtype != "float32":
         keras.mixed_precision.set_global_policy(args.dtype)
     strategy = create_strategy(args.strategy)
-    config = bert_tf.BertConfig(
-        vocab_size=99,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=40,
-        type_vocab_size=2,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
+    config = tiny_bert_config(
+        99, intermediate_size=37, max_position_embeddings=40, dropout=0.0
     )
     with strategy.scope():
         keras.utils.set_random_seed(1)
