@@ -12,12 +12,12 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from serving_process import call_in_fresh_process
 from tiny_models import tiny_bert_config
 
 import bert_tf
@@ -112,56 +112,6 @@ def _keras_probabilities(models, vocab_file, texts_a, texts_b):
     return tf.nn.softmax(logits).numpy()
 
 
-LOADER = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
-
-    class NoBertTf(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("bert_tf", "data_prep"):
-                raise ImportError("the SavedModel must not need " + name)
-
-    sys.meta_path.insert(0, NoBertTf())
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the ops TF Serving links in)
-
-    calls = json.load(open(sys.argv[1]))
-    results = {}
-    for i, call in enumerate(calls):
-        model = tf.saved_model.load(call["dir"])
-        signature = model.signatures[call["signature"]]
-        kwargs = {
-            k: tf.constant(v, dtype=tf.string if isinstance(v[0], str) else tf.int32)
-            for k, v in call["inputs"].items()
-        }
-        for name, value in signature(**kwargs).items():
-            results[f"{i}/{name}"] = value.numpy()
-    np.savez(sys.argv[2], **results)
-    """
-)
-
-
-def _call_in_fresh_process(tmp_path, calls):
-    script = tmp_path / "load.py"
-    script.write_text(LOADER)
-    (tmp_path / "calls.json").write_text(json.dumps(calls))
-    out = tmp_path / "out.npz"
-    env = {**os.environ, "PYTHONPATH": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "calls.json"), str(out)],
-        check=True,
-        cwd=str(tmp_path),
-        env=env,
-        timeout=600,
-    )
-    results = np.load(out, allow_pickle=True)
-    return [
-        {k.split("/", 1)[1]: results[k] for k in results if k.startswith(f"{i}/")}
-        for i in range(len(calls))
-    ]
-
-
 def test_every_signature_in_a_process_without_bert_tf(
     exported, models, vocab_file, tmp_path
 ):
@@ -211,7 +161,7 @@ def test_every_signature_in_a_process_without_bert_tf(
             "inputs": token_inputs,
         },
     ]
-    results = _call_in_fresh_process(tmp_path, calls)
+    results = call_in_fresh_process(tmp_path, calls)
     classifier_text, classifier_tokens, span_text, span_tokens = results[:4]
     encoder_text, encoder_tokens, bf16_text, bf16_tokens = results[4:]
 

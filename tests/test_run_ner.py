@@ -10,9 +10,6 @@ against the Keras model fed by the original tokenizer.
 import json
 import os
 import shutil
-import subprocess
-import sys
-import textwrap
 import types
 
 import numpy as np
@@ -22,6 +19,7 @@ from cli_script import REPO
 from cli_script import run_script
 from safetensors.numpy import load_file
 from safetensors.numpy import save_file
+from serving_process import call_in_fresh_process
 
 import bert_tf
 from bert_tf import tokenization
@@ -204,33 +202,6 @@ def test_untagged_dev_file_stops_before_training(run_dir, tmp_path):
     assert not (output / "checkpoints").exists()
 
 
-LOADER = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
-
-    class NoBertTf(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("bert_tf", "data_prep"):
-                raise ImportError("the SavedModel must not need " + name)
-
-    sys.meta_path.insert(0, NoBertTf())
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-
-    directory, texts, out = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
-    model = tf.saved_model.load(directory)
-    results = {}
-    text = model.signatures["serving_default"](text=tf.constant(texts))
-    results.update({"text/" + k: v.numpy() for k, v in text.items()})
-    ids = {k: tf.constant(v, tf.int32) for k, v in json.load(open(sys.argv[4])).items()}
-    tokenized = model.signatures["serve_tokenized"](**ids)
-    results.update({"ids/" + k: v.numpy() for k, v in tokenized.items()})
-    np.savez(out, **results)
-    """
-)
-
-
 def _packed(vocab_file, texts):
     """The original tokenizer's ids and tokens of each text, cut to one window."""
     tokenizer = tokenization.FullTokenizer(vocab_file, True)
@@ -252,26 +223,24 @@ def test_exported_tagger_answers_raw_text_in_a_fresh_process(run_dir, tmp_path):
     (version,) = [d for d in os.listdir(run_dir / "export") if d.isdigit()]
     vocab_file = str(run_dir / "out" / "vocab.txt")
     inputs, tokens = _packed(vocab_file, SERVING_TEXTS)
-    (tmp_path / "texts.json").write_text(json.dumps(SERVING_TEXTS))
-    (tmp_path / "ids.json").write_text(
-        json.dumps({k: v.tolist() for k, v in inputs.items()})
-    )
-    (tmp_path / "load.py").write_text(LOADER)
-    subprocess.run(
+    directory = str(run_dir / "export" / version)
+    text_out, ids_out = call_in_fresh_process(
+        tmp_path,
         [
-            sys.executable,
-            str(tmp_path / "load.py"),
-            str(run_dir / "export" / version),
-            str(tmp_path / "texts.json"),
-            str(tmp_path / "out.npz"),
-            str(tmp_path / "ids.json"),
+            {
+                "dir": directory,
+                "signature": "serving_default",
+                "inputs": {"text": SERVING_TEXTS},
+            },
+            {
+                "dir": directory,
+                "signature": "serve_tokenized",
+                "inputs": {k: v.tolist() for k, v in inputs.items()},
+            },
         ],
-        check=True,
-        cwd=str(tmp_path),
-        env={**os.environ, "PYTHONPATH": "", "TF_CPP_MIN_LOG_LEVEL": "2"},
-        timeout=600,
     )
-    out = dict(np.load(tmp_path / "out.npz", allow_pickle=True))
+    out = {"text/" + k: v for k, v in text_out.items()}
+    out.update({"ids/" + k: v for k, v in ids_out.items()})
     labels = json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
     model = bert_tf.BertTokenClassifier.from_checkpoint(
         str(run_dir / "out"),
