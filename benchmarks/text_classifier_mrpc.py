@@ -38,17 +38,6 @@ def read_mrpc(path, count=0):
     )
 
 
-def scores(logits, labels):
-    import numpy as np
-
-    predicted = np.asarray(logits).argmax(-1)
-    true_positive = np.sum((predicted == 1) & (labels == 1))
-    precision = true_positive / max(1, np.sum(predicted == 1))
-    recall = true_positive / max(1, np.sum(labels == 1))
-    f1 = 2 * precision * recall / max(1e-12, precision + recall)
-    return float(np.mean(predicted == labels)), float(f1)
-
-
 def bert_tf_task(minilm, max_length):
     import bert_tf
 
@@ -68,6 +57,8 @@ def keras_hub_task(minilm, max_length):
 def run(name, build, minilm, args, train, dev):
     import keras
 
+    from bert_tf import classification_metrics
+
     keras.utils.set_random_seed(args.seed)
     task = build(minilm, args.max_length)
     task.compile()
@@ -79,11 +70,11 @@ def run(name, build, minilm, args, train, dev):
     began = time.perf_counter()
     logits = task.predict(dev[0], batch_size=64, verbose=0)
     predict_seconds = time.perf_counter() - began
-    accuracy, f1 = scores(logits, dev[1])
+    predicted = logits.argmax(-1)
     return {
         "name": name,
-        "accuracy": accuracy,
-        "f1": f1,
+        "accuracy": classification_metrics.accuracy(dev[1], predicted),
+        "f1": classification_metrics.f1_score(dev[1], predicted),
         "fit": fit_seconds,
         "predict": predict_seconds,
         "loss": history.history["loss"],
