@@ -281,8 +281,8 @@ def test_import_bert_tf_is_lazy_and_load_model_still_finds_its_classes(tmp_path)
 
 
 def test_shared_flags_list_the_strategies_the_trainer_knows():
+    from bert_tf.cli.flags import STRATEGIES
     from bert_tf.training import strategy
-    from bert_tf.training.flags import STRATEGIES
 
     assert STRATEGIES == strategy.STRATEGIES
 

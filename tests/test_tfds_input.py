@@ -397,26 +397,15 @@ def test_bad_names_splits_and_features_name_the_flag(tfds_dirs):
     assert len(sliced.get_train_examples()) == 10
 
 
-def _classifier_flags(**overrides):
-    values = {
-        "do_train": True,
-        "do_eval": False,
-        "do_predict": False,
-        "data_dir": None,
-        "task_name": None,
-        "vocab_file": "vocab.txt",
-        "output_dir": "out",
-        "train_file": None,
-        "dev_file": None,
-        "test_file": None,
-        "train_batch_size": 32,
-        "gradient_accumulation_steps": 1,
-        "do_lower_case": True,
-        "init_checkpoint": None,
-        "tfds_name": "glue/mrpc",
-    }
-    values.update(overrides)
-    return types.SimpleNamespace(**values)
+def _classifier_options(**overrides):
+    from bert_tf.options import ClassifierOptions
+    from bert_tf.options.tfds_options import TfdsOptions
+
+    tfds = {"tfds_name": "glue/mrpc"}
+    task = {}
+    for name, value in overrides.items():
+        (tfds if name.startswith("tfds_") else task)[name] = value
+    return ClassifierOptions(tfds=TfdsOptions(**tfds), **task)
 
 
 @pytest.mark.parametrize(
@@ -429,18 +418,12 @@ def _classifier_flags(**overrides):
     ],
 )
 def test_classifier_tfds_flag_errors(overrides, message):
-    from bert_tf.tasks import classification
-
     with pytest.raises(ValueError, match=message):
-        classification.validate_flags(_classifier_flags(**overrides))
+        _classifier_options(**overrides)
 
 
 def test_classifier_task_name_defaults_to_the_tfds_config():
-    from bert_tf.tasks import classification
-
-    flags_obj = _classifier_flags(tfds_name="glue/mnli")
-    classification.validate_flags(flags_obj)
-    assert flags_obj.task_name == "mnli"
+    assert _classifier_options(tfds_name="glue/mnli").task_name == "mnli"
 
 
 @pytest.mark.parametrize(

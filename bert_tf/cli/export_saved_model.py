@@ -12,9 +12,9 @@ Installed as `bert-tf-export-saved-model`; also `python -m bert_tf.cli.export_sa
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
-from bert_tf.training import flags as common_flags
 
 
 def define_flags():

@@ -11,8 +11,8 @@ Installed as `bert-tf-extract-features`; also `python -m bert_tf.cli.extract_fea
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
 
 ORIGINAL_FLAGS = (
     "input_file",

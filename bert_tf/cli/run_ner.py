@@ -17,9 +17,9 @@ Installed as `bert-tf-run-ner`; also `python -m bert_tf.cli.run_ner` and
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
 from bert_tf.data_prep import conll
-from bert_tf.training import flags as common_flags
 
 
 def define_flags():

@@ -2,7 +2,7 @@ r"""Masked LM and next sentence prediction pre-training: the original
 run_pretraining.py on TF2 / Keras 3.
 
 The original's flags keep their names, defaults and meanings; see
-`bert_tf/training/flags.py` for the added ones (strategy, precision, optimizer,
+`bert_tf/cli/flags.py` for the added ones (strategy, precision, optimizer,
 gradient accumulation). Records come from create_pretraining_data.py.
 
     python run_pretraining.py --input_file=/tmp/tf_examples.tfrecord \
@@ -17,9 +17,9 @@ Installed as `bert-tf-run-pretraining`; also `python -m bert_tf.cli.run_pretrain
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
 
 ORIGINAL_FLAGS = (
     "bert_config_file",

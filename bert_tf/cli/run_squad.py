@@ -1,7 +1,7 @@
 r"""BERT SQuAD runner: the original run_squad.py on TF2 / Keras 3.
 
 The original's flags keep their names, defaults and meanings; see
-`bert_tf/training/flags.py` for the added ones (strategy, precision, optimizer,
+`bert_tf/cli/flags.py` for the added ones (strategy, precision, optimizer,
 gradient accumulation) and `--do_eval` to score the predictions as
 evaluate-v1.1.py / evaluate-v2.0.py do (eval_results.json).
 
@@ -18,9 +18,9 @@ Installed as `bert-tf-run-squad`; also `python -m bert_tf.cli.run_squad` and `py
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
 
 ORIGINAL_FLAGS = (
     "bert_config_file",

@@ -25,6 +25,7 @@ from absl import logging
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.cli import flags as common_flags
 from bert_tf.data_prep import conll
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep.label_list_file import LABEL_LIST_FILE
@@ -34,7 +35,6 @@ from bert_tf.entity_metrics import entity_scores
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertTokenClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.training import flags as common_flags
 from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags

@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.config import BertConfig
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep.dynamic_masking import mask_dynamically
@@ -26,7 +27,6 @@ from bert_tf.errors import UserInputError
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.progress import batches_with_progress
-from bert_tf.training import flags as common_flags
 from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import output_dir_lock

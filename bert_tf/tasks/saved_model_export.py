@@ -12,6 +12,7 @@ from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.cli import flags as common_flags
 from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.data_prep.label_list_file import read_label_list
@@ -22,7 +23,6 @@ from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
-from bert_tf.training import flags as common_flags
 
 
 def classifier_labels(flags_obj):

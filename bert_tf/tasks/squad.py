@@ -24,6 +24,7 @@ from absl import logging
 from bert_tf import squad_postprocessing
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
+from bert_tf.cli import flags as common_flags
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep import squad as squad_data
 from bert_tf.data_prep import tfds_input
@@ -31,7 +32,6 @@ from bert_tf.errors import UserInputError
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.progress import batches_with_progress
-from bert_tf.training import flags as common_flags
 from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags

@@ -1,18 +1,21 @@
-"""Command-line flags shared by the run_* scripts, defined once.
+"""Command-line flags shared by the run_* scripts, defined once, and the
+typed options they become.
 
 The original's flags keep their names, defaults and meanings; each script
 defines its own task flags and calls the functions here for the rest.
-`validate_common_flags` checks the values every script shares.
+`run_options` turns the shared ones into `bert_tf.options.RunOptions`, whose
+checks name the flag at fault (before TensorFlow loads).
 """
 
 from absl import flags
 
 from bert_tf.errors import UserInputError
-
-# bert_tf.training.strategy.STRATEGIES, written out: flag definitions must not
-# import TensorFlow (`--help` answers at once); tests/test_cli.py checks that
-# the two lists agree.
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+from bert_tf.options.distribution_options import STRATEGIES
+from bert_tf.options.distribution_options import DistributionOptions
+from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.run_options import RunOptions
+from bert_tf.options.tfds_options import TfdsOptions
+from bert_tf.options.training_options import TrainingOptions
 
 
 def define_tpu_flags():
@@ -362,3 +365,88 @@ def validate_common_flags(flags_obj):
     warmup = getattr(flags_obj, "warmup_proportion", None)
     if warmup is not None and not 0.0 <= warmup <= 1.0:
         raise UserInputError(f"--warmup_proportion: must be in [0, 1], got {warmup}")
+
+
+def run_options(flags_obj, *, lower_case=True, batching=True, schedule="epochs"):
+    """The `RunOptions` of a run_* tool's parsed flags.
+
+    Args:
+      flags_obj: the parsed flags.
+      lower_case: the tool has --do_lower_case (tokenizes text).
+      batching: the tool has --pad_to_longest and --length_bucketing.
+      schedule: "epochs" (--num_train_epochs, --warmup_proportion) or
+        "steps" (--num_train_steps, --num_warmup_steps).
+    """
+    f = flags_obj
+    if schedule == "epochs":
+        steps = {
+            "num_train_epochs": f.num_train_epochs,
+            "warmup_proportion": f.warmup_proportion,
+        }
+    else:
+        steps = {
+            "num_train_epochs": None,
+            "warmup_proportion": None,
+            "num_train_steps": f.num_train_steps,
+            "num_warmup_steps": f.num_warmup_steps,
+        }
+    training = TrainingOptions(
+        train_batch_size=f.train_batch_size,
+        learning_rate=f.learning_rate,
+        optimizer=f.optimizer,
+        gradient_accumulation_steps=f.gradient_accumulation_steps,
+        use_xla=f.use_xla,
+        save_checkpoints_steps=f.save_checkpoints_steps,
+        iterations_per_loop=f.iterations_per_loop,
+        length_bucketing=f.length_bucketing if batching else None,
+        overwrite_output_dir=f.overwrite_output_dir,
+        **steps,
+    )
+    distribution = DistributionOptions(
+        distribution_strategy=f.distribution_strategy,
+        num_gpus=f.num_gpus,
+        use_tpu=f.use_tpu,
+        tpu_name=f.tpu_name,
+        tpu_zone=f.tpu_zone,
+        gcp_project=f.gcp_project,
+        master=f.master,
+        num_tpu_cores=f.num_tpu_cores,
+    )
+    export = None
+    if f.export_dir:
+        export = ExportOptions(
+            export_dir=f.export_dir,
+            serving_tokenizer=f.serving_tokenizer,
+            serving_dtype=f.serving_dtype,
+            export_version=f.export_version,
+        )
+    return RunOptions(
+        output_dir=f.output_dir,
+        bert_config_file=f.bert_config_file,
+        init_checkpoint=f.init_checkpoint,
+        vocab_file=f.vocab_file,
+        do_lower_case=f.do_lower_case if lower_case else None,
+        max_seq_length=f.max_seq_length,
+        do_train=f.do_train,
+        do_eval=getattr(f, "do_eval", False),
+        do_predict=getattr(f, "do_predict", False),
+        eval_batch_size=getattr(f, "eval_batch_size", 8),
+        predict_batch_size=getattr(f, "predict_batch_size", 8),
+        pad_to_longest=f.pad_to_longest if batching else None,
+        dtype=f.dtype,
+        seed=f.seed,
+        training=training,
+        distribution=distribution,
+        export=export,
+    )
+
+
+def tfds_options(flags_obj):
+    """The `TfdsOptions` of the --tfds_* flags the tool has."""
+    return TfdsOptions(
+        **{
+            name: getattr(flags_obj, name)
+            for name in TfdsOptions.__dataclass_fields__
+            if name in flags_obj
+        }
+    )
