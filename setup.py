@@ -71,6 +71,8 @@ setup(
             # raw-text classifier's API (its deps leave keras/TF as they are).
             "keras-hub",
             "ruff",
+            # trec_eval's own code: the reference of the retrieval metrics.
+            "pytrec-eval-terrier",
             "tensorflow-datasets>=4.9",
             "importlib_resources",
         ],
