@@ -9,7 +9,6 @@ checks name the flag at fault (before TensorFlow loads).
 
 from absl import flags
 
-from bert_tf.errors import UserInputError
 from bert_tf.options.distribution_options import STRATEGIES
 from bert_tf.options.distribution_options import DistributionOptions
 from bert_tf.options.export_options import ExportOptions
@@ -222,18 +221,6 @@ def define_serving_flags():
     )
 
 
-# The --tfds_* flags that only mean something with --tfds_name.
-_TFDS_OPTION_FLAGS = (
-    "tfds_data_dir",
-    "tfds_split_train",
-    "tfds_split_eval",
-    "tfds_split_predict",
-    "tfds_text_a_feature",
-    "tfds_text_b_feature",
-    "tfds_label_feature",
-)
-
-
 def define_tfds_flags(text_features, eval_split=None):
     """Flags reading a TensorFlow Datasets dataset instead of the original's files.
 
@@ -290,81 +277,6 @@ def define_tfds_flags(text_features, eval_split=None):
         flags.DEFINE_string(
             "tfds_label_feature", None, "TFDS label feature (default: label)."
         )
-
-
-def validate_tfds_flags(flags_obj, file_flags, supported):
-    """Checks the --tfds_* flags against each other and the file flags.
-
-    Args:
-      flags_obj: the parsed flags.
-      file_flags: names of the flags that name input files, exclusive with
-        --tfds_name.
-      supported: the TFDS configs the script reads (keys of a dict or a list).
-    """
-    if not getattr(flags_obj, "tfds_name", None):
-        for name in _TFDS_OPTION_FLAGS:
-            if getattr(flags_obj, name, None) not in (None, ""):
-                raise UserInputError(f"--{name} needs --tfds_name")
-        return
-    for name in file_flags:
-        if getattr(flags_obj, name, None):
-            raise UserInputError(
-                f"--tfds_name reads the data from TFDS: drop --{name} (the two are "
-                "exclusive)"
-            )
-    from bert_tf.data_prep.tfds_input import check_supported
-
-    check_supported(flags_obj.tfds_name, supported)
-
-
-# Flags that count something: 0 or less is a mistake the user can fix.
-_POSITIVE_FLAGS = (
-    "train_batch_size",
-    "eval_batch_size",
-    "predict_batch_size",
-    "max_seq_length",
-    "save_checkpoints_steps",
-    "iterations_per_loop",
-    "gradient_accumulation_steps",
-    # SQuAD windows: a stride of 0 never moves on; no n-best candidates or a
-    # zero answer length would answer nothing.
-    "doc_stride",
-    "n_best_size",
-    "max_answer_length",
-)
-
-
-def validate_common_flags(flags_obj):
-    """Checks the shared flags a script has; each message names its flag.
-
-    Raises:
-        UserInputError: `--name: must be positive, got 0`, an accumulation that
-            does not divide the batch, or a learning rate or warmup out of
-            range.
-    """
-    for name in _POSITIVE_FLAGS:
-        value = getattr(flags_obj, name, None)
-        if value is not None and value < 1:
-            raise UserInputError(f"--{name}: must be positive, got {value}")
-    accumulation = getattr(flags_obj, "gradient_accumulation_steps", 1)
-    batch = getattr(flags_obj, "train_batch_size", None)
-    if batch is not None and batch % accumulation:
-        raise UserInputError(
-            f"--train_batch_size={batch} is not divisible by "
-            f"--gradient_accumulation_steps={accumulation}"
-        )
-    if getattr(flags_obj, "do_train", False):
-        learning_rate = getattr(flags_obj, "learning_rate", None)
-        if learning_rate is not None and not learning_rate > 0:
-            raise UserInputError(
-                f"--learning_rate: must be positive, got {learning_rate}"
-            )
-        epochs = getattr(flags_obj, "num_train_epochs", None)
-        if epochs is not None and not epochs > 0:
-            raise UserInputError(f"--num_train_epochs: must be positive, got {epochs}")
-    warmup = getattr(flags_obj, "warmup_proportion", None)
-    if warmup is not None and not 0.0 <= warmup <= 1.0:
-        raise UserInputError(f"--warmup_proportion: must be in [0, 1], got {warmup}")
 
 
 def run_options(flags_obj, *, lower_case=True, batching=True, schedule="epochs"):

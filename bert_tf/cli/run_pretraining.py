@@ -20,6 +20,7 @@ from absl import flags
 from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
+from bert_tf.options.pretraining_options import PretrainingOptions
 
 ORIGINAL_FLAGS = (
     "bert_config_file",
@@ -78,6 +79,24 @@ def define_flags():
     common_flags.define_common_flags(max_seq_length=128)
 
 
+def options(flags_obj):
+    """(RunOptions, PretrainingOptions) of the parsed flags, checked (no
+    TensorFlow)."""
+    f = flags_obj
+    pretraining = PretrainingOptions(
+        input_file=f.input_file,
+        max_predictions_per_seq=f.max_predictions_per_seq,
+        max_eval_steps=f.max_eval_steps,
+        dynamic_masking=f.dynamic_masking,
+        masked_lm_prob=f.masked_lm_prob,
+    )
+    run = common_flags.run_options(
+        f, lower_case=False, batching=False, schedule="steps"
+    )
+    pretraining.check(run)
+    return run, pretraining
+
+
 COMMAND = Command(
     "run_pretraining",
     __doc__,
@@ -89,6 +108,7 @@ COMMAND = Command(
         "bert_config_file",
         "output_dir",
     ),
+    options=options,
 )
 
 

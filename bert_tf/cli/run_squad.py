@@ -21,6 +21,7 @@ from absl import flags
 from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
+from bert_tf.options.squad_options import SquadOptions
 
 ORIGINAL_FLAGS = (
     "bert_config_file",
@@ -122,6 +123,27 @@ def define_flags():
     common_flags.define_tfds_flags(text_features=False)
 
 
+def options(flags_obj):
+    """(RunOptions, SquadOptions) of the parsed flags, checked (no TensorFlow)."""
+    f = flags_obj
+    squad = SquadOptions(
+        train_file=f.train_file,
+        predict_file=f.predict_file,
+        doc_stride=f.doc_stride,
+        max_query_length=f.max_query_length,
+        n_best_size=f.n_best_size,
+        max_answer_length=f.max_answer_length,
+        verbose_logging=f.verbose_logging,
+        version_2_with_negative=f.version_2_with_negative,
+        null_score_diff_threshold=f.null_score_diff_threshold,
+        train_answer=f.train_answer,
+        tfds=common_flags.tfds_options(f),
+    )
+    run = common_flags.run_options(f, batching=False)
+    squad.check(run)
+    return run, squad
+
+
 COMMAND = Command(
     "run_squad",
     __doc__,
@@ -132,6 +154,7 @@ COMMAND = Command(
         "vocab_file",
         "output_dir",
     ),
+    options=options,
 )
 
 

@@ -33,6 +33,9 @@ _EXPORTS = {
     "SquadOptions": "bert_tf.options.squad_options",
     "NerOptions": "bert_tf.options.ner_options",
     "PretrainingOptions": "bert_tf.options.pretraining_options",
+    "FeatureExtractionOptions": "bert_tf.options.feature_extraction_options",
+    "SavedModelExportOptions": "bert_tf.options.saved_model_export_options",
+    "TfdsOptions": "bert_tf.options.tfds_options",
 }
 
 __all__ = sorted(_EXPORTS)

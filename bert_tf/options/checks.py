@@ -44,3 +44,15 @@ def run_defining(options):
                 continue
             settings[field.name] = list(value) if isinstance(value, tuple) else value
     return settings
+
+
+def sequence_length_fits(max_seq_length, config):
+    """The original's check: `max_seq_length` ≤ the model's positions
+    (`config.max_position_embeddings`), with both flags named."""
+    if max_seq_length > config.max_position_embeddings:
+        raise UserInputError(
+            f"Cannot use sequence length {max_seq_length} because the BERT "
+            "model was only trained up to sequence length "
+            f"{config.max_position_embeddings} "
+            "(--max_seq_length > max_position_embeddings)"
+        )

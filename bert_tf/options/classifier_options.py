@@ -106,12 +106,13 @@ class ClassifierOptions:
         if not (self.is_custom or self.tfds.tfds_name):
             required("data_dir", self.data_dir)
         required("task_name", self.task_name)
-        required("vocab_file", run.vocab_file)
+        # A task name given wrong is named before any flag missing.
         if self.task_name.lower() not in glue.PROCESSORS:
             raise UserInputError(
                 f"--task_name: Task not found: {self.task_name!r}. Known tasks: "
                 f"{', '.join(sorted(glue.PROCESSORS))}"
             )
+        required("vocab_file", run.vocab_file)
         run.check_paths()
         if self.data_dir and not os.path.isdir(self.data_dir):
             existing_path("data_dir", self.data_dir)

@@ -6,6 +6,7 @@ from bert_tf import tokenization
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
+from bert_tf.options.checks import sequence_length_fits
 from bert_tf.options.distribution_options import DistributionOptions
 from bert_tf.options.export_options import ExportOptions
 from bert_tf.options.training_options import TrainingOptions
@@ -97,13 +98,7 @@ class RunOptions:
 
     def check_config(self, config):
         """The original's check: max_seq_length ≤ the model's positions."""
-        if self.max_seq_length > config.max_position_embeddings:
-            raise UserInputError(
-                f"Cannot use sequence length {self.max_seq_length} because the BERT "
-                "model was only trained up to sequence length "
-                f"{config.max_position_embeddings} "
-                "(--max_seq_length > max_position_embeddings)"
-            )
+        sequence_length_fits(self.max_seq_length, config)
 
     def at_least_one(self, *names):
         """The original's `At least one of ... must be True.` for `names`."""
