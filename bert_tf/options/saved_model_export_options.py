@@ -9,16 +9,11 @@ from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.export_options import ExportOptions
+from bert_tf.serving.span_options import SpanOptions
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
 
-SPAN_OPTIONS = (
-    "max_query_length",
-    "max_answer_length",
-    "doc_stride",
-    "n_best_size",
-    "version_2_with_negative",
-    "null_score_diff_threshold",
-)
+# The span flags: the fields of `SpanOptions`.
+SPAN_OPTIONS = tuple(field.name for field in dataclasses.fields(SpanOptions))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +67,8 @@ class SavedModelExportOptions:
             )
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
-        for name in (
-            "max_seq_length",
-            "doc_stride",
-            "n_best_size",
-            "max_answer_length",
-        ):
-            positive(name, getattr(self, name))
+        positive("max_seq_length", self.max_seq_length)
+        self.span_options()  # its checks: positive sizes
         tokenization.validate_case_matches_checkpoint(
             self.do_lower_case, self.init_checkpoint
         )
@@ -119,6 +109,6 @@ class SavedModelExportOptions:
             pair = self.text_pair
         return labels, pair
 
-    def span_kwargs(self):
-        """The span-serving options of the export."""
-        return {name: getattr(self, name) for name in SPAN_OPTIONS}
+    def span_options(self):
+        """The `SpanOptions` of the span flags."""
+        return SpanOptions.from_attributes(self)

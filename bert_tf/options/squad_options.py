@@ -5,9 +5,9 @@ import dataclasses
 from bert_tf.data_prep import tfds_input
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
-from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.tfds_options import TfdsOptions
+from bert_tf.serving.span_options import SpanOptions
 
 TRAIN_ANSWERS = ("error", "first")
 
@@ -57,6 +57,7 @@ class SquadOptions:
     tfds: TfdsOptions = dataclasses.field(default_factory=TfdsOptions)
 
     def __post_init__(self):
+        self.span_options()  # its checks: positive sizes
         if self.train_answer not in TRAIN_ANSWERS:
             raise UserInputError(
                 f"--train_answer={self.train_answer!r} is not one of "
@@ -101,29 +102,14 @@ class SquadOptions:
                 "`do_eval` scores the predictions: it needs --do_predict."
             )
         required("vocab_file", run.vocab_file)
-        if run.max_seq_length <= self.max_query_length + 3:
-            raise UserInputError(
-                f"The max_seq_length ({run.max_seq_length}) must be greater than "
-                f"max_query_length ({self.max_query_length}) + 3 "
-                "(--max_seq_length, --max_query_length)"
-            )
-        # SQuAD windows: a stride of 0 never moves on; no n-best candidates
-        # or a zero answer length would answer nothing.
-        for name in ("doc_stride", "n_best_size", "max_answer_length"):
-            positive(name, getattr(self, name))
+        self.span_options().check_seq_length(run.max_seq_length)
         run.check_paths()
         if run.do_train:
             existing_path("train_file", self.train_file)
         if run.do_predict:
             existing_path("predict_file", self.predict_file)
 
-    def serving_kwargs(self):
-        """The span-serving options of an export of this run."""
-        return {
-            "max_query_length": self.max_query_length,
-            "max_answer_length": self.max_answer_length,
-            "doc_stride": self.doc_stride,
-            "n_best_size": self.n_best_size,
-            "version_2_with_negative": self.version_2_with_negative,
-            "null_score_diff_threshold": self.null_score_diff_threshold,
-        }
+    def span_options(self):
+        """The `SpanOptions` of these flags: what run_squad's predictions, the
+        span SavedModel and `DocumentAnswers` share."""
+        return SpanOptions.from_attributes(self)

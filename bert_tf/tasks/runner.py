@@ -121,7 +121,7 @@ def run_settings(task, config, fingerprints):
 
 def export_model(run, model, **serving_kwargs):
     """--export_dir: the SavedModel for TF Serving of the task's family."""
-    from bert_tf.export import export_saved_model
+    from bert_tf.serving import export_saved_model
 
     export = run.export
     return export_saved_model(

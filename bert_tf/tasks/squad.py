@@ -290,7 +290,7 @@ class SquadTask(Task):
         )
 
     def serving_kwargs(self):
-        return self.options.serving_kwargs()
+        return {"span_options": self.options.span_options()}
 
 
 def run(run_options, squad_options):
