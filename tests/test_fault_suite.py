@@ -601,6 +601,7 @@ def classify(probe, result, paths):
     return "clear", ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("probe", PROBES, ids=[p["id"] for p in PROBES])
 def test_probe_ends_in_a_clear_error_or_a_correct_result(probe, results, paths):
     verdict, reason = classify(probe, results[probe["id"]], paths)
