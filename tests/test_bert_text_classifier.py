@@ -128,6 +128,7 @@ def test_fits_mrpc_sentence_pairs(sst2_classifier, shared_data):
     assert after < before - 0.05
 
 
+@pytest.mark.slow
 def test_vocab_is_found_beside_the_checkpoint(sst2_classifier, minilm_dir):
     preprocessor = sst2_classifier["model"].preprocessor
     assert preprocessor.vocab_file == os.path.join(minilm_dir, "vocab.txt")

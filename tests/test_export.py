@@ -408,6 +408,7 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
     assert os.listdir(failing) == []
 
 
+@pytest.mark.slow
 def test_keras_file_in_the_export_loads_with_identical_outputs(
     exported, models, vocab_file
 ):
@@ -685,6 +686,7 @@ def test_text_pair_batch_size_mismatch_names_both_sizes(exported):
         span(question=tf.constant(["q"]), context=tf.constant(["a", "b"]))
 
 
+@pytest.mark.slow
 def test_bfloat16_export_computes_in_bfloat16(exported):
     loaded = tf.saved_model.load(exported["classifier_bfloat16"])
     graph = loaded.signatures["serve_tokenized"].graph.as_graph_def()

@@ -608,6 +608,7 @@ def test_probe_ends_in_a_clear_error_or_a_correct_result(probe, results, paths):
     assert verdict in ("clear", "correct"), f"{verdict}: {reason}"
 
 
+@pytest.mark.slow
 def test_totals_none_silently_wrong(results, paths):
     """The suite's totals, printed (pytest -s): clear errors, correct results,
     unclear errors, silently wrong results."""
