@@ -17,6 +17,7 @@ COMMANDS = (
     "export_saved_model",
     "run_ner",
     "embed",
+    "run_similarity",
 )
 
 setup(

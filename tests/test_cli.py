@@ -25,6 +25,7 @@ COMMANDS = {
     "bert-tf-export-saved-model": "bert_tf.cli.export_saved_model:main",
     "bert-tf-run-ner": "bert_tf.cli.run_ner:main",
     "bert-tf-embed": "bert_tf.cli.embed:main",
+    "bert-tf-run-similarity": "bert_tf.cli.run_similarity:main",
     "bert-tf-demo": "bert_tf.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
@@ -43,6 +44,7 @@ ORIGINAL_AND_ADDED = {
     "export_saved_model": (None, "--model_type"),
     "run_ner": (None, "--tag_scheme"),
     "embed": (None, "--text_column"),
+    "run_similarity": (None, "--score_scale"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 

@@ -285,3 +285,110 @@ class SimilarityTask:
 
     def serving_kwargs(self):
         return {}
+
+
+def options_from_flags(flags_obj):
+    f = flags_obj
+    options = SimilarityOptions(
+        train_file=f.train_file,
+        dev_file=f.dev_file,
+        text_a_column=f.text_a_column,
+        text_b_column=f.text_b_column,
+        score_column=f.score_column or None,
+        negative_column=f.negative_column or None,
+        loss=f.loss,
+        score_scale=f.score_scale,
+        similarity_scale=f.similarity_scale,
+        pooling=f.pooling,
+        normalize=f.normalize,
+    )
+    options.check(f.do_train, f.do_eval)
+    return options
+
+
+def run(flags_obj):
+    """run_similarity.py: train (or resume), evaluate, save, export.
+
+    Until the task protocol's runner is on main, the shared steps come from
+    `bert_tf.training.run_setup`, as in the other run_* tasks.
+    """
+    import keras
+
+    from bert_tf.serving import export_saved_model
+    from bert_tf.training.run_setup import output_dir_lock
+    from bert_tf.training.run_setup import strategy_from_flags
+    from bert_tf.training.run_setup import train_or_restore
+    from bert_tf.training.run_setup import write_eval_results
+    from bert_tf.training.strategy import is_chief
+
+    f = flags_obj
+    options = options_from_flags(f)
+    if not (f.do_train or f.do_eval):
+        raise UserInputError("At least one of `do_train` or `do_eval` must be True.")
+    if f.train_batch_size % f.gradient_accumulation_steps:
+        raise UserInputError(
+            f"--train_batch_size={f.train_batch_size} is not divisible by "
+            f"--gradient_accumulation_steps={f.gradient_accumulation_steps}"
+        )
+    task = SimilarityTask(
+        options,
+        seed=f.seed,
+        micro_batch_size=f.train_batch_size // f.gradient_accumulation_steps,
+        train_batch_size=f.train_batch_size,
+        num_train_epochs=f.num_train_epochs,
+        do_lower_case=f.do_lower_case,
+        max_seq_length=f.max_seq_length,
+        vocab_file=f.vocab_file,
+    )
+    with output_dir_lock(f):
+        task.prepare(f.do_train)
+        keras.utils.set_random_seed(f.seed)
+        if f.dtype != "float32":
+            keras.mixed_precision.set_global_policy(f.dtype)
+        tf.io.gfile.makedirs(f.output_dir)
+        strategy = strategy_from_flags(f)
+        with strategy.scope():
+            model = task.build_model(f.init_checkpoint)
+        steps = warmup = 0
+        if f.do_train:
+            steps = task.num_train_steps()
+            warmup = int(steps * f.warmup_proportion)
+        global_step = train_or_restore(
+            f,
+            strategy,
+            model,
+            script=task.script,
+            config=model.encoder.config,
+            loss_fn=task.loss,
+            dataset_fn=task.dataset_fn,
+            # What else defines the run: the task's own options.
+            data=[*task.fingerprints(), run_defining(options)] if f.do_train else [],
+            num_train_steps=steps,
+            num_warmup_steps=warmup,
+            vocab_file=model.preprocessor.vocab_file,
+        )
+        chief = is_chief(strategy)
+        if f.do_train and chief:
+            task.save_outputs(model, f.output_dir)
+        results = None
+        if f.do_eval and chief:
+            results = task.evaluate(model, global_step, batch_size=f.eval_batch_size)
+            write_eval_results(
+                results, os.path.join(f.output_dir, task.eval_results_file)
+            )
+        if f.export_dir and chief:
+            export_saved_model(
+                model,
+                f.export_dir,
+                model.preprocessor.vocab_file,
+                model.preprocessor.do_lower_case,
+                model.preprocessor.seq_length,
+                tokenizer=f.serving_tokenizer,
+                dtype=f.serving_dtype,
+                version=f.export_version,
+            )
+    return results
+
+
+def run_defining(options):
+    return {name: getattr(options, name) for name in options.RUN_DEFINING}
