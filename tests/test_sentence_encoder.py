@@ -76,6 +76,7 @@ def test_pooling_modes_concatenate_in_the_order_given():
         SentencePooling("weightedmean")
 
 
+@pytest.mark.slow
 def test_reads_the_shipped_model_as_sentence_transformers_does(minilm_dir):
     from sentence_transformers import SentenceTransformer
 
@@ -115,6 +116,7 @@ def test_stsb_dev_parity_and_spearman(shared_data, minilm_dir):
     assert spearman(ours) > 0.8  # the model's published STS-B level
 
 
+@pytest.mark.slow
 def test_written_directory_loads_in_sentence_transformers(minilm_dir, tmp_path):
     """cls+mean pooling, a tanh Dense and Normalize, written by us, read by
     PyTorch's SentenceTransformer and by us again: the same embeddings."""
@@ -147,6 +149,7 @@ def test_written_directory_loads_in_sentence_transformers(minilm_dir, tmp_path):
     np.testing.assert_allclose(again.encode(SENTENCES), ours, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_keras_file_is_self_contained(minilm_dir, tmp_path):
     import keras
     from tiny_models import tiny_bert_config

@@ -17,6 +17,7 @@ def _embeddings(rows, seed):
     return [rng.normal(size=(6, 8)).astype(np.float32) for _ in range(rows)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["cosine", "cosent", "mnr", "mnr_negatives", "mnr_symmetric"]
 )
@@ -156,5 +157,5 @@ def test_run_similarity_trains_evaluates_saves_and_exports(
             },
         ],
     )
-    np.testing.assert_allclose(served["0/embeddings"], a[:5], atol=2e-5)
-    np.testing.assert_allclose(served["1/cosine"], cosine[:5], atol=2e-5)
+    np.testing.assert_allclose(served[0]["embeddings"], a[:5], atol=2e-5)
+    np.testing.assert_allclose(served[1]["cosine"], cosine[:5], atol=2e-5)
