@@ -30,6 +30,8 @@ class SavedModelExportOptions:
       task_name, labels, text_pair: classifier (and tagger: labels) options.
       max_query_length, max_answer_length, doc_stride, n_best_size,
         version_2_with_negative, null_score_diff_threshold: span options.
+      pooling: embedding of a plain BERT checkpoint: mean, cls, max or
+        mean_sqrt_len_tokens.
 
     Example:
 
@@ -55,6 +57,7 @@ class SavedModelExportOptions:
     n_best_size: int = 20
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
+    pooling: str | None = None
 
     def __post_init__(self):
         required("model_type", self.model_type)

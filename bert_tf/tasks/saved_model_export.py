@@ -17,6 +17,7 @@ from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
+from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
 from bert_tf.serving import export_saved_model
@@ -58,6 +59,8 @@ def run(options):
             f"({max_positions}) of {config or files.config_file}"
         )
     init = options.init_checkpoint
+    do_lower_case = options.do_lower_case
+    max_seq_length = options.max_seq_length
     if options.model_type == "classifier":
         labels, pair = options.classifier_labels()
         regression = glue.is_regression_label_list(labels)
@@ -74,14 +77,28 @@ def run(options):
             init, config=config, num_labels=len(labels)
         )
         serving = {"label_list": labels}
+    elif options.model_type == "embedding":
+        model = BertSentenceEncoder.from_checkpoint(
+            init, config=config, pooling=options.pooling, vocab_file=vocab_file
+        )
+        # The tokenization the encoder was trained with: its checkpoint's.
+        do_lower_case = model.preprocessor.do_lower_case
+        max_seq_length = model.preprocessor.seq_length
+        serving = {}
     else:
         model = BertEncoder.from_checkpoint(init, config=config)
         serving = {"text_pair": bool(options.text_pair)}
     report = model.checkpoint_load_report
-    if report.missing:
+    missing = [
+        name
+        for name in report.missing
+        # A model that does not read the pooler may lack it.
+        if model.reads_pooled_output or not name.startswith("bert/pooler/")
+    ]
+    if missing:
         raise UserInputError(
-            f"{init} lacks {len(report.missing)} of the "
-            f"{options.model_type} model's variables, e.g. {report.missing[:3]}: "
+            f"{init} lacks {len(missing)} of the "
+            f"{options.model_type} model's variables, e.g. {missing[:3]}: "
             "is --model_type right?"
         )
     export = options.export
@@ -89,8 +106,8 @@ def run(options):
         model,
         export.export_dir,
         vocab_file,
-        options.do_lower_case,
-        options.max_seq_length,
+        do_lower_case,
+        max_seq_length,
         tokenizer=export.serving_tokenizer,
         dtype=export.serving_dtype,
         version=export.export_version,
