@@ -19,8 +19,8 @@ and `python run_similarity.py`.
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
 
 LOSSES = ("cosine", "cosent", "mnr", "mnr_symmetric")
 
@@ -74,12 +74,43 @@ def define_flags():
     common_flags.define_finetuning_flags()
 
 
+def options(flags_obj):
+    """(RunOptions, SimilarityOptions) of the parsed flags, checked."""
+    # SimilarityOptions still lives in the task module, which imports
+    # TensorFlow: load it quietly first (moving it to bert_tf.options makes
+    # these checks TensorFlow-free like the other tools').
+    from bert_tf.cli.command import import_tensorflow
+
+    import_tensorflow(flags_obj.verbosity)
+    from bert_tf.tasks.similarity import SimilarityOptions
+
+    f = flags_obj
+    similarity = SimilarityOptions(
+        train_file=f.train_file,
+        dev_file=f.dev_file,
+        text_a_column=f.text_a_column,
+        text_b_column=f.text_b_column,
+        score_column=f.score_column or None,
+        negative_column=f.negative_column or None,
+        loss=f.loss,
+        score_scale=f.score_scale,
+        similarity_scale=f.similarity_scale,
+        pooling=f.pooling,
+        normalize=f.normalize,
+    )
+    run = common_flags.run_options(f, batching=False)
+    run.at_least_one("do_train", "do_eval")
+    similarity.check(run.do_train, run.do_eval)
+    return run, similarity
+
+
 COMMAND = Command(
     "run_similarity",
     __doc__,
     define_flags,
     "bert_tf.tasks.similarity:run",
     required=("output_dir", "init_checkpoint"),
+    options=options,
 )
 
 

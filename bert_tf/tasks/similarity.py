@@ -18,8 +18,9 @@ and `BertSentenceEncoder.from_checkpoint` load.
 
 The task is written as the methods of the task protocol (prepare,
 build_model, training_data, loss, evaluate, serving_kwargs) so that the one
-runner can drive it; `run` drives it with `bert_tf.training.run_setup` until
-then.
+runner can drive it; `run` drives it with the runner's pieces
+(`bert_tf.tasks.runner`, `train_or_restore`) until it moves onto
+`bert_tf.tasks.task.Task`.
 """
 
 import dataclasses
@@ -287,105 +288,89 @@ class SimilarityTask:
         return {}
 
 
-def options_from_flags(flags_obj):
-    f = flags_obj
-    options = SimilarityOptions(
-        train_file=f.train_file,
-        dev_file=f.dev_file,
-        text_a_column=f.text_a_column,
-        text_b_column=f.text_b_column,
-        score_column=f.score_column or None,
-        negative_column=f.negative_column or None,
-        loss=f.loss,
-        score_scale=f.score_scale,
-        similarity_scale=f.similarity_scale,
-        pooling=f.pooling,
-        normalize=f.normalize,
-    )
-    options.check(f.do_train, f.do_eval)
-    return options
-
-
-def run(flags_obj):
+def run(run_options, options):
     """run_similarity.py: train (or resume), evaluate, save, export.
 
-    Until the task protocol's runner is on main, the shared steps come from
-    `bert_tf.training.run_setup`, as in the other run_* tasks.
+    Args:
+      run_options: the `RunOptions` (max_seq_length None: the checkpoint's).
+      options: the `SimilarityOptions`.
     """
     import keras
 
+    from bert_tf.options.checks import run_defining as run_defining_options
     from bert_tf.serving import export_saved_model
-    from bert_tf.training.run_setup import output_dir_lock
-    from bert_tf.training.run_setup import strategy_from_flags
-    from bert_tf.training.run_setup import train_or_restore
-    from bert_tf.training.run_setup import write_eval_results
+    from bert_tf.tasks.runner import output_dir_lock
+    from bert_tf.tasks.runner import write_eval_results
+    from bert_tf.tasks.training_data import TrainingData
+    from bert_tf.training.output_dir import file_fingerprint as fingerprint
+    from bert_tf.training.strategy import create_strategy
     from bert_tf.training.strategy import is_chief
+    from bert_tf.training.train_or_restore import train_or_restore
 
-    f = flags_obj
-    options = options_from_flags(f)
-    if not (f.do_train or f.do_eval):
-        raise UserInputError("At least one of `do_train` or `do_eval` must be True.")
-    if f.train_batch_size % f.gradient_accumulation_steps:
-        raise UserInputError(
-            f"--train_batch_size={f.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={f.gradient_accumulation_steps}"
-        )
+    run = run_options
+    run.at_least_one("do_train", "do_eval")
+    options.check(run.do_train, run.do_eval)
+    training = run.training
     task = SimilarityTask(
         options,
-        seed=f.seed,
-        micro_batch_size=f.train_batch_size // f.gradient_accumulation_steps,
-        train_batch_size=f.train_batch_size,
-        num_train_epochs=f.num_train_epochs,
-        do_lower_case=f.do_lower_case,
-        max_seq_length=f.max_seq_length,
-        vocab_file=f.vocab_file,
+        seed=run.seed,
+        micro_batch_size=training.micro_batch_size,
+        train_batch_size=training.train_batch_size,
+        num_train_epochs=training.num_train_epochs,
+        do_lower_case=run.do_lower_case,
+        max_seq_length=run.max_seq_length,
+        vocab_file=run.vocab_file,
     )
-    with output_dir_lock(f):
-        task.prepare(f.do_train)
-        keras.utils.set_random_seed(f.seed)
-        if f.dtype != "float32":
-            keras.mixed_precision.set_global_policy(f.dtype)
-        tf.io.gfile.makedirs(f.output_dir)
-        strategy = strategy_from_flags(f)
+    with output_dir_lock(run.output_dir):
+        task.prepare(run.do_train)
+        keras.utils.set_random_seed(run.seed)
+        if run.dtype != "float32":
+            keras.mixed_precision.set_global_policy(run.dtype)
+        tf.io.gfile.makedirs(run.output_dir)
+        strategy = create_strategy(**run.distribution.strategy_kwargs())
         with strategy.scope():
-            model = task.build_model(f.init_checkpoint)
-        steps = warmup = 0
-        if f.do_train:
-            steps = task.num_train_steps()
-            warmup = int(steps * f.warmup_proportion)
+            model = task.build_model(run.init_checkpoint)
+        training_data = settings = None
+        if run.do_train:
+            data = [*task.fingerprints(), run_defining(options)]
+            training_data = TrainingData(task.dataset_fn, task.num_train_steps(), data)
+            settings = {
+                "script": task.script,
+                "bert_config": model.encoder.config.to_dict(),
+                **run_defining_options(run),
+                "data": data,
+            }
+            if run.vocab_file:
+                settings["vocab"] = fingerprint(run.vocab_file)
         global_step = train_or_restore(
-            f,
+            run,
             strategy,
             model,
-            script=task.script,
-            config=model.encoder.config,
+            settings=settings,
             loss_fn=task.loss,
-            dataset_fn=task.dataset_fn,
-            # What else defines the run: the task's own options.
-            data=[*task.fingerprints(), run_defining(options)] if f.do_train else [],
-            num_train_steps=steps,
-            num_warmup_steps=warmup,
+            training_data=training_data,
             vocab_file=model.preprocessor.vocab_file,
         )
         chief = is_chief(strategy)
-        if f.do_train and chief:
-            task.save_outputs(model, f.output_dir)
+        if run.do_train and chief:
+            task.save_outputs(model, run.output_dir)
         results = None
-        if f.do_eval and chief:
-            results = task.evaluate(model, global_step, batch_size=f.eval_batch_size)
+        if run.do_eval and chief:
+            results = task.evaluate(model, global_step, batch_size=run.eval_batch_size)
             write_eval_results(
-                results, os.path.join(f.output_dir, task.eval_results_file)
+                results, os.path.join(run.output_dir, task.eval_results_file)
             )
-        if f.export_dir and chief:
+        if run.export is not None and chief:
+            export = run.export
             export_saved_model(
                 model,
-                f.export_dir,
+                export.export_dir,
                 model.preprocessor.vocab_file,
                 model.preprocessor.do_lower_case,
                 model.preprocessor.seq_length,
-                tokenizer=f.serving_tokenizer,
-                dtype=f.serving_dtype,
-                version=f.export_version,
+                tokenizer=export.serving_tokenizer,
+                dtype=export.serving_dtype,
+                version=export.export_version,
             )
     return results
 
