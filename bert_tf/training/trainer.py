@@ -12,9 +12,13 @@ no gradient accumulation. The loop here:
 - checkpoints model + optimizer + step every `save_checkpoints_steps` and
   resumes from the latest checkpoint, skipping the batches already consumed,
   so a killed run rerun with the same command ends at the same step;
-- shows a progress bar (loss, examples/s) and writes TensorBoard scalars.
+- shows a progress bar (loss, examples/s) and writes TensorBoard scalars;
+- stops with "NaN loss during training" (as the original's NanTensorHook) as
+  soon as the loss is not finite, and never saves a checkpoint whose weights
+  are not finite: the last good checkpoint stays the newest.
 """
 
+import math
 import os
 import time
 
@@ -251,6 +255,8 @@ class Trainer:
             loss = float(train_loop(iterator, tf.constant(steps)))
             elapsed = time.perf_counter() - began
             step = self.global_step
+            if not math.isfinite(loss):
+                self._stop_on_nan(step, f"loss {loss}")
             rate = steps * self.global_batch_size / elapsed
             lr = _current_learning_rate(self.optimizer)
             with writer.as_default(step=step):
@@ -259,12 +265,36 @@ class Trainer:
                 tf.summary.scalar("examples_per_second", rate)
             progress.update(step, [("loss", loss), ("examples/s", rate), ("lr", lr)])
             if step % self.save_checkpoints_steps == 0 or step >= self.num_train_steps:
+                # The loss is that of the weights before the step's update:
+                # the update itself may have made them NaN.
+                if not bool(all_finite(self.model.trainable_variables)):
+                    self._stop_on_nan(step, "the weights are not finite")
                 path = self.manager.save(checkpoint_number=step)
                 logging.info(
                     "Saved checkpoint %s (step %d, loss %.6f)", path, step, loss
                 )
         writer.flush()
         return loss
+
+    def _stop_on_nan(self, step, what):
+        last = self.manager.latest_checkpoint
+        kept = (
+            f"the last good checkpoint, {last}, is kept"
+            if last
+            else "no checkpoint was written"
+        )
+        raise UserInputError(
+            f"NaN loss during training: {what} at step {step}; training stopped "
+            f"and {kept} (lower --learning_rate, or check the config and the data)"
+        )
+
+
+@tf.function
+def all_finite(variables):
+    """Whether every value of every variable is finite (one scalar)."""
+    return tf.reduce_all(
+        [tf.reduce_all(tf.math.is_finite(tf.cast(v, tf.float32))) for v in variables]
+    )
 
 
 def random_streams(model):
