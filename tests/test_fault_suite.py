@@ -230,6 +230,8 @@ def _labels_are(expected):
     def check(paths, pid, result):
         path = os.path.join(paths["T"], "out", "trained", "label_list.json")
         assert json.load(open(path)) == {"labels": expected}
+        checkpoints = os.path.join(paths["T"], "out", "trained", "checkpoints")
+        assert not [n for n in os.listdir(checkpoints) if n.endswith("_temp")]
 
     return check
 
@@ -253,7 +255,9 @@ def _only_finite_checkpoints(paths, pid, result):
 def _last_good_checkpoint_evaluated(paths, pid, result):
     path = os.path.join(paths["T"], "out", "cls-nan-loss-stops", "eval_results.txt")
     results = dict(line.split(" = ") for line in open(path).read().splitlines())
-    assert 0 < int(results["global_step"]) < 20, results  # stopped early
+    assert 0 < int(results["global_step"]) < 20, (
+        results
+    )  # stopped early, before the NaN
     assert float(results["eval_loss"]) < 1e30, results  # finite: not NaN
     assert 0.0 <= float(results["eval_accuracy"]) <= 1.0, results
 
@@ -352,7 +356,10 @@ PROBES = [
           pre="import json, os; os.makedirs(r'{T}/out/reused', exist_ok=True); json.dump({'learning_rate': 1.0}, open(r'{T}/out/reused/run_settings.json', 'w'))"),
     error("run_classifier", "cls-output-dir-second-writer", ["--do_train", "--output_dir=" + out("held"), *CLS_MRPC], "pid", "{T}/out/held"),
     error("run_classifier", "cls-output-dir-is-a-file", ["--do_train", "--output_dir={T}/empty.txt", *CLS_MRPC], "{T}/empty.txt"),
-    correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=1"], _labels_are(["neg", "pos"])),
+    # Also: the shards of a save that never finished (full disk, kill) are removed.
+    correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=1"], _labels_are(["neg", "pos"]),
+            pre="import os; os.makedirs(r'{T}/out/trained/checkpoints/ckpt-5_temp'); open(r'{T}/out/trained/checkpoints/ckpt-5_temp/part-00000-of-00001.data-00000-of-00001', 'w').write('x' * 1000)"),
+    error("run_classifier", "custom-train-file-fifo", ["--do_train", "--output_dir=" + out("ar"), *CUSTOM, "--train_file={T}/pipe.tsv"], "{T}/pipe.tsv", "FIFO"),
     error("run_classifier", "custom-dev-label-unseen", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/dev_unseen_label.tsv"], "{T}/dev_unseen_label.tsv:2"),
     # The run above saved checkpoints 1 and 2: the newest is cut in half.
     correct("run_classifier", "cls-damaged-newest-checkpoint", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/trailing_space.tsv"], _older_checkpoint_used,
@@ -448,6 +455,13 @@ PROBES = [
     error("create_pretraining_data", "cpd-output-links-to-input", ["--input_file={T}/corpus.txt", "--output_file={T}/out/corpus_link.tfrecord", *CPD], "--output_file={T}/out/corpus_link.tfrecord", "{T}/corpus.txt", check=_corpus_intact,
           pre="import os; os.path.lexists(r'{T}/out/corpus_link.tfrecord') or os.symlink(r'{T}/corpus.txt', r'{T}/out/corpus_link.tfrecord')"),
     error("create_pretraining_data", "cpd-output-is-vocab", ["--input_file={T}/corpus.txt", "--output_file={T}/vocab_copy.txt", "--vocab_file={T}/vocab_copy.txt", "--max_seq_length=32"], "--output_file={T}/vocab_copy.txt", "--vocab_file"),
+    # File-system faults: a full disk, a FIFO, symlink loops, dangling symlinks, a directory as a file.
+    error("create_pretraining_data", "cpd-output-disk-full", ["--input_file={T}/corpus.txt", "--output_file=/dev/full", *CPD], "/dev/full", "No space left on device"),
+    error("create_pretraining_data", "cpd-input-fifo", ["--input_file={T}/pipe.txt", "--output_file=" + out("cm") + ".tfrecord", *CPD], "{T}/pipe.txt", "FIFO"),
+    error("create_pretraining_data", "cpd-input-symlink-loop", ["--input_file={T}/loop.txt", "--output_file=" + out("cn") + ".tfrecord", *CPD], "{T}/loop.txt"),
+    error("create_pretraining_data", "cpd-vocab-dangling-symlink", ["--input_file={T}/corpus.txt", "--output_file=" + out("co") + ".tfrecord", "--vocab_file={T}/dangling.txt"], "{T}/dangling.txt"),
+    error("create_pretraining_data", "cpd-vocab-is-a-directory", ["--input_file={T}/corpus.txt", "--output_file=" + out("cp") + ".tfrecord", "--vocab_file={T}/keras_hub"], "{T}/keras_hub"),
+    error("create_pretraining_data", "cpd-vocab-without-cls", ["--input_file={T}/corpus.txt", "--output_file=" + out("cq") + ".tfrecord", "--vocab_file={T}/vocab_no_cls.txt"], "{T}/vocab_no_cls.txt", "[CLS]"),
     # The vocabulary's casing against --do_lower_case (the original only knew seven checkpoint names).
     error("create_pretraining_data", "cpd-cased-vocab-lower-cased", ["--input_file={T}/corpus.txt", "--output_file=" + out("ck") + ".tfrecord", "--vocab_file={D}/vocab/bert-base-cased/vocab.txt", "--max_seq_length=32"], "--do_lower_case=true", "{D}/vocab/bert-base-cased/vocab.txt", "--do_lower_case=false"),
     error("create_pretraining_data", "cpd-uncased-vocab-not-lower-cased", ["--input_file={T}/corpus.txt", "--output_file=" + out("cl") + ".tfrecord", *CPD, "--do_lower_case=false"], "--do_lower_case=false", V, "--do_lower_case=true"),
@@ -473,6 +487,11 @@ PROBES = [
     error("export_saved_model", "exp-tf2-not-bert", ["--model_type=encoder", "--init_checkpoint={T}/tf2/ckpt", "--export_dir=" + out("xg"), *EXP], "{T}/tf2/ckpt"),
     error("export_saved_model", "exp-span-doc-stride-0", ["--model_type=span", "--doc_stride=0", "--init_checkpoint=" + K, "--export_dir=" + out("xj"), *EXP], "doc_stride"),
     error("export_saved_model", "exp-unknown-task", ["--model_type=classifier", "--task_name=nope", "--init_checkpoint=" + K, "--export_dir=" + out("xh"), *EXP], "task_name", "nope"),
+    # Export collisions and versions TF Serving never loads.
+    error("export_saved_model", "exp-version-negative", ["--model_type=encoder", "--export_version=-1", "--init_checkpoint=" + K, "--export_dir=" + out("xk"), *EXP], "--export_version=-1", slow=True),
+    error("export_saved_model", "exp-export-dir-is-a-file", ["--model_type=encoder", "--init_checkpoint=" + K, "--export_dir={T}/empty.txt", *EXP], "--export_dir={T}/empty.txt", slow=True),
+    error("export_saved_model", "exp-version-exists", ["--model_type=encoder", "--export_version=1", "--init_checkpoint=" + K, "--export_dir=" + out("xl"), *EXP], "{T}/out/xl/1", "already exists", slow=True,
+          pre="import os; os.makedirs(r'{T}/out/xl/1', exist_ok=True)"),
     error("export_saved_model", "exp-custom-task-without-labels", ["--model_type=classifier", "--task_name=custom", "--init_checkpoint=" + K, "--export_dir=" + out("xi"), *EXP], "labels"),
 ]
 # fmt: on
@@ -544,6 +563,12 @@ def _write_text_fixtures(root, vocab):
     write("ill_formed.conll", "is\tO\nParis\tI-location\n")
     write("two_lines.txt", "The cat sat.\nHello world ||| again\n")
     write("corpus.txt", CORPUS)
+    os.mkfifo(os.path.join(root, "pipe.txt"))  # no writer: open() blocks
+    os.mkfifo(os.path.join(root, "pipe.tsv"))
+    os.symlink("loop.txt", os.path.join(root, "loop.txt"))
+    os.symlink("nowhere.txt", os.path.join(root, "dangling.txt"))
+    words = [w for w in open(vocab, encoding="utf-8").read().split("\n") if w]
+    write("vocab_no_cls.txt", "\n".join(w for w in words if w != "[CLS]") + "\n")
     write("vocab_copy.txt", open(vocab, encoding="utf-8").read())
     os.makedirs(os.path.join(root, "keras_hub"))
     write(

@@ -20,6 +20,7 @@ no gradient accumulation. The loop here:
 
 import math
 import os
+import re
 import time
 
 import keras
@@ -94,6 +95,8 @@ class Trainer:
         self.use_xla = use_xla
         self.steps_per_loop = max(1, int(steps_per_loop))
         self.chief = is_chief(strategy)
+        # The first step's loss of each train_loop call (not checkpointed).
+        self._first_loss = tf.Variable(0.0, trainable=False)
 
         with strategy.scope():
             optimizer.build(model.trainable_variables)
@@ -113,6 +116,7 @@ class Trainer:
         if not self.chief:
             task_id = getattr(strategy.cluster_resolver, "task_id", 0)
             checkpoint_dir = os.path.join(output_dir, "worker_tmp", f"worker_{task_id}")
+        remove_unfinished_saves(checkpoint_dir)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, checkpoint_dir, max_to_keep=max_checkpoints
         )
@@ -143,7 +147,7 @@ class Trainer:
         Each of the `steps` optimizer steps takes `gradient_accumulation_steps`
         micro-batches from the distributed `iterator`, sums their gradients
         over micro-batches and replicas, clips and applies them; the loss of
-        the last step is returned.
+        the last step is returned (the first step's is kept for the NaN check).
         """
         strategy = self.strategy
         model, optimizer = self.model, self.optimizer
@@ -199,15 +203,21 @@ class Trainer:
 
         replica_step = tf.function(replica_step, jit_compile=self.use_xla)
 
+        first_loss = self._first_loss
+
         @tf.function
         def train_loop(iterator, steps):
             loss = tf.constant(0.0)
-            for _ in tf.range(steps):
+            for i in tf.range(steps):
                 micro_batches = tuple(next(iterator) for _ in range(accumulation))
                 per_replica = strategy.run(replica_step, args=(micro_batches,))
                 loss = strategy.reduce(
                     tf.distribute.ReduceOp.MEAN, per_replica, axis=None
                 )
+                if i == 0:
+                    # The loss of the weights the call started from (a
+                    # checkpoint, when the previous call ended with a save).
+                    first_loss.assign(loss)
             return loss
 
         return train_loop
@@ -253,9 +263,14 @@ class Trainer:
             steps = min(self.steps_per_loop, to_save, self.num_train_steps - step)
             began = time.perf_counter()
             loss = float(train_loop(iterator, tf.constant(steps)))
+            first = float(self._first_loss.numpy())
             elapsed = time.perf_counter() - began
-            step = self.global_step
-            if not math.isfinite(loss):
+            previous, step = step, self.global_step
+            if not (math.isfinite(first) and math.isfinite(loss)):
+                if not math.isfinite(first):
+                    # The weights this call started from give a NaN loss: a
+                    # checkpoint of them is not one to resume or evaluate from.
+                    self._remove_checkpoint_of(previous)
                 self._stop_on_nan(step, f"loss {loss}")
             rate = steps * self.global_batch_size / elapsed
             lr = _current_learning_rate(self.optimizer)
@@ -276,8 +291,24 @@ class Trainer:
         writer.flush()
         return loss
 
+    def _remove_checkpoint_of(self, step):
+        path = self.manager.latest_checkpoint
+        if not path or not path.endswith(f"-{step}"):
+            return
+        for name in tf.io.gfile.glob(path + ".*"):
+            tf.io.gfile.remove(name)
+        kept = [p for p in self.manager.checkpoints if p != path]
+        if kept:
+            tf.train.update_checkpoint_state(
+                self.manager.directory, kept[-1], all_model_checkpoint_paths=kept
+            )
+        else:
+            tf.io.gfile.remove(os.path.join(self.manager.directory, "checkpoint"))
+        logging.warning("Removed %s: its weights give a NaN loss", path)
+
     def _stop_on_nan(self, step, what):
-        last = self.manager.latest_checkpoint
+        # From the directory: _remove_checkpoint_of may have changed it.
+        last = tf.train.latest_checkpoint(self.manager.directory)
         kept = (
             f"the last good checkpoint, {last}, is kept"
             if last
@@ -295,6 +326,20 @@ def all_finite(variables):
     return tf.reduce_all(
         [tf.reduce_all(tf.math.is_finite(tf.cast(v, tf.float32))) for v in variables]
     )
+
+
+def remove_unfinished_saves(checkpoint_dir):
+    """Deletes `ckpt-N_temp/` folders: the shards of a save that never
+    finished (a full disk, a kill), which nothing else would ever remove.
+    One writer per output_dir (its lock) makes them no one's work in progress."""
+    if not tf.io.gfile.isdir(checkpoint_dir):
+        return
+    for name in tf.io.gfile.listdir(checkpoint_dir):
+        name = name.rstrip("/")
+        if re.fullmatch(r"ckpt-\d+_temp", name):
+            path = os.path.join(checkpoint_dir, name)
+            logging.warning("Removing %s, left by a save that did not finish", path)
+            tf.io.gfile.rmtree(path)
 
 
 def random_streams(model):
