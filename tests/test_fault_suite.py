@@ -724,13 +724,10 @@ def classify(probe, result, paths):
 VERDICTS = ("clear", "correct", "unclear", "silently wrong", "hang")
 
 
-@pytest.mark.parametrize(
-    "probe",
-    [
-        pytest.param(p, id=p["id"], marks=[pytest.mark.slow] if p["slow"] else [])
-        for p in PROBES
-    ],
-)
+# Every probe runs a tool in a driver process: the whole suite is slow. The
+# probes marked slow (they train or export) run in a second driver pass.
+@pytest.mark.slow
+@pytest.mark.parametrize("probe", PROBES, ids=[p["id"] for p in PROBES])
 def test_probe_ends_in_a_clear_error_or_a_correct_result(probe, request, paths):
     results = request.getfixturevalue("slow_results" if probe["slow"] else "results")
     verdict, reason = classify(probe, results[probe["id"]], paths)
