@@ -31,7 +31,17 @@ The probes, by category:
   directory without its weights, --do_eval with no trained checkpoint, export
   of a checkpoint that does not exist, a tagger export without labels;
 * output_dir: reused with other settings (the differences listed), held by a
-  second writer (the holder named).
+  second writer (the holder named);
+* faults (issue 29): a NaN loss (training stops, the checkpoint that gave it
+  is removed, the last good one is evaluated), NaN in a config, an output
+  file that is an input (itself, a glob match, a symlink, the vocab), a
+  vocabulary cased otherwise than --do_lower_case, a full disk (/dev/full),
+  FIFOs as inputs, symlink loops, dangling symlinks, directories as files, a
+  vocab without [CLS], export versions TF Serving never loads or that exist,
+  an export_dir that is a file, a half-written checkpoint save left behind.
+
+A probe still running after PROBE_TIMEOUT seconds is a hang. The probes
+marked slow (they train or export) run in a second driver pass.
 
 To stay fast, one driver process per tool imports the tool's `Command` once
 and runs all its probes in turn (the flags are reset between them); most
@@ -194,7 +204,7 @@ EXP = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
 def error(tool, pid, argv, *names, env=None, pre=None, check=None, slow=False):
     """A probe that must stop with one line naming each of `names`; then
     `check(paths, pid, result)`, if given, checks what it left behind.
-    `slow` probes (training, export, > 2 s) run in the slow tier."""
+    `slow` probes (training, export, > 2 s) run in the second driver pass."""
     return dict(
         tool=tool,
         id=pid,
@@ -359,6 +369,8 @@ PROBES = [
     # Also: the shards of a save that never finished (full disk, kill) are removed.
     correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=1"], _labels_are(["neg", "pos"]),
             pre="import os; os.makedirs(r'{T}/out/trained/checkpoints/ckpt-5_temp'); open(r'{T}/out/trained/checkpoints/ckpt-5_temp/part-00000-of-00001.data-00000-of-00001', 'w').write('x' * 1000)"),
+    error("run_classifier", "custom-text-column-is-label-column", ["--do_train", "--output_dir=" + out("as"), *CUSTOM[:-2], "--text_a_column=label", "--label_column=label", "--train_file={T}/two_class.tsv"], "--text_a_column", "--label_column", "{T}/two_class.tsv"),
+    error("run_classifier", "custom-two-columns-of-one-name", ["--do_train", "--output_dir=" + out("at"), *CUSTOM[:-2], "--text_a_column=text", "--label_column=label", "--train_file={T}/dup_columns.tsv"], "{T}/dup_columns.tsv:1", "'text'"),
     error("run_classifier", "custom-train-file-fifo", ["--do_train", "--output_dir=" + out("ar"), *CUSTOM, "--train_file={T}/pipe.tsv"], "{T}/pipe.tsv", "FIFO"),
     error("run_classifier", "custom-dev-label-unseen", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/dev_unseen_label.tsv"], "{T}/dev_unseen_label.tsv:2"),
     # The run above saved checkpoints 1 and 2: the newest is cut in half.
@@ -563,6 +575,7 @@ def _write_text_fixtures(root, vocab):
     write("ill_formed.conll", "is\tO\nParis\tI-location\n")
     write("two_lines.txt", "The cat sat.\nHello world ||| again\n")
     write("corpus.txt", CORPUS)
+    write("dup_columns.tsv", "text\ttext\tlabel\nfine\tgood\tpos\nbad\tawful\tneg\n")
     os.mkfifo(os.path.join(root, "pipe.txt"))  # no writer: open() blocks
     os.mkfifo(os.path.join(root, "pipe.tsv"))
     os.symlink("loop.txt", os.path.join(root, "loop.txt"))
