@@ -48,6 +48,7 @@ and runs all its probes in turn (the flags are reset between them); most
 probes stop at flag validation or data reading, before a model is built.
 """
 
+import errno
 import json
 import os
 import signal
@@ -758,3 +759,19 @@ def test_totals_none_silently_wrong(results, slow_results, paths):
     assert len(PROBES) >= 60
     assert totals["silently wrong"] == 0, totals
     assert totals["hang"] == 0, totals
+
+
+@pytest.mark.parametrize(
+    "code", ["EROFS", "ENOSPC", "EDQUOT", "ELOOP", "EISDIR", "ENOTDIR", "EEXIST"]
+)
+def test_file_system_errors_are_one_line_errors(code):
+    """Faults of the file system the user can fix (no way to make a read-only
+    or full disk in a test for each) end in one line naming the path."""
+    from bert_tf.cli.command import is_user_error
+    from bert_tf.cli.command import one_line
+
+    number = getattr(errno, code)
+    error = OSError(number, os.strerror(number), "/data/run/ckpt-3.index")
+    assert is_user_error(error)
+    assert one_line(error) == f"/data/run/ckpt-3.index: {os.strerror(number)}"
+    assert not is_user_error(OSError(errno.EBADF, os.strerror(errno.EBADF)))
