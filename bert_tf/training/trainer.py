@@ -299,7 +299,7 @@ class Trainer:
             tf.io.gfile.remove(name)
         kept = [p for p in self.manager.checkpoints if p != path]
         if kept:
-            tf.train.update_checkpoint_state(
+            tf.compat.v1.train.update_checkpoint_state(
                 self.manager.directory, kept[-1], all_model_checkpoint_paths=kept
             )
         else:
