@@ -16,11 +16,11 @@ from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
-from bert_tf.serving import export_saved_model
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
+from bert_tf.serving import export_saved_model
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
 from bert_tf.training import flags as common_flags
 
