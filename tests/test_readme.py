@@ -38,6 +38,9 @@ from cli_script import REPO
 from cli_script import script_env
 from cli_script import script_flag_defaults
 
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
+
 README = os.path.join(REPO, "README.md")
 SETUP = os.path.join(REPO, "setup.py")
 TINY_POSITIONS = "16"  # max_position_embeddings of the Google-format test checkpoint
