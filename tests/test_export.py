@@ -446,9 +446,11 @@ def test_each_weight_is_stored_once_and_no_keras_file_is_served(exported, models
         stored = _file_bytes(os.path.join(version_dir, "variables"))
         # Every weight the signatures use, once (the span head has no pooler).
         assert 0.97 * weight_bytes < stored < 1.02 * weight_bytes, (kind, stored)
-        # Graph, vocabulary and warmup requests are small beside the weights
-        # even for this 2-layer model (its embeddings are 3.9 MB).
-        assert _file_bytes(version_dir) < 1.15 * weight_bytes, kind
+        # The rest (graph with the vocabulary tables, warmup requests) is a
+        # fixed cost that does not grow with the model: 2-3 MB here, where the
+        # weights are 4 MB; 1.03x the weights for MiniLM's 87 MB
+        # (benchmarks/export_size.py).
+        assert _file_bytes(version_dir) - stored < 3.5e6, kind
 
 
 @pytest.mark.slow
