@@ -16,6 +16,7 @@ COMMANDS = (
     "extract_features",
     "export_saved_model",
     "run_ner",
+    "run_retrieval",
 )
 
 setup(
