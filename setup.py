@@ -81,6 +81,8 @@ setup(
             "milvus-lite>=3.2",
             "tensorflow-datasets>=4.9",
             "importlib_resources",
+            # The CRF layer's reference (log-likelihood, Viterbi, gradients).
+            "pytorch-crf",
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.

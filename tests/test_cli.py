@@ -184,6 +184,7 @@ def classifier_flags(model, data, output_dir, *extra):
     )
 
 
+@pytest.mark.slow
 def test_a_bad_row_is_one_line_and_exit_2_traceback_with_verbosity(
     tiny_model_files, tmp_path
 ):
@@ -211,6 +212,7 @@ def test_a_bad_row_is_one_line_and_exit_2_traceback_with_verbosity(
     )
 
 
+@pytest.mark.slow
 def test_a_missing_file_is_one_line_and_exit_2(tiny_model_files, tmp_path):
     missing = tmp_path / "nowhere.tsv"
     result = run_tool(
@@ -254,6 +256,7 @@ def test_user_errors_exit_2_and_bugs_keep_their_traceback(tmp_path):
     assert "Traceback" in bug.stderr and "RuntimeError: an internal error" in bug.stderr
 
 
+@pytest.mark.slow
 def test_import_bert_tf_is_lazy_and_load_model_still_finds_its_classes(tmp_path):
     import bert_tf
 

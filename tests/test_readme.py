@@ -38,6 +38,9 @@ from cli_script import REPO
 from cli_script import script_env
 from cli_script import script_flag_defaults
 
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
+
 README = os.path.join(REPO, "README.md")
 SETUP = os.path.join(REPO, "setup.py")
 TINY_POSITIONS = "16"  # max_position_embeddings of the Google-format test checkpoint
@@ -413,7 +416,15 @@ def test_layout_block_names_existing_files():
 
 def layout_path_exists(name):
     for folder in ("", "bert_tf", "data_prep", "bert_tf/layers", "bert_tf/models"):
-        for sub in ("", "checkpoints", "training", "cli", "tasks", "pretraining"):
+        for sub in (
+            "",
+            "checkpoints",
+            "training",
+            "cli",
+            "tasks",
+            "serving",
+            "pretraining",
+        ):
             path = os.path.join(REPO, folder, sub, name)
             if os.path.exists(path) or os.path.exists(os.path.join(REPO, name)):
                 return True
