@@ -134,7 +134,10 @@ class DualEncoder:
         )
         with open(preprocessor.vocab_file, "rb") as vocab:
             digest.update(vocab.read())
+        # Values and shapes in the model's order, not variable paths: Keras
+        # numbers the names of a second model built in one process.
         for weight in encoder.weights:
-            digest.update(weight.path.encode())
-            digest.update(np.ascontiguousarray(weight.numpy()).tobytes())
+            value = np.ascontiguousarray(weight.numpy())
+            digest.update(repr(value.shape).encode())
+            digest.update(value.tobytes())
         return digest.hexdigest()[:16]
