@@ -16,6 +16,9 @@ COMMANDS = (
     "extract_features",
     "export_saved_model",
     "run_ner",
+    "embed",
+    "run_similarity",
+    "run_retrieval",
 )
 
 setup(

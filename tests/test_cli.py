@@ -24,6 +24,8 @@ COMMANDS = {
     "bert-tf-extract-features": "bert_tf.cli.extract_features:main",
     "bert-tf-export-saved-model": "bert_tf.cli.export_saved_model:main",
     "bert-tf-run-ner": "bert_tf.cli.run_ner:main",
+    "bert-tf-embed": "bert_tf.cli.embed:main",
+    "bert-tf-run-similarity": "bert_tf.cli.run_similarity:main",
     "bert-tf-demo": "bert_tf.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
@@ -41,6 +43,8 @@ ORIGINAL_AND_ADDED = {
     "extract_features": ("--layers", None),
     "export_saved_model": (None, "--model_type"),
     "run_ner": (None, "--tag_scheme"),
+    "embed": (None, "--text_column"),
+    "run_similarity": (None, "--score_scale"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 
