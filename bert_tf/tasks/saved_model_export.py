@@ -16,11 +16,11 @@ from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
-from bert_tf.serving import export_saved_model
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
+from bert_tf.serving import export_saved_model
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
 from bert_tf.training import flags as common_flags
 
@@ -122,9 +122,20 @@ def run(flags_obj):
             )
         }
     elif flags_obj.model_type == "tagger":
+        from bert_tf.tasks import ner
+
         labels = flags_obj.labels or tagger_labels(flags_obj.init_checkpoint)
         model = BertTokenClassifier.from_checkpoint(
-            flags_obj.init_checkpoint, config=config, num_labels=len(labels)
+            flags_obj.init_checkpoint,
+            config=config,
+            num_labels=len(labels),
+            **ner.crf_arguments(flags_obj, labels),
+        )
+        report = model.checkpoint_load_report
+        ner.check_crf_flag(
+            bool(getattr(flags_obj, "use_crf", False)),
+            [*report.loaded, *report.unused],
+            f"--init_checkpoint={flags_obj.init_checkpoint}",
         )
         options = {"label_list": labels}
     else:
