@@ -92,9 +92,12 @@ def test_learns_transitions_and_predicts_well_formed_iob2(run_dir):
     transitions = reader.get_tensor("cls/crf/transitions")
     assert reader.get_tensor("cls/crf/start_transitions").shape == (len(labels),)
     assert reader.get_tensor("cls/crf/end_transitions").shape == (len(labels),)
-    # Trained from zeros: transitions IOB2 forbids fall below the allowed ones.
+    # Trained from zeros (slowly at BERT's learning rates: 40 Adam steps of
+    # 2e-4 move each by < 0.01): the transitions IOB2 forbids fall below the
+    # allowed ones.
     allowed = np.array(iob2_allowed(labels)[0])
-    assert transitions[~allowed].mean() < transitions[allowed].mean() - 0.1
+    assert np.abs(transitions).max() > 1e-3
+    assert transitions[~allowed].mean() < transitions[allowed].mean()
     for name in ("eval_predictions.txt", "test_predictions.txt"):
         for block in _read_columns(run_dir / "out" / name):
             previous = "O"
