@@ -16,6 +16,8 @@ COMMANDS = (
     "extract_features",
     "export_saved_model",
     "run_ner",
+    "embed",
+    "run_similarity",
 )
 
 setup(
