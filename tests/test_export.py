@@ -21,10 +21,13 @@ from serving_process import call_in_fresh_process
 from tiny_models import tiny_bert_config
 
 import bert_tf
-from bert_tf import export
+from bert_tf import serving
 from bert_tf import tokenization
 from bert_tf.data_prep import glue
-from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.input_schema import ENCODER_INPUT_NAMES
+from bert_tf.serving import saved_model_exporter as exporter
+from bert_tf.serving import warmup
+from bert_tf.serving.signature_module import WARMUP_TEXTS
 
 SEQ_LENGTH = 32
 LABELS = ["not_equivalent", "equivalent"]
@@ -65,7 +68,7 @@ def exported(models, vocab_file, tmp_path_factory):
         "encoder": {},
     }
     exports = {
-        kind: export.export_saved_model(
+        kind: serving.export_saved_model(
             models[kind],
             str(base / kind),
             vocab_file,
@@ -75,7 +78,7 @@ def exported(models, vocab_file, tmp_path_factory):
         )
         for kind in models
     }
-    exports["classifier_bfloat16"] = export.export_saved_model(
+    exports["classifier_bfloat16"] = serving.export_saved_model(
         models["classifier"],
         str(base / "classifier_bfloat16"),
         vocab_file,
@@ -352,23 +355,23 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
     version_dir = exported["encoder"]
     base = os.path.dirname(version_dir)
     assert os.path.basename(version_dir) == "1"
-    assert sorted(os.listdir(base)) == ["1", export.BATCHING_FILE]
-    with open(os.path.join(base, export.BATCHING_FILE)) as f:
+    assert sorted(os.listdir(base)) == ["1", exporter.BATCHING_FILE]
+    with open(os.path.join(base, exporter.BATCHING_FILE)) as f:
         assert "pad_variable_length_inputs: true" in f.read()
     assert os.path.exists(os.path.join(version_dir, "saved_model.pb"))
-    assert os.path.exists(os.path.join(version_dir, export.WARMUP_FILE))
-    with open(os.path.join(exported["classifier"], export.METADATA_FILE)) as f:
+    assert os.path.exists(os.path.join(version_dir, exporter.WARMUP_FILE))
+    with open(os.path.join(exported["classifier"], exporter.METADATA_FILE)) as f:
         metadata = json.load(f)
     assert metadata["model"] == "classifier" and metadata["labels"] == LABELS
     assert metadata["signatures"]["serving_default"] == ["text_a", "text_b"]
 
     # A newer export gets a higher version; an existing one is refused.
-    newer = export.export_saved_model(
+    newer = serving.export_saved_model(
         models["encoder"], base, vocab_file, True, SEQ_LENGTH, save_keras=False
     )
     assert os.path.basename(newer) == "2"
     with pytest.raises(FileExistsError, match=os.path.basename(newer)):
-        export.export_saved_model(
+        serving.export_saved_model(
             models["encoder"],
             base,
             vocab_file,
@@ -386,15 +389,15 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
     def fail(*args, **kwargs):
         raise Boom("disk full")
 
-    original = export.write_warmup_requests
-    export.write_warmup_requests = fail
+    original = warmup.write_warmup_requests
+    warmup.write_warmup_requests = fail
     try:
         with pytest.raises(Boom):
-            export.export_saved_model(
+            serving.export_saved_model(
                 models["encoder"], failing, vocab_file, True, SEQ_LENGTH
             )
     finally:
-        export.write_warmup_requests = original
+        warmup.write_warmup_requests = original
     assert os.listdir(failing) == []
 
 
@@ -403,7 +406,7 @@ def test_keras_file_in_the_export_loads_with_identical_outputs(
 ):
     tokens = _packed(vocab_file, ["a first text", "another"], ["b", "c"])
     for kind in ("classifier", "span"):
-        path = os.path.join(exported[kind], export.KERAS_FILE)
+        path = os.path.join(exported[kind], exporter.KERAS_FILE)
         revived = keras.saving.load_model(path)
         assert type(revived) is type(models[kind])
         want = models[kind](tokens, training=False)
@@ -417,7 +420,7 @@ def test_warmup_requests_decode_as_prediction_logs(exported):
     tensorflow_serving/apis (prediction_log, predict, model .proto), then
     replayed against the loaded signatures."""
     prediction_log = _serving_message_classes()
-    path = os.path.join(exported["classifier"], export.WARMUP_FILE)
+    path = os.path.join(exported["classifier"], exporter.WARMUP_FILE)
     records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
     assert len(records) == 2
     model = tf.saved_model.load(exported["classifier"])
@@ -431,7 +434,7 @@ def test_warmup_requests_decode_as_prediction_logs(exported):
         expected_names = set(signature.structured_input_signature[1])
         assert set(inputs) == expected_names
         outputs = signature(**{k: tf.constant(v) for k, v in inputs.items()})
-        assert outputs["probabilities"].shape[0] == len(export.WARMUP_TEXTS)
+        assert outputs["probabilities"].shape[0] == len(WARMUP_TEXTS)
         seen.append(name)
     assert seen == ["serving_default", "serve_tokenized"]
 
@@ -682,7 +685,9 @@ def test_bfloat16_export_computes_in_bfloat16(exported):
     }
     assert tf.bfloat16.as_datatype_enum in matmul_types
     assert tf.float32.as_datatype_enum not in matmul_types
-    with open(os.path.join(exported["classifier_bfloat16"], export.METADATA_FILE)) as f:
+    with open(
+        os.path.join(exported["classifier_bfloat16"], exporter.METADATA_FILE)
+    ) as f:
         assert json.load(f)["dtype"] == "bfloat16"
 
 

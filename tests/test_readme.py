@@ -413,7 +413,15 @@ def test_layout_block_names_existing_files():
 
 def layout_path_exists(name):
     for folder in ("", "bert_tf", "data_prep", "bert_tf/layers", "bert_tf/models"):
-        for sub in ("", "checkpoints", "training", "cli", "tasks", "pretraining"):
+        for sub in (
+            "",
+            "checkpoints",
+            "training",
+            "cli",
+            "tasks",
+            "serving",
+            "pretraining",
+        ):
             path = os.path.join(REPO, folder, sub, name)
             if os.path.exists(path) or os.path.exists(os.path.join(REPO, name)):
                 return True

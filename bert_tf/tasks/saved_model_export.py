@@ -3,7 +3,7 @@
 Reads any checkpoint `from_checkpoint` reads (a run_classifier / run_squad
 output_dir, a Google checkpoint or model directory, a Hugging Face directory),
 builds the task model, and writes `export_dir/<version>/` with
-`bert_tf.export.export_saved_model`.
+`bert_tf.serving.export_saved_model`.
 """
 
 import os
@@ -16,7 +16,7 @@ from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
-from bert_tf.export import export_saved_model
+from bert_tf.serving import export_saved_model
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSpanLabeler
