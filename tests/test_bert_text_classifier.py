@@ -399,3 +399,43 @@ def test_reloaded_keras_file_trains_on_as_the_original(vocab_file, tmp_path):
     assert "sparse_categorical_accuracy" in loaded["metrics"]
     np.testing.assert_allclose(loaded["loss"], history.history["loss"][0], rtol=1e-5)
     np.testing.assert_allclose(loaded["logits"], expected, atol=1e-5)
+
+
+def test_predict_labels_names_the_most_probable_class(vocab_file, tmp_path):
+    model = tiny_classifier(vocab_file, num_labels=3, labels=["neg", "neu", "pos"])
+    logits = model.predict(SENTENCES_A, verbose=0)
+    probabilities = model.predict_probabilities(SENTENCES_A, verbose=0)
+    expected = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(probabilities, expected, rtol=1e-5)
+    predicted = model.predict_labels(SENTENCES_A)
+    assert [p["label"] for p in predicted] == [
+        ["neg", "neu", "pos"][i] for i in logits.argmax(-1)
+    ]
+    np.testing.assert_allclose([p["score"] for p in predicted], expected.max(-1))
+    # The names travel in the .keras file; without names, the ids are used.
+    path = str(tmp_path / "named.keras")
+    model.save(path)
+    assert keras.saving.load_model(path).labels == ["neg", "neu", "pos"]
+    unnamed = tiny_classifier(vocab_file, num_labels=2)
+    assert {p["label"] for p in unnamed.predict_labels(SENTENCES_A)} <= {"0", "1"}
+    with pytest.raises(ValueError, match="2 labels"):
+        tiny_classifier(vocab_file, num_labels=3, labels=["a", "b"])
+
+
+def test_run_classifier_output_dir_gives_the_label_names(vocab_file, tmp_path):
+    """from_checkpoint on an output_dir reads its label_list.json."""
+    from bert_tf.data_prep.label_list_file import write_label_list
+
+    model = tiny_classifier(vocab_file, num_labels=2)
+    output_dir = tmp_path / "run"
+    output_dir.mkdir()
+    bert_tf.save_tf1_checkpoint(model, str(output_dir / "model.ckpt-1"))
+    (output_dir / "vocab.txt").write_text(open(vocab_file).read())
+    write_label_list(str(output_dir), ["not_entailment", "entailment"])
+    loaded = BertTextClassifier.from_checkpoint(str(output_dir), seq_length=16)
+    assert loaded.labels == ["not_entailment", "entailment"]
+    np.testing.assert_allclose(
+        loaded.predict(SENTENCES_A, verbose=0),
+        model.predict(SENTENCES_A, verbose=0),
+        atol=1e-5,
+    )

@@ -387,11 +387,19 @@ def test_text_classifier_snippet(workspace, shared_data):
         "dev_b = [r[4] for r in rows[12:]]\n"
         "dev_labels = [int(r[0]) for r in rows[12:]]\n"
     )
-    run_python(
-        workspace,
-        prelude + block("BertTextClassifier.from_checkpoint"),
-        "text_classifier.py",
+    snippet = block("BertTextClassifier.from_checkpoint")
+    # The commented output line: the call's result has that form.
+    snippet = snippet.replace(
+        'classifier.predict_labels((["He left."], ["He went away."]))',
+        'predicted = classifier.predict_labels((["He left."], ["He went away."]))\n'
+        "print(json.dumps(predicted))",
     )
+    result = run_python(
+        workspace, "import json\n" + prelude + snippet, "text_classifier.py"
+    )
+    (predicted,) = json.loads(result.stdout.strip().splitlines()[-1])
+    assert predicted["label"] in ("not_equivalent", "equivalent")
+    assert 0.5 <= predicted["score"] <= 1.0
     assert os.path.isfile(os.path.join(workspace["cwd"], "classifier.keras"))
 
 
