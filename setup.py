@@ -16,6 +16,8 @@ COMMANDS = (
     "extract_features",
     "export_saved_model",
     "run_ner",
+    "embed",
+    "run_similarity",
 )
 
 setup(
@@ -80,6 +82,8 @@ setup(
             "milvus-lite>=3.2",
             "tensorflow-datasets>=4.9",
             "importlib_resources",
+            # The CRF layer's reference (log-likelihood, Viterbi, gradients).
+            "pytorch-crf",
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.

@@ -8,6 +8,11 @@ import tempfile
 
 import pytest
 
+import pytest
+
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

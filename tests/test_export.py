@@ -115,6 +115,7 @@ def _keras_probabilities(models, vocab_file, texts_a, texts_b):
     return tf.nn.softmax(logits).numpy()
 
 
+@pytest.mark.slow
 def test_every_signature_in_a_process_without_bert_tf(
     exported, models, vocab_file, tmp_path
 ):
@@ -217,6 +218,7 @@ def _check_answer_offsets(outputs, contexts):
         assert pieces.sum() == len(outputs["token_start"][row][pieces])
 
 
+@pytest.mark.slow
 def test_span_offsets_recover_the_answer_words(exported, vocab_file):
     span = tf.saved_model.load(exported["span"]).signatures["serving_default"]
     context = "Steve Smith's car, Ünïcödé-test isn't red."
@@ -236,6 +238,7 @@ def test_span_offsets_recover_the_answer_words(exported, vocab_file):
     assert spans[-1] == "."
 
 
+@pytest.mark.slow
 def test_batch_sizes_one_and_256(exported, models, vocab_file):
     classifier = tf.saved_model.load(exported["classifier"])
     signature = classifier.signatures["serving_default"]
@@ -248,6 +251,7 @@ def test_batch_sizes_one_and_256(exported, models, vocab_file):
         np.testing.assert_allclose(out["probabilities"][:4], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_wrong_dtype_is_a_clear_error(exported):
     signature = tf.saved_model.load(exported["classifier"]).signatures[
         "serve_tokenized"
@@ -264,6 +268,7 @@ def test_wrong_dtype_is_a_clear_error(exported):
     assert "string" in str(e.value)
 
 
+@pytest.mark.slow
 def test_saved_model_cli_show_lists_signatures(exported):
     shown = subprocess.run(
         ["saved_model_cli", "show", "--all", "--dir", exported["classifier"]],
@@ -313,6 +318,7 @@ def _parse_saved_model_cli_show(text):
     return signatures
 
 
+@pytest.mark.slow
 def test_saved_model_cli_run_on_raw_strings(exported, models, vocab_file, tmp_path):
     """The README's saved_model_cli command (with tensorflow-text's ops loaded,
     as the model server has them) returns the Keras model's probabilities."""
@@ -351,6 +357,7 @@ SAVED_MODEL_CLI_WITH_TEXT_OPS = [
 ]
 
 
+@pytest.mark.slow
 def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path):
     version_dir = exported["encoder"]
     base = os.path.dirname(version_dir)
@@ -401,6 +408,7 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
     assert os.listdir(failing) == []
 
 
+@pytest.mark.slow
 def test_keras_file_in_the_export_loads_with_identical_outputs(
     exported, models, vocab_file
 ):
@@ -415,6 +423,7 @@ def test_keras_file_in_the_export_loads_with_identical_outputs(
             np.testing.assert_array_equal(got[name], want[name])
 
 
+@pytest.mark.slow
 def test_warmup_requests_decode_as_prediction_logs(exported):
     """Decoded with message classes built here from the field numbers of
     tensorflow_serving/apis (prediction_log, predict, model .proto), then
@@ -544,6 +553,7 @@ def _add_with_dependencies(pool, file_descriptor):
         pass  # already added through another path
 
 
+@pytest.mark.slow
 def test_readme_rest_request_matches_the_signature(exported, models, vocab_file):
     """The README's TF Serving request bodies use our signature and input
     names; each row answers the same as the Keras model."""
@@ -572,6 +582,7 @@ def test_readme_rest_request_matches_the_signature(exported, models, vocab_file)
             np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_export_script_from_a_checkpoint(models, vocab_file, tmp_path):
     from cli_script import run_script
 
@@ -618,6 +629,7 @@ def _sst2_sentences(shared_data, count):
         return [line.split("\t")[0] for line in f.read().splitlines()[1:]][:count]
 
 
+@pytest.mark.slow
 def test_requests_are_padded_to_their_longest_row(
     exported, models, vocab_file, shared_data
 ):
@@ -661,6 +673,7 @@ def test_requests_are_padded_to_their_longest_row(
     np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_text_pair_batch_size_mismatch_names_both_sizes(exported):
     signature = tf.saved_model.load(exported["classifier"]).signatures[
         "serving_default"
@@ -673,6 +686,7 @@ def test_text_pair_batch_size_mismatch_names_both_sizes(exported):
         span(question=tf.constant(["q"]), context=tf.constant(["a", "b"]))
 
 
+@pytest.mark.slow
 def test_bfloat16_export_computes_in_bfloat16(exported):
     loaded = tf.saved_model.load(exported["classifier_bfloat16"])
     graph = loaded.signatures["serve_tokenized"].graph.as_graph_def()
@@ -724,6 +738,7 @@ def _long_context_questions(shared_data, tmp_path, count, tokenizer, window_toke
     return str(subset), kept
 
 
+@pytest.mark.slow
 def test_span_answers_equal_run_squad_predictions(
     models, vocab_file, shared_data, tmp_path
 ):

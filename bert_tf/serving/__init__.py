@@ -4,7 +4,7 @@
   model family serves: the raw-text endpoint (`serving_default`), the
   tokenized endpoint (`serve_tokenized`), warmup requests and metadata.
 * One implementation per family: `ClassifierSignatures`,
-  `EncoderSignatures`, `SpanSignatures` (with `DocumentAnswers` and
+  `EncoderSignatures`, `EmbeddingSignatures`, `SpanSignatures` (with `DocumentAnswers` and
   `SpanOptions`), `TaggerSignatures`.
 * registry.py: model class -> family; a new family adds one entry with
   `register(ModelClass, SignatureModuleClass)` (or a line in its table).
@@ -24,6 +24,7 @@ import importlib
 _EXPORTS = {
     "ClassifierSignatures": "bert_tf.serving.classifier_signatures",
     "DocumentAnswers": "bert_tf.serving.document_answers",
+    "EmbeddingSignatures": "bert_tf.serving.embedding_signatures",
     "EncoderSignatures": "bert_tf.serving.encoder_signatures",
     "SignatureModule": "bert_tf.serving.signature_module",
     "SpanOptions": "bert_tf.serving.span_options",

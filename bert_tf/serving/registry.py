@@ -32,6 +32,9 @@ _BUILTIN = {
     "bert_tf.models.bert_encoder:BertEncoder": (
         "bert_tf.serving.encoder_signatures:EncoderSignatures"
     ),
+    "bert_tf.models.bert_sentence_encoder:BertSentenceEncoder": (
+        "bert_tf.serving.embedding_signatures:EmbeddingSignatures"
+    ),
 }
 _registry = dict(_BUILTIN)
 
