@@ -10,9 +10,7 @@ accuracy and the predictions for a few raw sentences.
     python -m bert_tf.demo "Great value." "It broke on day one."
 """
 
-import atexit
 import os
-import shutil
 import sys
 import tempfile
 
@@ -79,8 +77,6 @@ def main(argv=None):
     from bert_tf.tasks import classification
 
     output_dir = tempfile.mkdtemp(prefix="bert_tf_demo_")
-    # The run's checkpoints and records (~350 MB) are not the user's to clean.
-    atexit.register(shutil.rmtree, output_dir, True)
     flags.FLAGS(
         [
             "demo",
@@ -112,7 +108,7 @@ def main(argv=None):
     print(
         f"\nDev accuracy after {results['global_step']} steps: {results['eval_accuracy']:.3f}"
     )
-    print(f"(the run's files in {output_dir} are deleted at exit)\n")
+    print(f"Fine-tuned weights (original checkpoint layout): {output_dir}\n")
     for sentence, (label, p) in zip(
         sentences, classify(model, tokenizer, labels, sentences), strict=True
     ):

@@ -1,12 +1,8 @@
 """The README's main job: fine-tune the packaged MiniLM, evaluate, classify."""
 
-import glob
 import os
 import subprocess
 import sys
-import tempfile
-
-import pytest
 
 import pytest
 
@@ -16,10 +12,7 @@ pytestmark = pytest.mark.slow
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.slow
 def test_demo_fine_tunes_and_classifies_raw_sentences(minilm_dir):
-    pattern = os.path.join(tempfile.gettempdir(), "bert_tf_demo_*")
-    before = set(glob.glob(pattern))
     result = subprocess.run(
         [sys.executable, "-m", "bert_tf.demo"],
         capture_output=True,
@@ -29,8 +22,6 @@ def test_demo_fine_tunes_and_classifies_raw_sentences(minilm_dir):
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    # Its temporary output_dir (~350 MB of checkpoints) is deleted at exit.
-    assert set(glob.glob(pattern)) <= before
     out = result.stdout
     accuracy = float(out.split("Dev accuracy after ")[1].split(": ")[1].split()[0])
     assert accuracy >= 0.9
