@@ -62,6 +62,12 @@ BLOCKS = [
     ("bash", "python extract_features.py", "run"),
     ("python", "BertSentenceEncoder.from_checkpoint", "run"),
     ("bash", "python run_similarity.py", "run (32 STS-B pairs, 1 epoch)"),
+    (
+        "bash",
+        "python run_retrieval.py",
+        "static: indexes 2,067 paragraphs with MiniLM (minutes); "
+        "tests/test_run_retrieval.py runs the same command on 40",
+    ),
     ("bash", "python export_saved_model.py", "run the export, check docker statically"),
     ("", "max_batch_size", "compare with the exported batching_parameters.txt"),
     ("bash", "--enable_batching", "static: a TF Serving server (docker)"),
@@ -530,6 +536,7 @@ def test_install_blocks_run_the_documented_commands():
         ("TF_CONFIG=", "run_pretraining"),
         ("--output_dir=/tmp/pretraining_output", "run_pretraining"),
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
+        ("python run_retrieval.py", "run_retrieval"),
     ],
 )
 def test_unrunnable_commands_use_real_flags(marker, module):
