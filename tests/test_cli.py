@@ -46,6 +46,7 @@ ORIGINAL_AND_ADDED = {
     "run_ner": (None, "--tag_scheme"),
     "embed": (None, "--text_column"),
     "run_similarity": (None, "--score_scale"),
+    "run_retrieval": (None, "--milvus_uri"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 
