@@ -276,8 +276,14 @@ def predict_positions(model, features, batch_size, pad_to_longest=True):
     if pad_to_longest:
         dataset = dataset.map(_trim)
 
-    # One trace for every batch shape (trimmed batches vary in length).
-    @tf.function(reduce_retracing=True)
+    # One trace for every batch shape (trimmed batches vary in length): a
+    # signature of unknown sizes, so no batch retraces (nor warns that it did).
+    signature = tf.nest.map_structure(
+        lambda spec: tf.TensorSpec([None] * spec.shape.rank, spec.dtype),
+        dataset.element_spec,
+    )
+
+    @tf.function(input_signature=[signature])
     def step(batch):
         inputs = {name: batch[name] for name in ENCODER_INPUT_NAMES}
         logits = model(inputs, training=False)["logits"]
