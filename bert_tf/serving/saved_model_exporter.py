@@ -61,9 +61,12 @@ absent) is an example `--batching_parameters_file` for the model server's
 The version directory is written under a temporary name and renamed, so a
 model server that polls `export_dir` never sees half a model. It also holds
 `assets.extra/tf_serving_warmup_requests` (one request per signature, replayed
-by the server before it serves), `assets.extra/bert_tf_export.json` (what was
-exported, with labels and signature names) and `model.keras` (the Keras model,
-for `keras.saving.load_model` after `import bert_tf`).
+by the server before it serves) and `assets.extra/bert_tf_export.json` (what
+was exported, with labels and signature names); each weight is stored once in
+`variables/`. The Keras model (for `keras.saving.load_model` after
+`import bert_tf`) goes beside the version directory, `export_dir/<version>.keras`,
+so the model server neither loads nor ships it (TF Serving serves only
+numeric directories).
 """
 
 import json
@@ -80,6 +83,7 @@ from bert_tf.serving.registry import signature_module_for
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
+# The Keras model is saved under this name, then moved beside the version.
 KERAS_FILE = "model.keras"
 BATCHING_FILE = "batching_parameters.txt"
 SERVING_DTYPES = ("float32", "bfloat16", "float16")
@@ -126,8 +130,9 @@ def export_saved_model(
             "max_length" (always `seq_length`, as before).
         version: integer version; default: 1 for a new `export_dir`, else one
             more than the highest existing version.
-        save_keras: also write `model.keras` (the model as given, float32)
-            into the version directory.
+        save_keras: also write the Keras model (as given, float32) beside
+            the version directory, as `export_dir/<version>.keras`
+            (`keras_path`).
         **family_options: the options of the model's `SignatureModule`:
             classifier `label_list` (label strings in label-id order, default
             "0", "1", ...) and `text_pair`; tagger `label_list` (its IOB2
@@ -165,7 +170,9 @@ def export_saved_model(
         )
 
     archive = keras.export.ExportArchive()
-    archive.track(serving_model)
+    # Only the preprocessor (its vocabulary tables) is tracked: tracking the
+    # model too would store each weight twice, once per Keras variable and
+    # once per tf.Variable the endpoints capture (which alone are saved).
     archive.track(preprocessor)
     for name, (function, specs) in module.endpoints().items():
         archive.add_endpoint(name, function, specs)
@@ -192,13 +199,30 @@ def export_saved_model(
             json.dump(metadata, f, indent=2)
         if save_keras:
             model.save(os.path.join(temp_dir, KERAS_FILE))
+            # Out of the served directory: a model server would load (and a
+            # deployment ship) it with the SavedModel.
+            tf.io.gfile.rename(
+                os.path.join(temp_dir, KERAS_FILE), keras_path(final_dir) + ".tmp"
+            )
         tf.io.gfile.rename(temp_dir, final_dir)
+        if save_keras:
+            tf.io.gfile.rename(
+                keras_path(final_dir) + ".tmp", keras_path(final_dir), overwrite=True
+            )
     finally:
         if tf.io.gfile.exists(temp_dir):
             tf.io.gfile.rmtree(temp_dir)
+        if tf.io.gfile.exists(keras_path(final_dir) + ".tmp"):
+            tf.io.gfile.remove(keras_path(final_dir) + ".tmp")
     write_batching_parameters(export_dir)
     logging.info("Exported the %s SavedModel to %s", module.family, final_dir)
     return final_dir
+
+
+def keras_path(version_dir):
+    """Where `export_saved_model` writes the Keras model of `version_dir`:
+    `export_dir/<version>.keras`, beside the version directory."""
+    return os.path.normpath(version_dir) + ".keras"
 
 
 def copy_in_dtype(model, dtype):
