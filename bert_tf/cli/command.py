@@ -14,12 +14,10 @@ A `Command` wraps a script's flags and its work:
   keeps its traceback.
 """
 
-import contextlib
 import errno
 import importlib
 import os
 import sys
-import tempfile
 import textwrap
 import traceback
 
@@ -28,6 +26,7 @@ from absl import flags
 from absl import logging
 
 from bert_tf.errors import UserInputError
+from bert_tf.tensorflow_import import import_tensorflow
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
 # The original's TPU flags, shared by run_classifier.py, run_squad.py and
@@ -101,54 +100,6 @@ def one_line(exc):
         if exc.filename2:
             text = f"{exc.filename} -> {exc.filename2}: {exc.strerror}"
     return text
-
-
-@contextlib.contextmanager
-def stderr_held_back(show):
-    """Sends file descriptor 2 to a temporary file (unless `show`).
-
-    TensorFlow's C++ start-up messages are written before its log level is
-    read, so only the file descriptor catches them. They are replayed if the
-    block raises.
-    """
-    if show:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            held.seek(0)
-            sys.stderr.write(held.read().decode("utf-8", "replace"))
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
-def import_tensorflow(verbosity=0):
-    """Imports TensorFlow, quietly unless `verbosity` >= 1; returns the module."""
-    if "tensorflow" in sys.modules:
-        return sys.modules["tensorflow"]
-    show = verbosity >= 1
-    if not show:
-        # Later C++ messages: errors only (its warnings are about TensorFlow's
-        # own internals, e.g. tf.data graph rewrites).
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    with stderr_held_back(show):
-        import tensorflow as tf
-
-        # Probing for GPUs is where a CUDA build on a machine without one
-        # logs "failed call to cuInit"; do it while stderr is held back.
-        tf.config.list_physical_devices("GPU")
-    if not show:
-        # TensorFlow's Python INFO lines (checkpoint sharding timings, ...).
-        tf.get_logger().setLevel("WARNING")
-    return tf
 
 
 def _flag_text(flag):
