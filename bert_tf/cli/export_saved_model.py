@@ -79,6 +79,17 @@ def define_flags():
         "classifier/encoder: serving_default takes text_b too (default: from "
         "--task_name; else false).",
     )
+    flags.DEFINE_bool(
+        "use_crf",
+        False,
+        "tagger: the checkpoint is a run_ner.py --use_crf tagger (CRF transitions "
+        "cls/crf/*); the SavedModel decodes its tags with Viterbi.",
+    )
+    flags.DEFINE_bool(
+        "crf_constrained",
+        False,
+        "tagger, with --use_crf: decode only well-formed IOB2 tag sequences.",
+    )
     flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
     flags.DEFINE_integer("max_answer_length", 30, "span: longest answer in tokens.")
     flags.DEFINE_integer(
@@ -130,6 +141,8 @@ def options(flags_obj):
             labels=f.labels,
             text_pair=f.text_pair,
             pooling=f.pooling,
+            use_crf=f.use_crf,
+            crf_constrained=f.crf_constrained,
             **required,
             **{name: getattr(f, name) for name in SPAN_OPTIONS},
         ),

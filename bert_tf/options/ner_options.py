@@ -28,6 +28,8 @@ class NerOptions:
       doc_stride: tokens between the windows of a long sentence (None: half
         of max_seq_length - 2, set by `check`).
       tfds: the `TfdsOptions` (conll2003).
+      use_crf: a linear-chain CRF over the tag logits (Viterbi predictions).
+      crf_constrained: only well-formed IOB2 paths at decoding (needs use_crf).
 
     Example:
 
@@ -37,7 +39,13 @@ class NerOptions:
     ```
     """
 
-    RUN_DEFINING = ("data_dir", "train_file", "doc_stride")
+    RUN_DEFINING = (
+        "data_dir",
+        "train_file",
+        "doc_stride",
+        "use_crf",
+        "crf_constrained",
+    )
 
     data_dir: str | None = None
     train_file: str | None = None
@@ -48,8 +56,12 @@ class NerOptions:
     labels: tuple | None = None
     doc_stride: int | None = None
     tfds: TfdsOptions = dataclasses.field(default_factory=TfdsOptions)
+    use_crf: bool = False
+    crf_constrained: bool = False
 
     def __post_init__(self):
+        if self.crf_constrained and not self.use_crf:
+            raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
         if self.tag_scheme not in conll.TAG_SCHEMES:
             raise UserInputError(
                 f"--tag_scheme={self.tag_scheme!r} is not one of "

@@ -32,6 +32,8 @@ class SavedModelExportOptions:
         version_2_with_negative, null_score_diff_threshold: span options.
       pooling: embedding of a plain BERT checkpoint: mean, cls, max or
         mean_sqrt_len_tokens.
+      use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
+        decoded with Viterbi; constrained: well-formed IOB2 paths only).
 
     Example:
 
@@ -58,6 +60,8 @@ class SavedModelExportOptions:
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
     pooling: str | None = None
+    use_crf: bool = False
+    crf_constrained: bool = False
 
     def __post_init__(self):
         required("model_type", self.model_type)
@@ -71,6 +75,8 @@ class SavedModelExportOptions:
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
         positive("max_seq_length", self.max_seq_length)
+        if self.crf_constrained and not self.use_crf:
+            raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
         self.span_options()  # its checks: positive sizes
         tokenization.validate_case_matches_checkpoint(
             self.do_lower_case, self.init_checkpoint

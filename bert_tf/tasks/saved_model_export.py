@@ -72,9 +72,20 @@ def run(options):
         model = BertSpanLabeler.from_checkpoint(init, config=config)
         serving = {"span_options": options.span_options()}
     elif options.model_type == "tagger":
+        from bert_tf.tasks import ner
+
         labels = list(options.labels or tagger_labels(init))
         model = BertTokenClassifier.from_checkpoint(
-            init, config=config, num_labels=len(labels)
+            init,
+            config=config,
+            num_labels=len(labels),
+            **ner.crf_arguments(options, labels),
+        )
+        report = model.checkpoint_load_report
+        ner.check_crf_flag(
+            options.use_crf,
+            [*report.loaded, *report.unused],
+            f"--init_checkpoint={init}",
         )
         serving = {"label_list": labels}
     elif options.model_type == "embedding":

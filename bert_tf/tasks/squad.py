@@ -29,7 +29,7 @@ from bert_tf.data_prep import squad as squad_data
 from bert_tf.data_prep import tfds_input
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.progress import batches_with_progress
+from bert_tf.training.progress import batches_with_progress
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
