@@ -30,11 +30,11 @@ from bert_tf.data_prep.classifier_records import file_based_convert_examples_to_
 from bert_tf.data_prep.label_list_file import write_label_list
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.training.progress import batches_with_progress
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import examples_fingerprint
+from bert_tf.training.progress import batches_with_progress
 from bert_tf.training.train_or_restore import training_steps
 
 

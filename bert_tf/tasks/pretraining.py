@@ -22,11 +22,11 @@ from bert_tf.data_prep.pretraining import pretraining_feature_spec
 from bert_tf.errors import UserInputError
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from bert_tf.training.progress import batches_with_progress
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import file_fingerprint
+from bert_tf.training.progress import batches_with_progress
 
 MODEL_INPUTS = (*ENCODER_INPUT_NAMES, "masked_lm_positions")
 

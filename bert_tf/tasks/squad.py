@@ -29,11 +29,11 @@ from bert_tf.data_prep import squad as squad_data
 from bert_tf.data_prep import tfds_input
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.training.progress import batches_with_progress
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import file_fingerprint
+from bert_tf.training.progress import batches_with_progress
 from bert_tf.training.train_or_restore import training_steps
 
 # The original shuffles the training examples with this fixed seed.
