@@ -21,6 +21,7 @@ from absl import flags
 
 from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
+from bert_tf.options.similarity_options import SimilarityOptions
 
 LOSSES = ("cosine", "cosent", "mnr", "mnr_symmetric")
 
@@ -76,14 +77,6 @@ def define_flags():
 
 def options(flags_obj):
     """(RunOptions, SimilarityOptions) of the parsed flags, checked."""
-    # SimilarityOptions still lives in the task module, which imports
-    # TensorFlow: load it quietly first (moving it to bert_tf.options makes
-    # these checks TensorFlow-free like the other tools').
-    from bert_tf.cli.command import import_tensorflow
-
-    import_tensorflow(flags_obj.verbosity)
-    from bert_tf.tasks.similarity import SimilarityOptions
-
     f = flags_obj
     similarity = SimilarityOptions(
         train_file=f.train_file,
@@ -99,8 +92,7 @@ def options(flags_obj):
         normalize=f.normalize,
     )
     run = common_flags.run_options(f, batching=False)
-    run.at_least_one("do_train", "do_eval")
-    similarity.check(run.do_train, run.do_eval)
+    similarity.check(run)
     return run, similarity
 
 

@@ -36,6 +36,7 @@ _EXPORTS = {
     "FeatureExtractionOptions": "bert_tf.options.feature_extraction_options",
     "SavedModelExportOptions": "bert_tf.options.saved_model_export_options",
     "TfdsOptions": "bert_tf.options.tfds_options",
+    "SimilarityOptions": "bert_tf.options.similarity_options",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -97,8 +97,10 @@ class RunOptions:
         existing_path("vocab_file", self.vocab_file)
 
     def check_config(self, config):
-        """The original's check: max_seq_length ≤ the model's positions."""
-        sequence_length_fits(self.max_seq_length, config)
+        """The original's check: max_seq_length ≤ the model's positions (None:
+        the checkpoint's own length, e.g. a sentence-transformers model's)."""
+        if self.max_seq_length is not None:
+            sequence_length_fits(self.max_seq_length, config)
 
     def at_least_one(self, *names):
         """The original's `At least one of ... must be True.` for `names`."""

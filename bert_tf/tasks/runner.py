@@ -41,8 +41,9 @@ def run_task(task):
 
 def _run_task(task):
     run = task.run
-    config = load_config(run)
-    run.check_config(config)
+    config = task.load_config()
+    if config is not None:
+        run.check_config(config)
     keras.utils.set_random_seed(run.seed)
     if run.dtype != "float32":
         keras.mixed_precision.set_global_policy(run.dtype)
@@ -53,6 +54,11 @@ def _run_task(task):
     chief = is_chief(strategy)
     with strategy.scope():
         model = task.build_model(config)
+    if config is None:
+        # The checkpoint's own (e.g. a sentence-transformers directory's).
+        config = model.encoder.config
+        run.check_config(config)
+    vocab_file, do_lower_case, max_seq_length = task.tokenization(model)
 
     training_data = task.training_data() if run.do_train else None
     global_step = train_or_restore(
@@ -66,8 +72,10 @@ def _run_task(task):
         ),
         loss_fn=task.loss,
         training_data=training_data,
-        vocab_file=run.vocab_file if task.copies_vocab else None,
+        vocab_file=vocab_file if task.copies_vocab else None,
     )
+    if run.do_train and chief:
+        task.after_training(model)
 
     results = None
     if run.do_predict and chief:
@@ -78,7 +86,14 @@ def _run_task(task):
             results, os.path.join(run.output_dir, task.eval_results_file)
         )
     if run.export is not None and chief:
-        export_model(run, model, **task.serving_kwargs())
+        export_model(
+            run,
+            model,
+            vocab_file,
+            do_lower_case,
+            max_seq_length,
+            **task.serving_kwargs(),
+        )
     return results
 
 
@@ -119,7 +134,9 @@ def run_settings(task, config, fingerprints):
     return settings
 
 
-def export_model(run, model, **serving_kwargs):
+def export_model(
+    run, model, vocab_file, do_lower_case, max_seq_length, **serving_kwargs
+):
     """--export_dir: the SavedModel for TF Serving of the task's family."""
     from bert_tf.serving import export_saved_model
 
@@ -127,9 +144,9 @@ def export_model(run, model, **serving_kwargs):
     return export_saved_model(
         model,
         export.export_dir,
-        run.vocab_file,
-        run.do_lower_case,
-        run.max_seq_length,
+        vocab_file,
+        do_lower_case,
+        max_seq_length,
         tokenizer=export.serving_tokenizer,
         dtype=export.serving_dtype,
         version=export.export_version,

@@ -9,16 +9,20 @@ prediction, the export). Adding a task is one module with a `Task` subclass
 
 Order of the calls, for one `run_task(task)`:
 
-1. `prepare(config)` — after the config is loaded and checked, before the
+1. `load_config()` — the model's `BertConfig` (None: the checkpoint's own,
+   e.g. a sentence-transformers directory); the runner checks it.
+2. `prepare(config)` — after the config is loaded and checked, before the
    strategy: read labels and check inputs that need the config.
-2. `build_model(config)` — under the strategy's scope; the runner loads
+3. `build_model(config)` — under the strategy's scope; the runner loads
    `init_checkpoint` into the result when `from_checkpoint` is there.
-3. `training_data()` — with --do_train: the `TrainingData`; `loss(batch,
-   outputs)` is the loss the Trainer minimises.
-4. Chief only: `predict(model, global_step)` with --do_predict, then
+4. `training_data()` — with --do_train: the `TrainingData`; `loss(batch,
+   outputs)` is the loss the Trainer minimises. Chief only, after training:
+   `after_training(model)` (extra copies of the trained model).
+5. Chief only: `predict(model, global_step)` with --do_predict, then
    `evaluate(model, global_step)` with --do_eval (its dict is written to
    `eval_results_file` and returned).
-5. Chief only, with --export_dir: `serving_kwargs()` are passed to the export.
+6. Chief only, with --export_dir: the export, with `tokenization(model)`
+   and `serving_kwargs()`.
 """
 
 import abc
@@ -86,6 +90,19 @@ class Task(abc.ABC):
 
         return run_defining(self.options) if self.options is not None else {}
 
+    def load_config(self):
+        """The model's `BertConfig`: --bert_config_file, or the one beside
+        --init_checkpoint. None: `build_model` reads the checkpoint's own."""
+        from bert_tf.tasks.runner import load_config
+
+        return load_config(self.run)
+
+    def tokenization(self, model):
+        """(vocab_file, do_lower_case, max_seq_length) the model reads: copied
+        beside the final checkpoint and given to the SavedModel's tokenizer."""
+        run = self.run
+        return run.vocab_file, run.do_lower_case, run.max_seq_length
+
     def prepare(self, config):  # noqa: B027 (optional step)
         """Reads what the model depends on (labels, ...); checks inputs."""
 
@@ -109,6 +126,9 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def loss(self, batch, outputs):
         """The loss of one micro-batch (a scalar), as the original defines it."""
+
+    def after_training(self, model):  # noqa: B027 (optional step)
+        """After --do_train, on the chief: further copies of the trained model."""
 
     def evaluate(self, model, global_step):
         """--do_eval: scores the dev data; returns the results dict."""
