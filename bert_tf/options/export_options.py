@@ -41,5 +41,6 @@ class ExportOptions:
                 )
         if self.export_version is not None and self.export_version < 1:
             raise UserInputError(
-                f"--export_version: must be positive, got {self.export_version}"
+                f"--export_version={self.export_version}: must be positive (TF "
+                "Serving serves the highest numbered version)"
             )
