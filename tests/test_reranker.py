@@ -1,0 +1,232 @@
+"""BertReranker against sentence-transformers' CrossEncoder on SQuAD pairs."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+from safetensors.numpy import save_file
+
+from bert_tf.errors import UserInputError
+
+
+def squad_pairs(shared_data, num_paragraphs=8):
+    """(question, passage) pairs from SQuAD v1.1 dev: each question with its
+    own paragraph and with a paragraph of another article."""
+    with open(os.path.join(shared_data, "squad/dev-v1.1.json"), encoding="utf-8") as f:
+        articles = json.load(f)["data"]
+    own = [p for p in articles[0]["paragraphs"][:num_paragraphs]]
+    other = [p["context"] for p in articles[5]["paragraphs"][:num_paragraphs]]
+    pairs = []
+    for paragraph, unrelated in zip(own, other, strict=True):
+        for qa in paragraph["qas"][:2]:
+            pairs.append((qa["question"], paragraph["context"]))
+            pairs.append((qa["question"], unrelated))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def cross_encoder_dir(minilm_dir, tmp_path_factory):
+    """A real one-label cross-encoder: transformers' BertForSequenceClassification
+    from the MiniLM weights with a seeded head, saved as an HF directory (the
+    form of the hub's cross-encoder/* models: vocab.txt + tokenizer_config.json)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(25)
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        minilm_dir, num_labels=1
+    )
+    with torch.no_grad():  # a head whose scores spread over (0, 1)
+        model.classifier.weight.normal_(0.0, 2.0)
+        model.classifier.bias.fill_(-0.5)
+    directory = tmp_path_factory.mktemp("cross_encoder")
+    model.save_pretrained(directory)
+    for name in ("vocab.txt", "tokenizer_config.json"):
+        shutil.copy(os.path.join(minilm_dir, name), directory)
+    return str(directory)
+
+
+@pytest.mark.slow
+def test_scores_equal_cross_encoder_predict(cross_encoder_dir, shared_data, tmp_path):
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    from bert_tf.models.bert_reranker import BertReranker
+
+    pairs = squad_pairs(shared_data)
+    reference = sentence_transformers.CrossEncoder(cross_encoder_dir)
+    expected = reference.predict(pairs)
+    assert expected.std() > 0.1  # a head that ranks, not constant scores
+
+    reranker = BertReranker.from_checkpoint(cross_encoder_dir)
+    # The directory's own settings: 512 tokens, lower-cased, sigmoid.
+    assert reranker.preprocessor.seq_length == reference.max_seq_length == 512
+    assert reranker.activation == "sigmoid"
+    scores = reranker.predict(pairs)
+    assert scores.dtype == np.float32 and scores.shape == (len(pairs),)
+    np.testing.assert_allclose(scores, expected, atol=1e-5, rtol=0)
+    logits = reranker.predict_logits(pairs)
+    np.testing.assert_allclose(
+        logits, np.log(expected / (1 - expected)), atol=1e-4, rtol=0
+    )
+    query = pairs[0][0]
+    passages = [p for q, p in pairs if q == query]
+    ours = reranker.rerank(query, passages)
+    theirs = reference.rank(query, passages)
+    assert [r["corpus_id"] for r in ours] == [r["corpus_id"] for r in theirs]
+
+    # Passages cut to 64 tokens: the same truncation as the fast tokenizer.
+    short = BertReranker.from_checkpoint(cross_encoder_dir, seq_length=64)
+    np.testing.assert_allclose(
+        short.predict(pairs),
+        sentence_transformers.CrossEncoder(cross_encoder_dir, max_length=64).predict(
+            pairs
+        ),
+        atol=1e-5,
+        rtol=0,
+    )
+
+    # A CrossEncoder.save() directory (sentence-transformers 6: modules.json,
+    # config_sentence_transformers.json) reads the same.
+    reference.save(str(tmp_path / "saved"))
+    vocab = os.path.join(cross_encoder_dir, "vocab.txt")
+    reread = BertReranker.from_checkpoint(str(tmp_path / "saved"), vocab_file=vocab)
+    np.testing.assert_allclose(reread.predict(pairs), expected, atol=1e-5, rtol=0)
+
+    # What we write, CrossEncoder loads with the same scores and settings.
+    written = reranker.save_cross_encoder(str(tmp_path / "ours"))
+    loaded = sentence_transformers.CrossEncoder(written)
+    assert loaded.max_seq_length == 512
+    np.testing.assert_allclose(loaded.predict(pairs), expected, atol=1e-5, rtol=0)
+
+
+@pytest.fixture
+def tiny_reranker(shared_data):
+    import keras
+    from tiny_models import tiny_bert_config
+
+    from bert_tf.models.bert_reranker import BertReranker
+    from bert_tf.preprocessing import BertPreprocessor
+
+    keras.utils.set_random_seed(3)
+    vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
+    return BertReranker(
+        tiny_bert_config(30522, max_position_embeddings=64, dropout=0.0),
+        preprocessor=BertPreprocessor(vocab, True, 64, padding="longest"),
+    )
+
+
+PAIRS = [
+    ("who wrote it?", "Ann wrote the book in 1990."),
+    ("who wrote it?", "The sky is blue."),
+    ("where is it?", "It is in Paris, France, near the river."),
+]
+
+
+def test_keras_file_round_trip_keeps_scores(tiny_reranker, tmp_path):
+    import keras
+
+    path = str(tmp_path / "reranker.keras")
+    tiny_reranker.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded).__name__ == "BertReranker"
+    assert loaded.activation == "sigmoid"
+    np.testing.assert_array_equal(loaded.predict(PAIRS), tiny_reranker.predict(PAIRS))
+
+
+def test_pair_forms_and_ranking(tiny_reranker):
+    scores = tiny_reranker.predict(PAIRS)
+    columns = tiny_reranker.predict(([q for q, _ in PAIRS], [p for _, p in PAIRS]))
+    np.testing.assert_array_equal(scores, columns)
+    logits = tiny_reranker.predict_logits(PAIRS)
+    np.testing.assert_allclose(scores, 1 / (1 + np.exp(-logits)), rtol=1e-6)
+    passages = [p for _, p in PAIRS]
+    ranked = tiny_reranker.rerank("who wrote it?", passages, top_k=2)
+    alone = tiny_reranker.predict([("who wrote it?", p) for p in passages])
+    assert [r["corpus_id"] for r in ranked] == list(np.argsort(-alone)[:2])
+    np.testing.assert_allclose([r["score"] for r in ranked], np.sort(alone)[::-1][:2])
+
+
+def test_loading_is_strict(tiny_reranker, tmp_path):
+    from bert_tf.models.bert_reranker import BertReranker
+
+    directory = tiny_reranker.save_cross_encoder(str(tmp_path / "ce"))
+    np.testing.assert_array_equal(
+        BertReranker.from_checkpoint(directory).predict(PAIRS),
+        tiny_reranker.predict(PAIRS),
+    )
+
+    # An encoder without the score head: an error, unless a head is wanted.
+    weights = os.path.join(directory, "model.safetensors")
+    tensors = load_file(weights)
+    save_file(
+        {k: v for k, v in tensors.items() if not k.startswith("classifier.")}, weights
+    )
+    with pytest.raises(UserInputError, match="not a one-label cross-encoder.*lacks"):
+        BertReranker.from_checkpoint(directory)
+    fresh = BertReranker.from_checkpoint(directory, new_head=True)
+    assert sorted(fresh.checkpoint_load_report.missing) == [
+        "output_bias",
+        "output_weights",
+    ]
+
+    # Entries the model would not use (a two-layer head) are refused.
+    save_file(
+        {**tensors, "classifier.dense.weight": np.zeros((2, 2), np.float32)}, weights
+    )
+    with pytest.raises(UserInputError, match="unused.*classifier.dense.weight"):
+        BertReranker.from_checkpoint(directory)
+    save_file(tensors, weights)
+
+    config_file = os.path.join(directory, "config.json")
+    with open(config_file) as f:
+        config = json.load(f)
+    for change, message in (
+        ({"id2label": {"0": "a", "1": "b"}}, "2 labels"),
+        (
+            {
+                "sentence_transformers": {
+                    "activation_fn": "torch.nn.modules.activation.Tanh"
+                }
+            },
+            "activation_fn .*Tanh",
+        ),
+    ):
+        with open(config_file, "w") as f:
+            json.dump({**config, **change}, f)
+        with pytest.raises(UserInputError, match=f"config.json: {message}"):
+            BertReranker.from_checkpoint(directory)
+
+    # The activation is read from the directory: Identity gives logits.
+    with open(config_file, "w") as f:
+        json.dump(
+            {
+                **config,
+                "sentence_transformers": {
+                    "activation_fn": "torch.nn.modules.linear.Identity"
+                },
+            },
+            f,
+        )
+    linear = BertReranker.from_checkpoint(directory)
+    np.testing.assert_allclose(
+        linear.predict(PAIRS), tiny_reranker.predict_logits(PAIRS), rtol=1e-6
+    )
+
+
+def test_a_sentence_encoder_directory_is_not_a_cross_encoder(shared_data, tmp_path):
+    from tiny_models import tiny_bert_config
+
+    from bert_tf.models.bert_reranker import BertReranker
+    from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
+    from bert_tf.preprocessing import BertPreprocessor
+
+    vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
+    encoder = BertSentenceEncoder(
+        tiny_bert_config(30522),
+        preprocessor=BertPreprocessor(vocab, True, 32),
+        pooling="mean",
+    )
+    directory = encoder.save_sentence_transformers(str(tmp_path / "st"))
+    with pytest.raises(UserInputError, match="modules.json: modules .*Pooling"):
+        BertReranker.from_checkpoint(directory)
