@@ -230,3 +230,141 @@ def test_a_sentence_encoder_directory_is_not_a_cross_encoder(shared_data, tmp_pa
     directory = encoder.save_sentence_transformers(str(tmp_path / "st"))
     with pytest.raises(UserInputError, match="modules.json: modules .*Pooling"):
         BertReranker.from_checkpoint(directory)
+
+
+# --- serving ---------------------------------------------------------------
+
+# The tensorflow-text ops stock TF Serving links in (since 2.3); every other
+# op of an export must be a core TensorFlow op.
+STOCK_TF_TEXT_OPS = {
+    "RegexSplitWithOffsets",
+    "NormalizeUTF8",
+    "WordpieceTokenizeWithOffsets",
+}
+OPS_OUTSIDE_CORE = """
+import sys
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.python.framework import op_def_registry
+
+proto = saved_model_pb2.SavedModel()
+proto.ParseFromString(open(sys.argv[1] + "/saved_model.pb", "rb").read())
+graph = proto.meta_graphs[0].graph_def
+ops = {n.op for n in graph.node}
+ops |= {n.op for f in graph.library.function for n in f.node_def}
+print(",".join(sorted(op for op in ops if op_def_registry.get(op) is None)))
+"""
+
+
+def ops_outside_core_tensorflow(saved_model_dir):
+    """The op types of a SavedModel that core TensorFlow (without
+    tensorflow-text, in a fresh process) does not register."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", OPS_OUTSIDE_CORE, saved_model_dir],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        timeout=300,
+    )
+    return set(filter(None, result.stdout.strip().splitlines()[-1].split(",")))
+
+
+def test_signature_scores_real_pairs_and_ranks_padding_last(tiny_reranker):
+    import tensorflow as tf
+
+    from bert_tf import serving
+
+    module = serving.signature_module_for(tiny_reranker, tiny_reranker.preprocessor)
+    assert module.family == "reranker"
+    serve, specs = module.text_endpoint()
+    assert [s.name for s in specs] == ["query", "passages"]
+    queries = ["who wrote it?", "where is it?"]
+    passages = [
+        [PAIRS[1][1], "", PAIRS[0][1]],
+        [PAIRS[2][1], PAIRS[0][1], ""],
+    ]
+    outputs = serve(tf.constant(queries), tf.constant(passages))
+    expected = tiny_reranker.predict(
+        [(q, p) for q, row in zip(queries, passages, strict=True) for p in row if p]
+    )
+    scores = outputs["scores"].numpy()
+    assert scores.dtype == np.float32 and outputs["ranking"].dtype == tf.int32
+    real = np.array([[p != "" for p in row] for row in passages])
+    np.testing.assert_allclose(scores[real], expected, atol=1e-6)
+    assert (scores[~real] == np.finfo(np.float32).min).all()
+    for row in range(2):
+        ranking = outputs["ranking"].numpy()[row]
+        assert list(ranking) == list(np.argsort(-scores[row], kind="stable"))
+        assert ranking[-1] == list(real[row]).index(False)
+    np.testing.assert_allclose(
+        outputs["logits"].numpy()[real],
+        tiny_reranker.predict_logits(
+            [(q, p) for q, row in zip(queries, passages, strict=True) for p in row if p]
+        ),
+        atol=1e-5,
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match="as many rows"):
+        serve(tf.constant(queries[:1]), tf.constant(passages))
+
+
+@pytest.mark.slow
+def test_served_scores_equal_cross_encoder_predict(
+    cross_encoder_dir, shared_data, tmp_path
+):
+    """export_saved_model.py --model_type=reranker on the MiniLM cross-encoder,
+    served in a process without bert_tf; only stock TF Serving ops."""
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    from cli_script import REPO
+    from cli_script import run_script
+    from serving_process import call_in_fresh_process
+
+    export_dir = tmp_path / "export"
+    run_script(
+        os.path.join(REPO, "export_saved_model.py"),
+        "--model_type=reranker",
+        f"--init_checkpoint={cross_encoder_dir}",
+        f"--export_dir={export_dir}",
+        timeout=600,
+    )
+    version_dir = str(export_dir / "1")
+    with open(os.path.join(version_dir, "assets.extra/bert_tf_export.json")) as f:
+        metadata = json.load(f)
+    assert metadata["model"] == "reranker" and metadata["seq_length"] == 512
+    assert metadata["activation"] == "sigmoid"
+    assert ops_outside_core_tensorflow(version_dir) <= STOCK_TF_TEXT_OPS
+
+    pairs = squad_pairs(shared_data, num_paragraphs=4)
+    queries = [q for q, _ in pairs[::2]]
+    # Each query with its own paragraph, one of another article and the next
+    # paragraph of its own; the last row has one padding slot.
+    passages = [
+        [pairs[2 * i][1], pairs[2 * i + 1][1], pairs[(2 * i + 4) % len(pairs)][1]]
+        for i in range(len(queries))
+    ]
+    passages[-1][1] = ""
+    served = call_in_fresh_process(
+        tmp_path,
+        [
+            {
+                "dir": version_dir,
+                "signature": "serving_default",
+                "inputs": {"query": queries, "passages": passages},
+            }
+        ],
+    )[0]
+    reference = sentence_transformers.CrossEncoder(cross_encoder_dir)
+    real = np.array([[p != "" for p in row] for row in passages])
+    expected = reference.predict(
+        [(q, p) for q, row in zip(queries, passages, strict=True) for p in row if p]
+    )
+    np.testing.assert_allclose(served["scores"][real], expected, atol=1e-5, rtol=0)
+    for row, query in enumerate(queries):
+        ranked = reference.rank(query, [p for p in passages[row] if p])
+        order = [i for i in served["ranking"][row] if real[row][i]]
+        kept = [i for i, p in enumerate(passages[row]) if p]
+        assert order == [kept[r["corpus_id"]] for r in ranked]
+    assert served["ranking"][-1][-1] == 1  # the padding slot ranks last
