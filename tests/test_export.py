@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -377,7 +378,7 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
         models["encoder"], base, vocab_file, True, SEQ_LENGTH, save_keras=False
     )
     assert os.path.basename(newer) == "2"
-    with pytest.raises(FileExistsError, match=os.path.basename(newer)):
+    with pytest.raises(ValueError, match=f"version 2 already exists .*{newer}"):
         serving.export_saved_model(
             models["encoder"],
             base,
@@ -386,6 +387,23 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
             SEQ_LENGTH,
             version=int(os.path.basename(newer)),
         )
+    # Versions TF Serving never loads, and an export_dir that is a file.
+    with pytest.raises(ValueError, match="--export_version=-1"):
+        exporter.check_export_dir(base, -1)
+    with pytest.raises(ValueError, match=f"--export_dir={re.escape(newer)}.*not a dir"):
+        exporter.check_export_dir(newer + "/saved_model.pb")
+    # A killed export's temporary folder (its pid is gone) is removed by the
+    # next export; a live one's stays.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    host = socket.gethostname()
+    debris = os.path.join(base, f".tmp-3-{host}-{dead}-{'0' * 32}")
+    live = os.path.join(base, f".tmp-3-{host}-{os.getpid()}-{'1' * 32}")
+    for path in (debris, live):
+        os.makedirs(os.path.join(path, "variables"))
+    exporter.remove_abandoned_exports(base)
+    assert not os.path.exists(debris) and os.path.exists(live)
+    shutil.rmtree(live)
 
     # A failure half-way leaves neither a version nor a temporary directory.
     failing = str(tmp_path / "failing")

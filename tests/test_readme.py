@@ -68,7 +68,11 @@ BLOCKS = [
         "static: indexes 2,067 paragraphs with MiniLM (minutes); "
         "tests/test_run_retrieval.py runs the same command on 40",
     ),
-    ("bash", "python export_saved_model.py", "run the export, check docker statically"),
+    (
+        "bash",
+        "python export_saved_model.py --model_type=classifier",
+        "run the export, check docker statically",
+    ),
     ("", "max_batch_size", "compare with the exported batching_parameters.txt"),
     ("bash", "--enable_batching", "static: a TF Serving server (docker)"),
     ("json", '"serving_default"', "call the exported signature with it"),
@@ -231,7 +235,9 @@ def mrpc_output(workspace):
 @pytest.fixture(scope="session")
 def mrpc_export(workspace, mrpc_output):
     """The export command of the serving block; returns (export_dir, docker lines)."""
-    export, *docker = commands(block("python export_saved_model.py"))
+    export, *docker = commands(
+        block("python export_saved_model.py --model_type=classifier")
+    )
     assert export.startswith("python export_saved_model.py")
     export = small(workspace, export).replace(
         "--max_seq_length=128", f"--max_seq_length={TINY_POSITIONS}"
@@ -484,7 +490,15 @@ def test_layout_block_names_existing_files():
 
 
 def layout_path_exists(name):
-    for folder in ("", "bert_tf", "data_prep", "bert_tf/layers", "bert_tf/models"):
+    for folder in (
+        "",
+        "bert_tf",
+        "data_prep",
+        "data_prep/tfds_input",
+        "bert_tf/layers",
+        "bert_tf/models",
+        "tests",
+    ):
         for sub in (
             "",
             "checkpoints",

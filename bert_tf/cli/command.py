@@ -14,7 +14,9 @@ A `Command` wraps a script's flags and its work:
   keeps its traceback.
 """
 
+import errno
 import importlib
+import os
 import sys
 import textwrap
 import traceback
@@ -58,11 +60,45 @@ def user_error_types():
     return tuple(types)
 
 
+# File-system failures the user can fix (a read-only or full disk, a symlink
+# loop, a directory given as a file, ...): one line, like bad input.
+_USER_ERRNOS = {
+    errno.EROFS,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.ELOOP,
+    errno.EISDIR,
+    errno.ENOTDIR,
+    errno.ENOENT,
+    errno.EEXIST,
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENAMETOOLONG,
+}
+# The same failures as TensorFlow's file system reports them (its messages
+# carry the path and the C library's text).
+_USER_OS_MESSAGES = tuple(os.strerror(code) for code in sorted(_USER_ERRNOS))
+
+
+def is_user_error(exc):
+    """Whether `exc` means bad input (or a file system to fix) rather than a bug."""
+    if isinstance(exc, user_error_types()):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno in _USER_ERRNOS
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and isinstance(exc, tf.errors.OpError):
+        return any(text in str(exc) for text in _USER_OS_MESSAGES)
+    return False
+
+
 def one_line(exc):
     """The exception's message on one line."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
+        if exc.filename2:
+            text = f"{exc.filename} -> {exc.filename2}: {exc.strerror}"
     return text
 
 
@@ -203,7 +239,9 @@ class Command:
                 if self.uses_tensorflow:
                     import_tensorflow(verbosity)
                 work(flags.FLAGS)
-            except user_error_types() as exc:
+            except Exception as exc:
+                if not is_user_error(exc):
+                    raise
                 if verbosity >= 1:
                     traceback.print_exc()
                 logging.flush()

@@ -71,12 +71,15 @@ numeric directories).
 
 import json
 import os
+import re
+import socket
 import uuid
 
 import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.errors import UserInputError
 from bert_tf.preprocessing import BertPreprocessor
 from bert_tf.serving import warmup
 from bert_tf.serving.registry import signature_module_for
@@ -147,6 +150,7 @@ def export_saved_model(
     """
     if dtype not in SERVING_DTYPES:
         raise ValueError(f"dtype must be one of {SERVING_DTYPES}, got {dtype!r}")
+    check_export_dir(export_dir, version)
     preprocessor = BertPreprocessor(
         vocab_file,
         do_lower_case,
@@ -178,9 +182,10 @@ def export_saved_model(
         archive.add_endpoint(name, function, specs)
 
     tf.io.gfile.makedirs(export_dir)
+    remove_abandoned_exports(export_dir)
     version = _next_version(export_dir, version)
     final_dir = os.path.join(export_dir, str(version))
-    temp_dir = os.path.join(export_dir, f".tmp-{version}-{uuid.uuid4().hex}")
+    temp_dir = os.path.join(export_dir, _temp_name(version))
     try:
         archive.write_out(temp_dir, verbose=False)
         warmup.write_warmup_requests(
@@ -267,6 +272,67 @@ def write_batching_parameters(export_dir):
     return path
 
 
+def check_export_dir(export_dir, version=None):
+    """Raises UserInputError if an export to `export_dir` (at `version`) must
+    fail: call it before training, so that a run does not end in it.
+
+    `export_dir` must be a directory or not exist; `version`, if given, a
+    positive integer (TF Serving loads only those) not already exported.
+    """
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 1
+    ):
+        raise UserInputError(
+            f"--export_version={version}: must be a positive integer (TF Serving "
+            "loads only version directories named 1, 2, ...)"
+        )
+    if tf.io.gfile.exists(export_dir) and not tf.io.gfile.isdir(export_dir):
+        raise UserInputError(
+            f"--export_dir={export_dir}: exists and is not a directory"
+        )
+    if version is not None and tf.io.gfile.exists(
+        os.path.join(export_dir, str(version))
+    ):
+        raise UserInputError(
+            f"--export_dir={export_dir}: version {version} already exists "
+            f"({os.path.join(export_dir, str(version))}); choose another "
+            "--export_version, or leave it out for the next free one"
+        )
+
+
+def remove_abandoned_exports(export_dir):
+    """Deletes the temporary folders of exports whose process is gone (on
+    this host): a killed export leaves a model-sized `.tmp-…` folder."""
+    host = socket.gethostname()
+    for name in tf.io.gfile.listdir(export_dir):
+        name = name.rstrip("/")
+        match = _TEMP_NAME.fullmatch(name)
+        if not match or match["host"] != host or _pid_alive(int(match["pid"])):
+            continue
+        path = os.path.join(export_dir, name)
+        logging.warning("Removing %s, left by an export that did not finish", path)
+        tf.io.gfile.rmtree(path)
+
+
+# .tmp-<version>-<host>-<pid>-<uuid>: the host and pid tell whether the
+# export writing it is still running.
+_TEMP_NAME = re.compile(r"\.tmp-\d+-(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{32}")
+
+
+def _temp_name(version):
+    return f".tmp-{version}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex}"
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
 def _next_version(export_dir, version):
     existing = [
         int(name)
@@ -275,9 +341,4 @@ def _next_version(export_dir, version):
     ]
     if version is None:
         version = max([0, *existing]) + 1
-    version = int(version)
-    if version in existing:
-        raise FileExistsError(
-            f"{os.path.join(export_dir, str(version))} already exists"
-        )
-    return version
+    return int(version)
