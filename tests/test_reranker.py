@@ -368,3 +368,65 @@ def test_served_scores_equal_cross_encoder_predict(
         kept = [i for i, p in enumerate(passages[row]) if p]
         assert order == [kept[r["corpus_id"]] for r in ranked]
     assert served["ranking"][-1][-1] == 1  # the padding slot ranks last
+
+
+# --- two-stage pieces --------------------------------------------------------
+
+
+def test_rerank_losses_equal_their_definitions():
+    from bert_tf.tasks.reranking import rerank_loss
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 4)).astype(np.float32) * 3
+    labels = np.zeros((3, 4), np.float32)
+    labels[:, 0] = 1
+    probabilities = 1 / (1 + np.exp(-logits.astype(np.float64)))
+    bce = -(labels * np.log(probabilities) + (1 - labels) * np.log(1 - probabilities))
+    np.testing.assert_allclose(
+        float(rerank_loss("bce", logits.reshape(-1), 4)), bce.mean(), rtol=1e-5
+    )
+    log_softmax = logits - np.log(
+        np.exp(logits.astype(np.float64)).sum(-1, keepdims=True)
+    )
+    np.testing.assert_allclose(
+        float(rerank_loss("listwise", logits.reshape(-1), 4)),
+        -log_softmax[:, 0].mean(),
+        rtol=1e-5,
+    )
+    with pytest.raises(ValueError, match="bce"):
+        rerank_loss("pointwise", logits.reshape(-1), 4)
+
+
+def test_reranking_reorders_the_top_n_only(tiny_reranker):
+    from bert_tf.data_prep import beir
+    from bert_tf.tasks.reranking import rerank_documents
+    from bert_tf.tasks.reranking import two_stage_metrics
+
+    queries = {"q": beir.Query("q", "who wrote it?")}
+    texts = {
+        "a": "The sky is blue.",
+        "b": "Ann wrote the book in 1990.",
+        "c": "It is in Paris, France.",
+        "d": "Cats sleep a lot.",
+    }
+    passages = [beir.Passage(f"{d}#0", d, t) for d, t in texts.items()]
+    # Document "b" has a second passage: it scores as its best one.
+    passages.append(beir.Passage("b#1", "b", "Nothing to see here."))
+    first_run = {"q": {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6}}
+    reranked = rerank_documents(tiny_reranker, queries, first_run, passages, top_n=3)
+    scores = {
+        d: max(
+            tiny_reranker.predict(
+                [("who wrote it?", p.text) for p in passages if p.doc_id == d]
+            )
+        )
+        for d in "abc"
+    }
+    order = sorted("abc", key=lambda d: -scores[d]) + ["d"]
+    assert [d for d, _ in sorted(reranked["q"].items(), key=lambda x: -x[1])] == order
+    np.testing.assert_allclose(
+        [reranked["q"][d] for d in "abc"], [scores[d] for d in "abc"], rtol=1e-6
+    )
+    results = two_stage_metrics({"q": {"b": 1}}, first_run, reranked, ("mrr@10",))
+    assert results["mrr@10_retrieval"] == 0.5
+    assert results["mrr@10_reranked"] == 1.0 / (order.index("b") + 1)
