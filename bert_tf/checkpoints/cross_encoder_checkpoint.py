@@ -149,8 +149,12 @@ def read_cross_encoder(path):
         if settings.get("do_lower_case"):  # lower-cases before the tokenizer
             do_lower_case = True
     tokenizer_config = os.path.join(directory, "tokenizer_config.json")
-    if max_seq_length is None and os.path.exists(tokenizer_config):
-        max_seq_length = _read_json(tokenizer_config).get("model_max_length")
+    if os.path.exists(tokenizer_config):
+        settings = _read_json(tokenizer_config)
+        if max_seq_length is None:
+            max_seq_length = settings.get("model_max_length")
+        if do_lower_case is None:  # e.g. our checkpoint with run_reranker's file
+            do_lower_case = settings.get("do_lower_case")
     return CrossEncoderFiles(files, activation, max_seq_length, do_lower_case)
 
 
