@@ -70,7 +70,9 @@ def define_flags():
         "--do_eval: documents of the first stage the cross-encoder re-orders.",
     )
     flags.DEFINE_integer(
-        "eval_top_k", 100, "--do_eval: documents per query in the runs (>= rerank_top_k)."
+        "eval_top_k",
+        100,
+        "--do_eval: documents per query in the runs (>= rerank_top_k).",
     )
     flags.DEFINE_integer(
         "encode_batch_size", 64, "Batch of the dual encoder's embedding passes."
@@ -81,9 +83,7 @@ def define_flags():
     )
     common_flags.define_common_flags(max_seq_length=256, learning_rate=2e-5)
     common_flags.define_vocab_flags()
-    flags.DEFINE_float(
-        "num_train_epochs", 1.0, "Epochs over the training groups."
-    )
+    flags.DEFINE_float("num_train_epochs", 1.0, "Epochs over the training groups.")
     flags.DEFINE_float(
         "warmup_proportion", 0.1, "Linear learning-rate warmup, as a fraction."
     )

@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.checkpoints.cross_encoder_checkpoint import read_cross_encoder
+from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.data_prep import beir
 from bert_tf.models.bert_reranker import BertReranker
 from bert_tf.options.reranker_options import RERANK_LOSSES
@@ -202,9 +202,7 @@ def load_first_stage(path):
 
 def has_score_head(path):
     """Whether the checkpoint at `path` holds a cross-encoder's score head."""
-    return (
-        read_cross_encoder(path).checkpoint.reader.lookup("output_weights") is not None
-    )
+    return find_checkpoint(path).reader.lookup("output_weights") is not None
 
 
 class RerankingTask(Task):
