@@ -13,6 +13,8 @@ from cli_script import run_script  # noqa: E402
 from serving_process import call_in_fresh_process  # noqa: E402
 from test_run_retrieval import small_beir  # noqa: E402, F401  (fixture)
 from test_run_retrieval import tiny_encoders  # noqa: E402, F401  (fixture)
+from test_reranker import STOCK_TF_TEXT_OPS  # noqa: E402
+from test_reranker import ops_outside_core_tensorflow  # noqa: E402
 
 from bert_tf.data_prep import beir  # noqa: E402
 
@@ -54,6 +56,7 @@ def test_served_ranking_is_the_cross_encoders_order_of_the_candidates(
         "--rerank_top_k=6",
         timeout=600,
     )
+    assert ops_outside_core_tensorflow(str(tmp_path / "sm" / "1")) <= STOCK_TF_TEXT_OPS
     queries = beir.read_queries(small_beir)
     some = list(beir.read_qrels(small_beir, "test"))[:4]
     texts = [queries[q].text for q in some]
