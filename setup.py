@@ -16,6 +16,7 @@ COMMANDS = (
     "extract_features",
     "export_saved_model",
     "run_ner",
+    "export_litert",
 )
 
 setup(
@@ -57,6 +58,9 @@ setup(
         # torch, which the public index serves only as a CUDA build (~3 GB of
         # NVIDIA packages). The demo itself needs nothing beyond the base.
         "demo": [],
+        # export_litert.py's models and bert_tf.litert (the LiteRT runtime;
+        # tensorflow-text's LiteRT kernels come with the base install).
+        "litert": ["ai-edge-litert>=2.1"],
         # --tfds_name input (TensorFlow Datasets). tensorflow-datasets 4.9.10
         # imports importlib_resources without declaring it.
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
@@ -73,6 +77,7 @@ setup(
             "ruff",
             "tensorflow-datasets>=4.9",
             "importlib_resources",
+            "ai-edge-litert>=2.1",
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.
