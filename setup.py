@@ -16,6 +16,8 @@ COMMANDS = (
     "extract_features",
     "export_saved_model",
     "run_ner",
+    "embed",
+    "run_similarity",
     "export_litert",
 )
 
@@ -64,6 +66,9 @@ setup(
         # --tfds_name input (TensorFlow Datasets). tensorflow-datasets 4.9.10
         # imports importlib_resources without declaring it.
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
+        # run_retrieval.py's vector database: the Milvus client and Milvus Lite
+        # (the embedded database of the default --milvus_uri=<output_dir>/index.db).
+        "retrieval": ["pymilvus>=3.0,<4", "milvus-lite>=3.2"],
         # Hugging Face references (transformers + torch, CPU build from the
         # PyTorch CPU index named in the README's test command).
         "test": [
@@ -75,8 +80,14 @@ setup(
             # raw-text classifier's API (its deps leave keras/TF as they are).
             "keras-hub",
             "ruff",
+            # trec_eval's own code: the reference of the retrieval metrics.
+            "pytrec-eval-terrier",
+            "pymilvus>=3.0,<4",
+            "milvus-lite>=3.2",
             "tensorflow-datasets>=4.9",
             "importlib_resources",
+            # The CRF layer's reference (log-likelihood, Viterbi, gradients).
+            "pytorch-crf",
             "ai-edge-litert>=2.1",
         ],
     },

@@ -32,7 +32,7 @@ def main():
     import tensorflow as tf
 
     import bert_tf
-    from bert_tf.export import export_saved_model
+    from bert_tf.serving import export_saved_model
 
     with open(
         os.path.join(os.environ["BERT_TF_DATA"], "glue", "MRPC", "dev.tsv"),

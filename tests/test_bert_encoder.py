@@ -120,6 +120,7 @@ def test_gelu_exact_and_tanh_differ_as_expected():
     assert np.abs(keras.ops.convert_to_numpy(gelu_exact(x)) - tanh_form).max() > 1e-4
 
 
+@pytest.mark.slow
 def test_encoder_as_a_layer_in_a_user_model(tiny_config):
     """A user's functional model around BertEncoder trains for a step."""
     encoder = bert_tf.BertEncoder(tiny_config)

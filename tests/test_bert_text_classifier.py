@@ -92,6 +92,7 @@ def sst2_classifier(shared_data, minilm_dir):
     }
 
 
+@pytest.mark.slow
 def test_learns_sst2_from_raw_sentences(sst2_classifier):
     """Held-out sentences: far above the majority class and the untrained
     head, and evaluate, predict and a direct call agree."""
@@ -112,6 +113,7 @@ def test_learns_sst2_from_raw_sentences(sst2_classifier):
     assert np.mean(logits.argmax(-1) == dev_y) == pytest.approx(accuracy, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_fits_mrpc_sentence_pairs(sst2_classifier, shared_data):
     """Pairs take the same path: a few steps on real MRPC pairs lower their
     loss (the text pair is packed as [CLS] a [SEP] b [SEP])."""
@@ -126,6 +128,7 @@ def test_fits_mrpc_sentence_pairs(sst2_classifier, shared_data):
     assert after < before - 0.05
 
 
+@pytest.mark.slow
 def test_vocab_is_found_beside_the_checkpoint(sst2_classifier, minilm_dir):
     preprocessor = sst2_classifier["model"].preprocessor
     assert preprocessor.vocab_file == os.path.join(minilm_dir, "vocab.txt")
@@ -172,6 +175,7 @@ def keras_hub_preset(tmp_path_factory):
     return task, directory
 
 
+@pytest.mark.slow
 def test_same_call_pattern_and_outputs_as_keras_hub(keras_hub_preset):
     keras_hub_task, directory = keras_hub_preset
     ours = BertTextClassifier.from_checkpoint(directory, num_labels=2, seq_length=16)
@@ -235,6 +239,7 @@ def test_default_optimizer_does_not_decay_biases_and_layer_norms(vocab_file):
 # --- Datasets, scalar strings, calls ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_unbatched_dataset_of_scalar_strings(vocab_file):
     model = tiny_classifier(vocab_file)
     preprocessor = model.preprocessor
@@ -263,6 +268,7 @@ def test_unbatched_dataset_of_scalar_strings(vocab_file):
     )
 
 
+@pytest.mark.slow
 def test_tf1_checkpoint_of_the_text_classifier_is_a_run_classifier_one(
     vocab_file, tmp_path
 ):
@@ -300,6 +306,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_keras_file_loads_in_a_fresh_process_without_the_vocab(vocab_file, tmp_path):
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy("mixed_bfloat16")

@@ -24,6 +24,8 @@ COMMANDS = {
     "bert-tf-extract-features": "bert_tf.cli.extract_features:main",
     "bert-tf-export-saved-model": "bert_tf.cli.export_saved_model:main",
     "bert-tf-run-ner": "bert_tf.cli.run_ner:main",
+    "bert-tf-embed": "bert_tf.cli.embed:main",
+    "bert-tf-run-similarity": "bert_tf.cli.run_similarity:main",
     "bert-tf-demo": "bert_tf.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
@@ -41,6 +43,8 @@ ORIGINAL_AND_ADDED = {
     "extract_features": ("--layers", None),
     "export_saved_model": (None, "--model_type"),
     "run_ner": (None, "--tag_scheme"),
+    "embed": (None, "--text_column"),
+    "run_similarity": (None, "--score_scale"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 
@@ -184,6 +188,7 @@ def classifier_flags(model, data, output_dir, *extra):
     )
 
 
+@pytest.mark.slow
 def test_a_bad_row_is_one_line_and_exit_2_traceback_with_verbosity(
     tiny_model_files, tmp_path
 ):
@@ -211,6 +216,7 @@ def test_a_bad_row_is_one_line_and_exit_2_traceback_with_verbosity(
     )
 
 
+@pytest.mark.slow
 def test_a_missing_file_is_one_line_and_exit_2(tiny_model_files, tmp_path):
     missing = tmp_path / "nowhere.tsv"
     result = run_tool(
@@ -254,6 +260,7 @@ def test_user_errors_exit_2_and_bugs_keep_their_traceback(tmp_path):
     assert "Traceback" in bug.stderr and "RuntimeError: an internal error" in bug.stderr
 
 
+@pytest.mark.slow
 def test_import_bert_tf_is_lazy_and_load_model_still_finds_its_classes(tmp_path):
     import bert_tf
 

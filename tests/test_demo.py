@@ -4,6 +4,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -59,6 +59,7 @@ def test_original_tokens_are_restored(records):
         np.testing.assert_array_equal(restored[others], features["input_ids"][others])
 
 
+@pytest.mark.slow
 def test_masks_follow_the_original_rule(records):
     _, vocab, parsed = records
     special = special_token_ids(vocab)
@@ -107,6 +108,7 @@ def test_masks_follow_the_original_rule(records):
     assert predicted / real == pytest.approx(0.15, abs=0.01)
 
 
+@pytest.mark.slow
 def test_new_masks_each_epoch_and_the_same_after_a_resume(records):
     path, vocab, parsed = records
     options = pretraining.dynamic_masking_options(

@@ -21,6 +21,9 @@ from tiny_models import tiny_bert_config
 
 import bert_tf
 
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -21,10 +21,13 @@ from serving_process import call_in_fresh_process
 from tiny_models import tiny_bert_config
 
 import bert_tf
-from bert_tf import export
+from bert_tf import serving
 from bert_tf import tokenization
 from bert_tf.data_prep import glue
-from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.input_schema import ENCODER_INPUT_NAMES
+from bert_tf.serving import saved_model_exporter as exporter
+from bert_tf.serving import warmup
+from bert_tf.serving.signature_module import WARMUP_TEXTS
 
 SEQ_LENGTH = 32
 LABELS = ["not_equivalent", "equivalent"]
@@ -65,7 +68,7 @@ def exported(models, vocab_file, tmp_path_factory):
         "encoder": {},
     }
     exports = {
-        kind: export.export_saved_model(
+        kind: serving.export_saved_model(
             models[kind],
             str(base / kind),
             vocab_file,
@@ -75,7 +78,7 @@ def exported(models, vocab_file, tmp_path_factory):
         )
         for kind in models
     }
-    exports["classifier_bfloat16"] = export.export_saved_model(
+    exports["classifier_bfloat16"] = serving.export_saved_model(
         models["classifier"],
         str(base / "classifier_bfloat16"),
         vocab_file,
@@ -112,6 +115,7 @@ def _keras_probabilities(models, vocab_file, texts_a, texts_b):
     return tf.nn.softmax(logits).numpy()
 
 
+@pytest.mark.slow
 def test_every_signature_in_a_process_without_bert_tf(
     exported, models, vocab_file, tmp_path
 ):
@@ -214,6 +218,7 @@ def _check_answer_offsets(outputs, contexts):
         assert pieces.sum() == len(outputs["token_start"][row][pieces])
 
 
+@pytest.mark.slow
 def test_span_offsets_recover_the_answer_words(exported, vocab_file):
     span = tf.saved_model.load(exported["span"]).signatures["serving_default"]
     context = "Steve Smith's car, Ünïcödé-test isn't red."
@@ -233,6 +238,7 @@ def test_span_offsets_recover_the_answer_words(exported, vocab_file):
     assert spans[-1] == "."
 
 
+@pytest.mark.slow
 def test_batch_sizes_one_and_256(exported, models, vocab_file):
     classifier = tf.saved_model.load(exported["classifier"])
     signature = classifier.signatures["serving_default"]
@@ -245,6 +251,7 @@ def test_batch_sizes_one_and_256(exported, models, vocab_file):
         np.testing.assert_allclose(out["probabilities"][:4], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_wrong_dtype_is_a_clear_error(exported):
     signature = tf.saved_model.load(exported["classifier"]).signatures[
         "serve_tokenized"
@@ -261,6 +268,7 @@ def test_wrong_dtype_is_a_clear_error(exported):
     assert "string" in str(e.value)
 
 
+@pytest.mark.slow
 def test_saved_model_cli_show_lists_signatures(exported):
     shown = subprocess.run(
         ["saved_model_cli", "show", "--all", "--dir", exported["classifier"]],
@@ -310,6 +318,7 @@ def _parse_saved_model_cli_show(text):
     return signatures
 
 
+@pytest.mark.slow
 def test_saved_model_cli_run_on_raw_strings(exported, models, vocab_file, tmp_path):
     """The README's saved_model_cli command (with tensorflow-text's ops loaded,
     as the model server has them) returns the Keras model's probabilities."""
@@ -348,27 +357,28 @@ SAVED_MODEL_CLI_WITH_TEXT_OPS = [
 ]
 
 
+@pytest.mark.slow
 def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path):
     version_dir = exported["encoder"]
     base = os.path.dirname(version_dir)
     assert os.path.basename(version_dir) == "1"
-    assert sorted(os.listdir(base)) == ["1", export.BATCHING_FILE]
-    with open(os.path.join(base, export.BATCHING_FILE)) as f:
+    assert sorted(os.listdir(base)) == ["1", exporter.BATCHING_FILE]
+    with open(os.path.join(base, exporter.BATCHING_FILE)) as f:
         assert "pad_variable_length_inputs: true" in f.read()
     assert os.path.exists(os.path.join(version_dir, "saved_model.pb"))
-    assert os.path.exists(os.path.join(version_dir, export.WARMUP_FILE))
-    with open(os.path.join(exported["classifier"], export.METADATA_FILE)) as f:
+    assert os.path.exists(os.path.join(version_dir, exporter.WARMUP_FILE))
+    with open(os.path.join(exported["classifier"], exporter.METADATA_FILE)) as f:
         metadata = json.load(f)
     assert metadata["model"] == "classifier" and metadata["labels"] == LABELS
     assert metadata["signatures"]["serving_default"] == ["text_a", "text_b"]
 
     # A newer export gets a higher version; an existing one is refused.
-    newer = export.export_saved_model(
+    newer = serving.export_saved_model(
         models["encoder"], base, vocab_file, True, SEQ_LENGTH, save_keras=False
     )
     assert os.path.basename(newer) == "2"
     with pytest.raises(FileExistsError, match=os.path.basename(newer)):
-        export.export_saved_model(
+        serving.export_saved_model(
             models["encoder"],
             base,
             vocab_file,
@@ -386,24 +396,25 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
     def fail(*args, **kwargs):
         raise Boom("disk full")
 
-    original = export.write_warmup_requests
-    export.write_warmup_requests = fail
+    original = warmup.write_warmup_requests
+    warmup.write_warmup_requests = fail
     try:
         with pytest.raises(Boom):
-            export.export_saved_model(
+            serving.export_saved_model(
                 models["encoder"], failing, vocab_file, True, SEQ_LENGTH
             )
     finally:
-        export.write_warmup_requests = original
+        warmup.write_warmup_requests = original
     assert os.listdir(failing) == []
 
 
+@pytest.mark.slow
 def test_keras_file_in_the_export_loads_with_identical_outputs(
     exported, models, vocab_file
 ):
     tokens = _packed(vocab_file, ["a first text", "another"], ["b", "c"])
     for kind in ("classifier", "span"):
-        path = os.path.join(exported[kind], export.KERAS_FILE)
+        path = os.path.join(exported[kind], exporter.KERAS_FILE)
         revived = keras.saving.load_model(path)
         assert type(revived) is type(models[kind])
         want = models[kind](tokens, training=False)
@@ -412,12 +423,13 @@ def test_keras_file_in_the_export_loads_with_identical_outputs(
             np.testing.assert_array_equal(got[name], want[name])
 
 
+@pytest.mark.slow
 def test_warmup_requests_decode_as_prediction_logs(exported):
     """Decoded with message classes built here from the field numbers of
     tensorflow_serving/apis (prediction_log, predict, model .proto), then
     replayed against the loaded signatures."""
     prediction_log = _serving_message_classes()
-    path = os.path.join(exported["classifier"], export.WARMUP_FILE)
+    path = os.path.join(exported["classifier"], exporter.WARMUP_FILE)
     records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
     assert len(records) == 2
     model = tf.saved_model.load(exported["classifier"])
@@ -431,7 +443,7 @@ def test_warmup_requests_decode_as_prediction_logs(exported):
         expected_names = set(signature.structured_input_signature[1])
         assert set(inputs) == expected_names
         outputs = signature(**{k: tf.constant(v) for k, v in inputs.items()})
-        assert outputs["probabilities"].shape[0] == len(export.WARMUP_TEXTS)
+        assert outputs["probabilities"].shape[0] == len(WARMUP_TEXTS)
         seen.append(name)
     assert seen == ["serving_default", "serve_tokenized"]
 
@@ -541,6 +553,7 @@ def _add_with_dependencies(pool, file_descriptor):
         pass  # already added through another path
 
 
+@pytest.mark.slow
 def test_readme_rest_request_matches_the_signature(exported, models, vocab_file):
     """The README's TF Serving request bodies use our signature and input
     names; each row answers the same as the Keras model."""
@@ -569,6 +582,7 @@ def test_readme_rest_request_matches_the_signature(exported, models, vocab_file)
             np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_export_script_from_a_checkpoint(models, vocab_file, tmp_path):
     from cli_script import run_script
 
@@ -615,6 +629,7 @@ def _sst2_sentences(shared_data, count):
         return [line.split("\t")[0] for line in f.read().splitlines()[1:]][:count]
 
 
+@pytest.mark.slow
 def test_requests_are_padded_to_their_longest_row(
     exported, models, vocab_file, shared_data
 ):
@@ -658,6 +673,7 @@ def test_requests_are_padded_to_their_longest_row(
     np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_text_pair_batch_size_mismatch_names_both_sizes(exported):
     signature = tf.saved_model.load(exported["classifier"]).signatures[
         "serving_default"
@@ -670,6 +686,7 @@ def test_text_pair_batch_size_mismatch_names_both_sizes(exported):
         span(question=tf.constant(["q"]), context=tf.constant(["a", "b"]))
 
 
+@pytest.mark.slow
 def test_bfloat16_export_computes_in_bfloat16(exported):
     loaded = tf.saved_model.load(exported["classifier_bfloat16"])
     graph = loaded.signatures["serve_tokenized"].graph.as_graph_def()
@@ -682,7 +699,9 @@ def test_bfloat16_export_computes_in_bfloat16(exported):
     }
     assert tf.bfloat16.as_datatype_enum in matmul_types
     assert tf.float32.as_datatype_enum not in matmul_types
-    with open(os.path.join(exported["classifier_bfloat16"], export.METADATA_FILE)) as f:
+    with open(
+        os.path.join(exported["classifier_bfloat16"], exporter.METADATA_FILE)
+    ) as f:
         assert json.load(f)["dtype"] == "bfloat16"
 
 
@@ -719,6 +738,7 @@ def _long_context_questions(shared_data, tmp_path, count, tokenizer, window_toke
     return str(subset), kept
 
 
+@pytest.mark.slow
 def test_span_answers_equal_run_squad_predictions(
     models, vocab_file, shared_data, tmp_path
 ):

@@ -26,6 +26,7 @@ WORDS = [
 ]
 
 
+@pytest.mark.slow
 def test_writes_the_original_jsonl_with_the_encoder_values(tmp_path):
     (tmp_path / "vocab.txt").write_text("\n".join(WORDS) + "\n")
     config = bert_tf.BertConfig(
@@ -90,6 +91,7 @@ def test_writes_the_original_jsonl_with_the_encoder_values(tmp_path):
             assert all(round(v, 6) == v for v in entry["values"])  # rounded to 6 places
 
 
+@pytest.mark.slow
 def test_a_hugging_face_directory_needs_no_config_flag(minilm_dir, tmp_path):
     """README's command on the real MiniLM: no --bert_config_file; the last
     layer equals Hugging Face's BertModel on the same ids."""

@@ -601,12 +601,14 @@ def classify(probe, result, paths):
     return "clear", ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("probe", PROBES, ids=[p["id"] for p in PROBES])
 def test_probe_ends_in_a_clear_error_or_a_correct_result(probe, results, paths):
     verdict, reason = classify(probe, results[probe["id"]], paths)
     assert verdict in ("clear", "correct"), f"{verdict}: {reason}"
 
 
+@pytest.mark.slow
 def test_totals_none_silently_wrong(results, paths):
     """The suite's totals, printed (pytest -s): clear errors, correct results,
     unclear errors, silently wrong results."""

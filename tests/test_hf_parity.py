@@ -57,6 +57,7 @@ def torch_inputs(features):
     }
 
 
+@pytest.mark.slow
 def test_minilm_encoder_matches_transformers(minilm_dir):
     tokenizer = bert_tf.tokenization.FullTokenizer(
         os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True

@@ -30,8 +30,8 @@ from bert_tf.data_prep import glue
 pytest.importorskip("ai_edge_litert", reason="ai-edge-litert ([litert]) is missing")
 
 from bert_tf.litert import LiteRTModel  # noqa: E402
-from bert_tf.litert_export import export_litert  # noqa: E402
-from bert_tf.litert_preprocessor import LiteRTPreprocessor  # noqa: E402
+from bert_tf.serving.litert_exporter import export_litert  # noqa: E402
+from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor  # noqa: E402
 
 SEQ_LENGTH = 24
 TAGS = ["O", "B-person", "I-person", "B-location", "I-location"]
@@ -42,7 +42,12 @@ TEXTS_A = [
     "word " * 40,
 ]
 TEXTS_B = ["A dog.", "", "Short.", "another " * 40]
-GLUE_TASKS = (("cola", "CoLA"), ("mrpc", "MRPC"), ("sst-2", "SST-2"), ("sts-b", "STS-B"))
+GLUE_TASKS = (
+    ("cola", "CoLA"),
+    ("mrpc", "MRPC"),
+    ("sst-2", "SST-2"),
+    ("sts-b", "STS-B"),
+)
 
 
 def _vocab(shared_data):
@@ -132,9 +137,7 @@ def test_torture_string_differences_are_the_documented_characters(shared_data):
     strings = generate_torture_strings(6000, 0, data_dir=shared_data)
     bad = _mismatches(vocab, True, strings)
     # Without their documented characters the strings tokenize as the original.
-    cleaned = [
-        "".join(c for c in s if not documented_difference(c, True)) for s in bad
-    ]
+    cleaned = ["".join(c for c in s if not documented_difference(c, True)) for s in bad]
     still = _mismatches(vocab, True, cleaned)
     assert len(still) <= 0.05 * len(strings), still[:5]
 
@@ -170,6 +173,7 @@ def tiny_models():
         "tagger": bert_tf.BertTokenClassifier(config, num_labels=len(TAGS)),
         "span": bert_tf.BertSpanLabeler(config),
         "encoder": bert_tf.BertEncoder(config),
+        "embedding": bert_tf.BertSentenceEncoder(bert_tf.BertEncoder(config)),
     }
 
 
@@ -182,10 +186,13 @@ def exported(tiny_models, shared_data, tmp_path_factory):
         "tagger": {"label_list": TAGS},
         "span": {"max_query_length": 8},
         "encoder": {},
+        "embedding": {},
     }
     paths = {}
     for kind, model in tiny_models.items():
-        for quantization in ("none", "dynamic_int8") if kind == "classifier" else ("none",):
+        for quantization in (
+            ("none", "dynamic_int8") if kind == "classifier" else ("none",)
+        ):
             path = str(directory / f"{kind}-{quantization}.tflite")
             export_litert(
                 model,
@@ -256,13 +263,18 @@ def test_tagger_tags_word_starts_with_byte_offsets(exported, tiny_models, shared
             span = data[start:end].decode("utf-8")
             normalized = "".join(tokenization.BasicTokenizer(True).tokenize(span))
             assert token.removeprefix("##") in normalized, (token, span)
-            assert tag == ("" if token.startswith("##") else TAGS[logits[row, position].argmax()])
+            assert tag == (
+                "" if token.startswith("##") else TAGS[logits[row, position].argmax()]
+            )
 
 
 @pytest.mark.slow
 def test_span_and_encoder_outputs(exported, tiny_models, shared_data):
     vocab = _vocab(shared_data)
-    question, context = ["Who visited Paris?"], ["Angela Merkel visited Paris's Louvre."]
+    question, context = (
+        ["Who visited Paris?"],
+        ["Angela Merkel visited Paris's Louvre."],
+    )
     got = LiteRTModel(exported["span", "none"])(question=question, context=context)
     inputs = _original_inputs(vocab, question, context)
     want = tiny_models["span"](inputs)
@@ -279,6 +291,12 @@ def test_span_and_encoder_outputs(exported, tiny_models, shared_data):
     np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=5e-5)
     np.testing.assert_allclose(
         out["sequence_output"], want["sequence_output"], atol=5e-5
+    )
+    embedding = LiteRTModel(exported["embedding", "none"])
+    assert embedding.input_names == ["text"]
+    want = tiny_models["embedding"](_original_inputs(vocab, TEXTS_A[:2]))
+    np.testing.assert_allclose(
+        embedding(text=TEXTS_A[:2])["embeddings"], want, atol=5e-5
     )
 
 

@@ -786,6 +786,7 @@ _MIRRORED_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_step_equals_single_device():
     """Two replicas, each with half the global batch, equal one device.
 

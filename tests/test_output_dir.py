@@ -16,6 +16,7 @@ from bert_tf.training.output_dir import OutputDirLock
 from bert_tf.training.output_dir import RunSettings
 
 
+@pytest.mark.slow
 def test_a_second_writer_stops_naming_the_holder_and_a_dead_holder_is_taken_over(
     tmp_path,
 ):

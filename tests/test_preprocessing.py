@@ -61,6 +61,7 @@ def test_ids_equal_full_tokenizer_on_torture_strings(shared_data, vocab_name, lo
     assert not bad, f"{len(bad)} of {len(strings)} differ, e.g. {bad[:3]}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vocab_name,lower", CONFIGS)
 def test_packing_equals_the_original_for_singles_and_pairs(
     shared_data, vocab_name, lower
@@ -202,6 +203,7 @@ def test_padding_longest_cuts_the_fixed_rows_at_the_longest(shared_data):
         BertPreprocessor(vocab, True, 128, padding="right")
 
 
+@pytest.mark.slow
 def test_pair_batch_size_mismatch_names_both_sizes(shared_data):
     vocab = _vocab(shared_data, "bert-base-uncased")
     preprocessor = BertPreprocessor(vocab, True, 16)

@@ -574,6 +574,7 @@ def test_iter_shards_are_runs_of_whole_documents(small_corpus, tmp_path):
         list(pretraining.iter_shards([small_corpus], 0))
 
 
+@pytest.mark.slow
 def test_sharded_output_independent_of_workers(
     small_corpus, vocab_file, tokenizer, tmp_path
 ):

@@ -38,6 +38,9 @@ from cli_script import REPO
 from cli_script import script_env
 from cli_script import script_flag_defaults
 
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
+
 README = os.path.join(REPO, "README.md")
 SETUP = os.path.join(REPO, "setup.py")
 TINY_POSITIONS = "16"  # max_position_embeddings of the Google-format test checkpoint
@@ -54,6 +57,8 @@ BLOCKS = [
     ("bash", "TF_CONFIG=", "static: several hosts"),
     ("bash", "python run_ner.py", "run"),
     ("bash", "python extract_features.py", "run"),
+    ("python", "BertSentenceEncoder.from_checkpoint", "run"),
+    ("bash", "python run_similarity.py", "run (32 STS-B pairs, 1 epoch)"),
     ("bash", "python export_saved_model.py", "run the export, check docker statically"),
     ("", "max_batch_size", "compare with the exported batching_parameters.txt"),
     ("bash", "--enable_batching", "static: a TF Serving server (docker)"),
@@ -297,6 +302,41 @@ def test_extract_features_command(workspace):
     assert len(lines[0]["features"][0]["layers"][0]["values"]) == 384
 
 
+@pytest.mark.slow
+def test_sentence_encoder_snippet(workspace):
+    run_python(workspace, block("BertSentenceEncoder.from_checkpoint"), "embed_api.py")
+    copy = os.path.join(workspace["cwd"], "minilm_copy")
+    assert os.path.isfile(os.path.join(copy, "modules.json"))
+    assert os.path.isfile(os.path.join(workspace["cwd"], "minilm.keras"))
+
+
+@pytest.mark.slow
+def test_similarity_commands(workspace, shared_data):
+    stsb = workspace["root"] / "glue" / "STS-B"
+    stsb.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("train.tsv", 32), ("dev.tsv", 16)):
+        with open(os.path.join(shared_data, "glue", "STS-B", name)) as f:
+            (stsb / name).write_text("".join(f.readlines()[: rows + 1]))
+    (workspace["root"] / "cwd" / "sentences.txt").write_text(
+        "A man is playing a guitar.\nSomeone plays music.\nA dog runs.\n"
+    )
+    train, embed, export = commands(block("python run_similarity.py"))
+    train = small(workspace, train).replace(
+        "--num_train_epochs=4.0", "--num_train_epochs=1.0"
+    )
+    for command in (train, small(workspace, embed), small(workspace, export)):
+        run_shell(workspace, command, timeout=600)
+    output = os.path.join(workspace["tmp"], "stsb_output")
+    assert (
+        "eval_spearman_cosine" in open(os.path.join(output, "eval_results.txt")).read()
+    )
+    vectors = os.path.join(workspace["tmp"], "sentences.npy")
+    import numpy as np
+
+    assert np.load(vectors).shape == (3, 384)
+    assert os.path.isdir(os.path.join(workspace["tmp"], "serving", "stsb", "1"))
+
+
 def test_export_command_and_docker_mount(workspace, mrpc_export):
     export_dir, docker = mrpc_export
     assert os.path.isfile(os.path.join(export_dir, "1", "saved_model.pb"))
@@ -407,7 +447,15 @@ def test_layout_block_names_existing_files():
 
 def layout_path_exists(name):
     for folder in ("", "bert_tf", "data_prep", "bert_tf/layers", "bert_tf/models"):
-        for sub in ("", "checkpoints", "training", "cli", "tasks", "pretraining"):
+        for sub in (
+            "",
+            "checkpoints",
+            "training",
+            "cli",
+            "tasks",
+            "serving",
+            "pretraining",
+        ):
             path = os.path.join(REPO, folder, sub, name)
             if os.path.exists(path) or os.path.exists(os.path.join(REPO, name)):
                 return True

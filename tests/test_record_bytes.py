@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from cli_script import REPO
 from cli_script import script_env
 
@@ -55,6 +56,7 @@ def _write_in_new_process(directory):
     return [open(path, "rb").read() for path in paths]
 
 
+@pytest.mark.slow
 def test_records_are_byte_identical_across_processes(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

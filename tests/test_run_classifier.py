@@ -4,11 +4,15 @@ import os
 import re
 
 import numpy as np
+import pytest
 from cli_script import run_script
 from cli_script import script_flag_defaults
 from tiny_models import tiny_bert_config
 
 import bert_tf
+
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "run_classifier.py")

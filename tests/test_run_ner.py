@@ -25,7 +25,10 @@ import bert_tf
 from bert_tf import tokenization
 from bert_tf.entity_metrics import get_entities
 from bert_tf.preprocessing import BertPreprocessor
-from bert_tf.tagger_serving import TaggerSignatures
+from bert_tf.serving import TaggerSignatures
+
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
 
 SEQ_LENGTH = 32
 SCRIPT = os.path.join(REPO, "run_ner.py")

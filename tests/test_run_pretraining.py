@@ -10,6 +10,9 @@ from tiny_models import tiny_bert_config
 
 import bert_tf
 
+# End-to-end runs through the command line: the full suite's tier.
+pytestmark = pytest.mark.slow
+
 # 220 steps at lr 3e-3 reach masked_lm_accuracy 1.0 (≈1 min on 2 CPU cores).
 NUM_STEPS = 220
 

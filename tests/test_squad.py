@@ -92,6 +92,7 @@ def _example(qid, doc, question="who", **kwargs):
 # Oracle on the real dev set (docs/original_bert.md §9)
 
 
+@pytest.mark.slow
 def test_oracle_dev_v11_matches_original(shared_data):
     """Gold-placed logits give the original's 10,833 features and EM/F1."""
     dev_file = os.path.join(shared_data, "squad", "dev-v1.1.json")

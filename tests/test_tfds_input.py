@@ -151,6 +151,7 @@ def _features(examples, label_list, tokenizer):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "tfds_name, task, folder",
     [
@@ -185,6 +186,7 @@ def test_glue_examples_and_features_equal_the_files(
         ), method
 
 
+@pytest.mark.slow
 def test_tfds_stores_rows_shuffled_and_examples_come_in_idx_order(tfds_dirs):
     builder = tfds.builder("glue/mrpc", data_dir=tfds_dirs.data_dir)
     stored = [int(row["idx"]) for row in tfds_input._rows(builder, "train")]
@@ -492,6 +494,7 @@ def _records(path):
     return records
 
 
+@pytest.mark.slow
 def test_run_classifier_tfds_writes_the_records_of_the_files(
     tfds_dirs, shared_data, tokenizer, tmp_path
 ):

@@ -565,6 +565,7 @@ def test_missing_vocab_file_error_names_path(tmp_path):
     assert missing in str(info.value)
 
 
+@pytest.mark.slow
 def test_load_vocab_remote_path_goes_through_gfile():
     # The original read vocabularies with tf.gfile, so "gs://..." paths work;
     # TF's in-memory "ram://" file system exercises the same code path.

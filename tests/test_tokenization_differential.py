@@ -666,16 +666,19 @@ def test_ours_equals_step_by_step_original(name, lower):
     assert not bad, bad[:5]
 
 
+@pytest.mark.slow
 def test_transformers_bert_tokenizer_disagreements_are_classified():
     results = _run_reference(_hf_fast, HF_FAST_QUIRKS, _hf_fast_table_overrides())
     _assert_classified("transformers BertTokenizer", HF_FAST_QUIRKS, results)
 
 
+@pytest.mark.slow
 def test_transformers_legacy_tokenizer_disagreements_are_classified():
     results = _run_reference(_hf_legacy, HF_LEGACY_QUIRKS, None)
     _assert_classified("transformers BertTokenizerLegacy", HF_LEGACY_QUIRKS, results)
 
 
+@pytest.mark.slow
 def test_tf_text_tokenizer_disagreements_are_classified():
     results = _run_reference(_tf_text, TF_TEXT_QUIRKS, _tf_text_table_overrides())
     _assert_classified("tensorflow_text BertTokenizer", TF_TEXT_QUIRKS, results)

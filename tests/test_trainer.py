@@ -12,6 +12,9 @@ import sys
 
 import pytest
 
+# Every run is a training process of its own: the full suite's tier.
+pytestmark = pytest.mark.slow
+
 WORKER = os.path.join(os.path.dirname(__file__), "train_worker.py")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

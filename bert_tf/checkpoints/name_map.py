@@ -12,6 +12,8 @@ import re
 
 # The original has no tagging model; this scope holds our token classifier.
 TOKEN_CLASSIFIER_SCOPE = "cls/token_classifier"
+# The tagger's CRF transitions (`BertTokenClassifier(crf=True)`).
+CRF_SCOPE = "cls/crf"
 
 # Checkpoint entries that are not model weights and are skipped without a
 # word: optimizer slots and step counters (original and Keras), and HF's
@@ -80,6 +82,16 @@ def logits_head_variables(head, scope):
     }
 
 
+def crf_variables(crf, scope=CRF_SCOPE):
+    """{original name: variable} for a `CRF`: `<scope>/transitions` [from, to],
+    `<scope>/start_transitions`, `<scope>/end_transitions`."""
+    return {
+        f"{scope}/transitions": crf.transitions,
+        f"{scope}/start_transitions": crf.start_transitions,
+        f"{scope}/end_transitions": crf.end_transitions,
+    }
+
+
 # Heads whose HF names do not follow from the TF1 names by the generic rule.
 _HF_HEADS = {
     "cls/predictions/output_bias": "cls.predictions.bias",
@@ -91,6 +103,10 @@ _HF_HEADS = {
     "cls/squad/output_bias": "qa_outputs.bias",
     f"{TOKEN_CLASSIFIER_SCOPE}/output_weights": "classifier.weight",
     f"{TOKEN_CLASSIFIER_SCOPE}/output_bias": "classifier.bias",
+    # A `BertForTokenClassification` with a pytorch-crf `CRF` as `self.crf`.
+    f"{CRF_SCOPE}/transitions": "crf.transitions",
+    f"{CRF_SCOPE}/start_transitions": "crf.start_transitions",
+    f"{CRF_SCOPE}/end_transitions": "crf.end_transitions",
 }
 
 # HF entries that repeat a tensor mapped elsewhere (the tied MLM decoder).

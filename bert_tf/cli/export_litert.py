@@ -17,9 +17,9 @@ from absl import flags
 
 from bert_tf.cli.command import Command
 
-# Importable without TensorFlow (for --help); bert_tf.litert_export checks
+# Importable without TensorFlow (for --help); bert_tf.serving.litert_exporter checks
 # the same names.
-LITERT_MODEL_TYPES = ("classifier", "tagger", "span", "encoder")
+LITERT_MODEL_TYPES = ("classifier", "tagger", "span", "embedding", "encoder")
 QUANTIZATIONS = ("dynamic_int8", "float16", "none")
 
 
@@ -29,7 +29,8 @@ def define_flags():
         None,
         list(LITERT_MODEL_TYPES),
         "classifier (run_classifier output), tagger (run_ner output), span "
-        "(run_squad output, one window per question/context) or encoder.",
+        "(run_squad output, one window per question/context), embedding "
+        "(run_similarity output or a sentence-transformers directory) or encoder.",
     )
     flags.DEFINE_string(
         "init_checkpoint",

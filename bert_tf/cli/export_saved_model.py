@@ -23,7 +23,10 @@ def define_flags():
         None,
         list(MODEL_TYPES),
         "classifier (run_classifier output), span (run_squad output), tagger "
-        "(run_ner output) or encoder.",
+        "(run_ner output), encoder, or embedding (a sentence encoder: a "
+        "sentence-transformers directory such as run_similarity's "
+        "output_dir/sentence_transformers, or a BERT checkpoint with --pooling; "
+        "its own max_seq_length and lower-casing are used).",
     )
     flags.DEFINE_string(
         "init_checkpoint",
@@ -90,6 +93,11 @@ def define_flags():
         0.0,
         'span, SQuAD 2.0: answer "" when the null score beats the best span by '
         "more than this.",
+    )
+    flags.DEFINE_string(
+        "pooling",
+        None,
+        "embedding, plain BERT checkpoint: mean, cls, max or mean_sqrt_len_tokens.",
     )
     common_flags.define_serving_flags()
 

@@ -1,8 +1,17 @@
 """Keras layers that make up BERT."""
 
 from bert_tf.layers.bert_embeddings import BertEmbeddings
+from bert_tf.layers.crf import CRF
 from bert_tf.layers.logits_head import LogitsHead
 from bert_tf.layers.masked_lm_head import MaskedLMHead
+from bert_tf.layers.sentence_pooling import SentencePooling
 from bert_tf.layers.transformer_block import TransformerBlock
 
-__all__ = ["BertEmbeddings", "LogitsHead", "MaskedLMHead", "TransformerBlock"]
+__all__ = [
+    "CRF",
+    "BertEmbeddings",
+    "LogitsHead",
+    "MaskedLMHead",
+    "SentencePooling",
+    "TransformerBlock",
+]

@@ -8,15 +8,13 @@ from keras import ops
 from bert_tf.checkpoints.loading import CheckpointMixin
 from bert_tf.checkpoints.name_map import encoder_variables
 from bert_tf.config import BertConfig
+from bert_tf.input_schema import ENCODER_INPUT_NAMES
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.transformer_block import TransformerBlock
 
 # The original adds this to the scores of padded keys: large enough to zero
 # them after the softmax, small enough to stay finite in float16.
 MASK_ADDER = -10000.0
-# The three int32 [batch, seq] inputs every BERT model takes (and the names of
-# these features in every task's records).
-ENCODER_INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 def as_bert_config(config):

@@ -2,7 +2,7 @@
 
 Reads any checkpoint `from_checkpoint` reads, builds the task model as
 export_saved_model.py does, and writes the file with
-`bert_tf.litert_export.export_litert`.
+`bert_tf.serving.litert_exporter.export_litert`.
 """
 
 from bert_tf import tokenization
@@ -10,11 +10,12 @@ from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
-from bert_tf.litert_export import export_litert
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
+from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
+from bert_tf.serving.litert_exporter import export_litert
 from bert_tf.tasks.saved_model_export import classifier_labels
 from bert_tf.tasks.saved_model_export import tagger_labels
 
@@ -64,18 +65,30 @@ def run(flags_obj):
             flags_obj.init_checkpoint, config=config, num_labels=len(labels)
         )
         options = {"label_list": labels}
+    elif model_type == "embedding":
+        model = BertSentenceEncoder.from_checkpoint(
+            flags_obj.init_checkpoint, config=config, vocab_file=vocab_file
+        )
     elif model_type == "encoder":
         model = BertEncoder.from_checkpoint(flags_obj.init_checkpoint, config=config)
         options = {"text_pair": bool(flags_obj.text_pair)}
     else:
         raise UserInputError(
-            f"--model_type={model_type}: expected classifier, tagger, span or encoder"
+            f"--model_type={model_type}: expected one of classifier, tagger, span, "
+            "embedding, encoder"
         )
     report = model.checkpoint_load_report
-    if report.missing:
+    missing = [
+        name
+        for name in report.missing
+        # A model that does not read the pooler may lack it.
+        if getattr(model, "reads_pooled_output", True)
+        or not name.startswith("bert/pooler/")
+    ]
+    if missing:
         raise UserInputError(
-            f"{flags_obj.init_checkpoint} lacks {len(report.missing)} of the "
-            f"{model_type} model's variables, e.g. {report.missing[:3]}: "
+            f"{flags_obj.init_checkpoint} lacks {len(missing)} of the "
+            f"{model_type} model's variables, e.g. {missing[:3]}: "
             "is --model_type right?"
         )
     try:

@@ -3,7 +3,7 @@
 Reads any checkpoint `from_checkpoint` reads (a run_classifier / run_squad
 output_dir, a Google checkpoint or model directory, a Hugging Face directory),
 builds the task model, and writes `export_dir/<version>/` with
-`bert_tf.export.export_saved_model`.
+`bert_tf.serving.export_saved_model`.
 """
 
 import os
@@ -16,11 +16,12 @@ from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
-from bert_tf.export import export_saved_model
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
+from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
+from bert_tf.serving import export_saved_model
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
 from bert_tf.training import flags as common_flags
 
@@ -97,6 +98,8 @@ def run(flags_obj):
             f"({max_positions}) of {config or files.config_file}"
         )
     options = {}
+    do_lower_case = flags_obj.do_lower_case
+    max_seq_length = flags_obj.max_seq_length
     if flags_obj.model_type == "classifier":
         labels, pair = classifier_labels(flags_obj)
         regression = glue.is_regression_label_list(labels)
@@ -127,22 +130,38 @@ def run(flags_obj):
             flags_obj.init_checkpoint, config=config, num_labels=len(labels)
         )
         options = {"label_list": labels}
+    elif flags_obj.model_type == "embedding":
+        model = BertSentenceEncoder.from_checkpoint(
+            flags_obj.init_checkpoint,
+            config=config,
+            pooling=getattr(flags_obj, "pooling", None),
+            vocab_file=vocab_file,
+        )
+        # The tokenization the encoder was trained with: its checkpoint's.
+        do_lower_case = model.preprocessor.do_lower_case
+        max_seq_length = model.preprocessor.seq_length
     else:
         model = BertEncoder.from_checkpoint(flags_obj.init_checkpoint, config=config)
         options = {"text_pair": bool(flags_obj.text_pair)}
     report = model.checkpoint_load_report
-    if report.missing:
+    missing = [
+        name
+        for name in report.missing
+        # A model that does not read the pooler may lack it.
+        if model.reads_pooled_output or not name.startswith("bert/pooler/")
+    ]
+    if missing:
         raise UserInputError(
-            f"{flags_obj.init_checkpoint} lacks {len(report.missing)} of the "
-            f"{flags_obj.model_type} model's variables, e.g. {report.missing[:3]}: "
+            f"{flags_obj.init_checkpoint} lacks {len(missing)} of the "
+            f"{flags_obj.model_type} model's variables, e.g. {missing[:3]}: "
             "is --model_type right?"
         )
     path = export_saved_model(
         model,
         flags_obj.export_dir,
         vocab_file,
-        flags_obj.do_lower_case,
-        flags_obj.max_seq_length,
+        do_lower_case,
+        max_seq_length,
         tokenizer=flags_obj.serving_tokenizer,
         dtype=flags_obj.serving_dtype,
         version=flags_obj.export_version,

@@ -7,7 +7,9 @@ builds the model of each type:
 - classifier: a run_classifier output (`BertClassifier`);
 - span: a run_squad output (`BertSpanLabeler`);
 - encoder: any checkpoint, sequence and pooled outputs (`BertEncoder`);
-- tagger: a run_ner output (`BertTokenClassifier`).
+- tagger: a run_ner output (`BertTokenClassifier`);
+- embedding: a sentence encoder (`BertSentenceEncoder`: a sentence-transformers
+  directory, e.g. a run_similarity output's, or a BERT checkpoint with --pooling).
 """
 
-MODEL_TYPES = ("classifier", "span", "encoder", "tagger")
+MODEL_TYPES = ("classifier", "span", "encoder", "tagger", "embedding")

@@ -305,7 +305,7 @@ def restore_trained(model, flags_obj):
 
 def export_from_flags(flags_obj, model, **kwargs):
     """--export_dir: the SavedModel (and model.keras) for TF Serving."""
-    from bert_tf.export import export_saved_model
+    from bert_tf.serving import export_saved_model
 
     return export_saved_model(
         model,

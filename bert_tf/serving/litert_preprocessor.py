@@ -10,7 +10,7 @@ by index arithmetic on dense [batch, tokens] matrices instead of ragged
 concatenation (`combine_segments`' `RaggedGather` has no LiteRT kernel).
 
 The ids are the original `FullTokenizer`'s except on the rare characters
-listed in `bert_tf.litert_export.TOKENIZER_DIFFERENCES`.
+listed in `bert_tf.serving.litert_exporter.TOKENIZER_DIFFERENCES`.
 """
 
 import tensorflow as tf
@@ -115,9 +115,7 @@ class LiteRTPreprocessor(tf.Module):
             kept = [tf.minimum(lengths[0], budget - 2)]
         elif kept is None:
             has_b = lengths[1] > 0
-            pair_a, pair_b = truncated_pair_lengths(
-                lengths[0], lengths[1], budget - 3
-            )
+            pair_a, pair_b = truncated_pair_lengths(lengths[0], lengths[1], budget - 3)
             kept = [tf.where(has_b, pair_a, tf.minimum(lengths[0], budget - 2)), pair_b]
         kept = [tf.cast(k, tf.int64) for k in kept]
         # Row layout: [CLS] at 0; segment i at [begin_i, begin_i + kept_i),
@@ -126,9 +124,7 @@ class LiteRTPreprocessor(tf.Module):
         begins = [tf.ones_like(kept[0])]
         seps = [kept[0] + 1]
         if len(segments) == 2:
-            with_sep = (
-                tf.ones_like(kept[1], tf.bool) if has_b is None else has_b
-            )
+            with_sep = tf.ones_like(kept[1], tf.bool) if has_b is None else has_b
             begins.append(kept[0] + 2)
             seps.append(tf.where(with_sep, kept[0] + 2 + kept[1], -1))
             positions_used += kept[1] + tf.cast(with_sep, tf.int64)

@@ -1,4 +1,5 @@
-"""The SavedModel signatures of a `BertTokenClassifier` (named-entity tagger).
+"""`TaggerSignatures`: the SavedModel signatures of a `BertTokenClassifier`
+(named-entity tagger).
 
 `serving_default` takes raw `text` [batch] (tokenized in the graph by
 `BertPreprocessor`, cut to `seq_length - 2` word pieces) and returns:
@@ -27,6 +28,8 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.preprocessing import repair_utf8
 from bert_tf.preprocessing import take_prefix
+from bert_tf.serving.signature_module import SignatureModule
+from bert_tf.serving.signature_module import model_inputs
 
 # Tag prefixes, as codes: the model's labels are IOB2 tags.
 _OUTSIDE, _BEGIN, _INSIDE = 0, 1, 2
@@ -52,17 +55,28 @@ def parse_iob2_labels(label_list):
     return prefixes, type_index, types
 
 
-class TaggerSignatures:
-    """The tagger's `serving_default` and `serve_tokenized` functions."""
+class TaggerSignatures(SignatureModule):
+    """The tagger's `serving_default` (raw `text`) and `serve_tokenized`.
 
-    def __init__(self, model, preprocessor, label_list):
+    Args:
+        model: a `BertTokenClassifier`.
+        preprocessor: its `BertPreprocessor`.
+        label_list: the model's IOB2 tags in label-id order (required).
+
+    Example:
+    >>> module = TaggerSignatures(model, preprocessor, ["O", "B-PER", "I-PER"])
+    >>> module.serve_text(tf.constant(["Ada Lovelace wrote it."]))["entity_text"]
+    """
+
+    family = "tagger"
+
+    def __init__(self, model, preprocessor, label_list=None):
         if label_list is None or len(label_list) != model.num_labels:
             raise ValueError(
                 f"a tagger export needs its {model.num_labels} IOB2 tags in label "
                 f"order (label_list), got {label_list!r}"
             )
-        self.model = model
-        self.preprocessor = preprocessor
+        super().__init__(model, preprocessor)
         self.labels = [str(label) for label in label_list]
         prefixes, type_index, self.types = parse_iob2_labels(self.labels)
         self._prefix = tf.constant(prefixes, tf.int32)
@@ -85,12 +99,11 @@ class TaggerSignatures:
         tags = tf.where(word_start, tf.gather(tf.constant(self.labels), tag_ids), "")
         return logits, tag_ids, tags
 
+    def metadata(self):
+        return {**super().metadata(), "labels": self.labels}
+
     def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        inputs = {
-            "input_ids": input_ids,
-            "input_mask": input_mask,
-            "segment_ids": segment_ids,
-        }
+        inputs = model_inputs(input_ids, input_mask, segment_ids)
         special = (input_ids == self.preprocessor.cls_id) | (
             input_ids == self.preprocessor.sep_id
         )

@@ -1,4 +1,4 @@
-"""SavedModels for TF Serving: raw text in, predictions out.
+"""`export_saved_model`: SavedModels for TF Serving, raw text in, predictions out.
 
 `export_saved_model` writes `export_dir/<version>/` with two signatures:
 
@@ -8,7 +8,8 @@
   [batch, length] (length up to the model's max_position_embeddings) for
   clients that tokenize themselves.
 
-Outputs per model:
+Outputs per model (from the `SignatureModule` that `bert_tf.serving.register`
+maps the model's class to):
 
 ==================  ===========================  =================================
 model               serving_default inputs       outputs
@@ -30,7 +31,7 @@ fier` (tagger)                                   raw text only: `token_start`,
                                                  `entity_text`, `entity_start`,
                                                  `entity_end`, `entity_score`,
                                                  `num_entities` (see
-                                                 `bert_tf.tagger_serving`)
+                                                 `TaggerSignatures`)
 ==================  ===========================  =================================
 
 Raw text is padded per request: each batch (of sentences, or of a span
@@ -40,7 +41,7 @@ those of the fixed-length model. Per-position outputs are as long as the
 request's longest row. `serve_tokenized` takes any width up to the model's
 max_position_embeddings.
 
-Span answers come from the whole context: `bert_tf.document_answers.DocumentAnswers` cuts it
+Span answers come from the whole context: `bert_tf.serving.DocumentAnswers` cuts it
 into `doc_stride` windows as run_squad.py does, scores every window in one
 batch, and applies the original's n-best and max-context rules (and the
 SQuAD 2.0 null score for a v2 model). `answer_start`/`answer_end` are UTF-8
@@ -73,15 +74,9 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.document_answers import DocumentAnswers
-from bert_tf.models import BertClassifier
-from bert_tf.models import BertEncoder
-from bert_tf.models import BertSpanLabeler
-from bert_tf.models import BertTokenClassifier
-from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.preprocessing import BertPreprocessor
-from bert_tf.preprocessing import same_batch_size
-from bert_tf.tagger_serving import TaggerSignatures
+from bert_tf.serving import warmup
+from bert_tf.serving.registry import signature_module_for
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
@@ -99,10 +94,6 @@ max_enqueued_batches { value: 100 }
 num_batch_threads { value: %d }
 pad_variable_length_inputs: true
 """
-WARMUP_TEXTS = (
-    "The quick brown fox jumps over the lazy dog.",
-    "BERT reads raw text inside the SavedModel.",
-)
 
 
 def export_saved_model(
@@ -111,36 +102,23 @@ def export_saved_model(
     vocab_file,
     do_lower_case,
     seq_length,
-    label_list=None,
-    text_pair=False,
-    max_query_length=64,
-    max_answer_length=30,
-    doc_stride=128,
-    n_best_size=20,
-    version_2_with_negative=False,
-    null_score_diff_threshold=0.0,
     tokenizer="bert",
     dtype="float32",
     padding="longest",
     version=None,
     save_keras=True,
+    **family_options,
 ):
     """Exports `model` for TF Serving; returns the version directory.
 
     Args:
-        model: a `BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier`
-            or `BertEncoder`.
+        model: a model of a registered family (`BertClassifier`,
+            `BertSpanLabeler`, `BertTokenClassifier`, `BertEncoder`, ...;
+            see `bert_tf.serving.register`).
         export_dir: the model's base directory (TF Serving's `model_base_path`).
         vocab_file, do_lower_case: the tokenization the model was trained with.
         seq_length: the longest packed input of the raw-text signature (the
             span model's window length).
-        label_list: classifier: the label strings, in label-id order
-            (default "0", "1", ...); tagger (required): its IOB2 tags.
-        text_pair: classifier/encoder: whether `serving_default` takes
-            `text_b` too.
-        max_query_length, max_answer_length, doc_stride, n_best_size,
-            version_2_with_negative, null_score_diff_threshold: span model
-            only (the original's run_squad flags).
         tokenizer: "bert" (TF Serving >= 2.3) or "fast_bert" (>= 2.12).
         dtype: "float32", "bfloat16" or "float16": the precision the exported
             graph computes in; outputs are float32 either way.
@@ -150,6 +128,17 @@ def export_saved_model(
             more than the highest existing version.
         save_keras: also write `model.keras` (the model as given, float32)
             into the version directory.
+        **family_options: the options of the model's `SignatureModule`:
+            classifier `label_list` (label strings in label-id order, default
+            "0", "1", ...) and `text_pair`; tagger `label_list` (its IOB2
+            tags, required); encoder `text_pair`; span `span_options` (a
+            `SpanOptions`) or its fields (`max_query_length`, `doc_stride`,
+            ...).
+
+    Example:
+    >>> export_saved_model(classifier, "/models/mrpc", "vocab.txt", True, 128,
+    ...                    label_list=["0", "1"], text_pair=True)
+    '/models/mrpc/1'
     """
     if dtype not in SERVING_DTYPES:
         raise ValueError(f"dtype must be one of {SERVING_DTYPES}, got {dtype!r}")
@@ -162,35 +151,8 @@ def export_saved_model(
         name="preprocessor",
     )
     serving_model = model if dtype == "float32" else copy_in_dtype(model, dtype)
-    if isinstance(model, BertTokenClassifier):
-        module = TaggerSignatures(serving_model, preprocessor, label_list)
-        kind = "tagger"
-    elif isinstance(model, BertClassifier):
-        module = _ClassifierModule(serving_model, preprocessor, label_list, text_pair)
-        kind = "classifier"
-    elif isinstance(model, BertSpanLabeler):
-        module = _SpanModule(
-            DocumentAnswers(
-                serving_model,
-                preprocessor,
-                max_query_length=max_query_length,
-                max_answer_length=max_answer_length,
-                doc_stride=doc_stride,
-                n_best_size=n_best_size,
-                version_2_with_negative=version_2_with_negative,
-                null_score_diff_threshold=null_score_diff_threshold,
-            )
-        )
-        kind = "span"
-    elif isinstance(model, BertEncoder):
-        module = _EncoderModule(serving_model, preprocessor, text_pair)
-        kind = "encoder"
-    else:
-        raise TypeError(
-            "export_saved_model exports BertClassifier, BertSpanLabeler, "
-            f"BertTokenClassifier or BertEncoder, got {type(model).__name__}"
-        )
-    config = model.config if kind == "encoder" else model.encoder.config
+    module = signature_module_for(serving_model, preprocessor, **family_options)
+    config = module.encoder_config
     if preprocessor.vocab_size > config.vocab_size:
         raise ValueError(
             f"{vocab_file} has {preprocessor.vocab_size} tokens but the model's "
@@ -205,12 +167,8 @@ def export_saved_model(
     archive = keras.export.ExportArchive()
     archive.track(serving_model)
     archive.track(preprocessor)
-    serve_text, raw_inputs = module.text_endpoint()
-    archive.add_endpoint("serving_default", serve_text, raw_inputs)
-    token_inputs = [
-        tf.TensorSpec([None, None], tf.int32, name) for name in ENCODER_INPUT_NAMES
-    ]
-    archive.add_endpoint("serve_tokenized", module.serve_tokenized, token_inputs)
+    for name, (function, specs) in module.endpoints().items():
+        archive.add_endpoint(name, function, specs)
 
     tf.io.gfile.makedirs(export_dir)
     version = _next_version(export_dir, version)
@@ -218,20 +176,11 @@ def export_saved_model(
     temp_dir = os.path.join(export_dir, f".tmp-{version}-{uuid.uuid4().hex}")
     try:
         archive.write_out(temp_dir, verbose=False)
-        warmup_inputs = {
-            name: tf.constant(list(WARMUP_TEXTS)) for name in _names(raw_inputs)
-        }
-        tokenized = module.tokenize_for_warmup(warmup_inputs)
-        write_warmup_requests(
-            os.path.join(temp_dir, WARMUP_FILE),
-            [("serving_default", warmup_inputs), ("serve_tokenized", tokenized)],
+        warmup.write_warmup_requests(
+            os.path.join(temp_dir, WARMUP_FILE), module.warmup_requests()
         )
         metadata = {
-            "model": kind,
-            "signatures": {
-                "serving_default": _names(raw_inputs),
-                "serve_tokenized": list(ENCODER_INPUT_NAMES),
-            },
+            **module.metadata(),
             "seq_length": seq_length,
             "padding": padding,
             "dtype": dtype,
@@ -239,17 +188,6 @@ def export_saved_model(
             "tokenizer": tokenizer,
             "vocab_size": preprocessor.vocab_size,
         }
-        if kind in ("classifier", "tagger"):
-            metadata["labels"] = module.labels
-        if kind == "span":
-            metadata.update(
-                max_query_length=max_query_length,
-                max_answer_length=max_answer_length,
-                doc_stride=doc_stride,
-                n_best_size=n_best_size,
-                version_2_with_negative=bool(version_2_with_negative),
-                null_score_diff_threshold=null_score_diff_threshold,
-            )
         with tf.io.gfile.GFile(os.path.join(temp_dir, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=2)
         if save_keras:
@@ -259,7 +197,7 @@ def export_saved_model(
         if tf.io.gfile.exists(temp_dir):
             tf.io.gfile.rmtree(temp_dir)
     write_batching_parameters(export_dir)
-    logging.info("Exported the %s SavedModel to %s", kind, final_dir)
+    logging.info("Exported the %s SavedModel to %s", module.family, final_dir)
     return final_dir
 
 
@@ -305,108 +243,6 @@ def write_batching_parameters(export_dir):
     return path
 
 
-class _TextModule:
-    """serving_default over text_a (and text_b); serve_tokenized over ids.
-    Subclasses turn the model's outputs into the signature's (`_outputs`)."""
-
-    def __init__(self, model, preprocessor, text_pair):
-        self.model = model
-        self.preprocessor = preprocessor
-        self.text_pair = text_pair
-
-    def text_endpoint(self):
-        """The raw-text function and its input specs."""
-        names = ("text_a", "text_b") if self.text_pair else ("text_a",)
-        specs = [tf.TensorSpec([None], tf.string, name) for name in names]
-        if self.text_pair:
-
-            def serve_text(text_a, text_b):
-                texts = same_batch_size([text_a, text_b], ("text_a", "text_b"))
-                return self._outputs(self.preprocessor(tuple(texts)))
-
-        else:
-
-            def serve_text(text_a):
-                return self._outputs(self.preprocessor(text_a))
-
-        return serve_text, specs
-
-    def tokenize_for_warmup(self, inputs):
-        texts = tuple(inputs[name] for name in sorted(inputs))
-        return self.preprocessor(texts if self.text_pair else texts[0])
-
-    def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        return self._outputs(_model_inputs(input_ids, input_mask, segment_ids))
-
-
-class _ClassifierModule(_TextModule):
-    def __init__(self, model, preprocessor, label_list, text_pair):
-        super().__init__(model, preprocessor, text_pair)
-        self.regression = model.num_labels == 1
-        if label_list is None:
-            label_list = [str(i) for i in range(model.num_labels)]
-        self.labels = [str(label) for label in label_list]
-        if not self.regression and len(self.labels) != model.num_labels:
-            raise ValueError(
-                f"label_list has {len(self.labels)} labels but the classifier has "
-                f"{model.num_labels} outputs"
-            )
-
-    def _outputs(self, inputs):
-        logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
-        if self.regression:
-            return {"predictions": logits[:, 0]}
-        label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {
-            "probabilities": tf.nn.softmax(logits, axis=-1),
-            "label_ids": label_ids,
-            "labels": tf.gather(tf.constant(self.labels), label_ids),
-        }
-
-
-class _EncoderModule(_TextModule):
-    def _outputs(self, inputs):
-        outputs = self.model(inputs, training=False)
-        return {
-            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
-            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
-        }
-
-
-class _SpanModule:
-    """serving_default: whole documents (`DocumentAnswers`); serve_tokenized:
-    the model's logits for windows the client packed itself."""
-
-    def __init__(self, answers):
-        self.answers = answers
-        self.model = answers.model
-
-    def text_endpoint(self):
-        specs = [tf.TensorSpec([None], tf.string, n) for n in ("question", "context")]
-        return self.answers.__call__, specs
-
-    def tokenize_for_warmup(self, inputs):
-        return self.answers.windows(inputs["question"], inputs["context"])[0]
-
-    def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        outputs = self.model(
-            _model_inputs(input_ids, input_mask, segment_ids), training=False
-        )
-        return {name: tf.cast(outputs[name], tf.float32) for name in outputs}
-
-
-def _model_inputs(input_ids, input_mask, segment_ids):
-    return {
-        "input_ids": input_ids,
-        "input_mask": input_mask,
-        "segment_ids": segment_ids,
-    }
-
-
-def _names(specs):
-    return [spec.name for spec in specs]
-
-
 def _next_version(export_dir, version):
     existing = [
         int(name)
@@ -421,31 +257,3 @@ def _next_version(export_dir, version):
             f"{os.path.join(export_dir, str(version))} already exists"
         )
     return version
-
-
-# --- warmup requests ---------------------------------------------------------
-# TF Serving replays assets.extra/tf_serving_warmup_requests, a TFRecord file of
-# tensorflow.serving.PredictionLog protos (the tensorflow-serving-api package).
-
-
-def predict_request_log(signature_name, inputs):
-    """Serialized PredictionLog holding a PredictRequest for `inputs`."""
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    log = prediction_log_pb2.PredictionLog()
-    request = log.predict_log.request
-    request.model_spec.signature_name = signature_name
-    for name in sorted(inputs):
-        request.inputs[name].CopyFrom(tf.make_tensor_proto(inputs[name]))
-    return log.SerializeToString()
-
-
-def write_warmup_requests(path, requests):
-    """Writes (signature_name, inputs) pairs as a TF Serving warmup file."""
-    tf.io.gfile.makedirs(os.path.dirname(path))
-    with tf.io.TFRecordWriter(path) as writer:
-        for signature_name, inputs in requests:
-            values = {
-                k: v.numpy() if hasattr(v, "numpy") else v for k, v in inputs.items()
-            }
-            writer.write(predict_request_log(signature_name, values))

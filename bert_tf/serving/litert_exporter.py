@@ -18,6 +18,8 @@ model               serving_default inputs  outputs
 `BertTokenClassi-   `text`                  `logits` [B, L, T], `tag_ids`,
 fier` (tagger)                              `tags` (at word starts, "" elsewhere),
                                             `token_start`, `token_end` [B, L]
+`BertSentence-      `text`                  `embeddings` [B, D] (the cosine of
+Encoder`                                    two texts: their unit vectors' dot)
 `BertSpanLabeler`   `question`, `context`   `start_logits`, `end_logits` [B, L],
                                             `token_start`, `token_end` [B, L]
                                             (byte offsets in the context, -1
@@ -42,12 +44,13 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.litert_preprocessor import LiteRTPreprocessor
+from bert_tf.input_schema import ENCODER_INPUT_NAMES
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
+from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
-from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor
 
 QUANTIZATIONS = ("dynamic_int8", "float16", "none")
 METADATA_NAME = "bert_tf_export"
@@ -76,8 +79,8 @@ def export_litert(
     """Writes `model` as a LiteRT file at `path` that takes raw text.
 
     Args:
-        model: a `BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`
-            or `BertEncoder`.
+        model: a `BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`,
+            `BertSentenceEncoder` or `BertEncoder`.
         path: the `.tflite` file to write (replaced atomically).
         vocab_file, do_lower_case: the tokenization the model was trained with.
         seq_length: the longest packed input (the span model's window).
@@ -104,6 +107,8 @@ def export_litert(
     elif isinstance(model, BertClassifier):
         module = _ClassifierModule(model, preprocessor, text_pair, label_list)
         kind = "classifier"
+    elif isinstance(model, BertSentenceEncoder):
+        module, kind = _EmbeddingModule(model, preprocessor), "embedding"
     elif isinstance(model, BertSpanLabeler):
         module = _SpanModule(model, preprocessor, max_query_length)
         kind = "span"
@@ -112,7 +117,8 @@ def export_litert(
     else:
         raise TypeError(
             "export_litert exports BertClassifier, BertTokenClassifier, "
-            f"BertSpanLabeler or BertEncoder, got {type(model).__name__}"
+            "BertSpanLabeler, BertSentenceEncoder or BertEncoder, got "
+            f"{type(model).__name__}"
         )
     config = model.config if kind == "encoder" else model.encoder.config
     if preprocessor.vocab_size > config.vocab_size:
@@ -288,6 +294,17 @@ class _EncoderModule(_TextModule):
         }
 
 
+class _EmbeddingModule(_Module):
+    def text_specs(self):
+        return [tf.TensorSpec([None], tf.string, "text")]
+
+    def serve_text(self, text):
+        return self._outputs(self.preprocessor.pack_texts([text]))
+
+    def _outputs(self, inputs):
+        return {"embeddings": tf.cast(self.model(inputs, training=False), tf.float32)}
+
+
 class _TaggerModule(_Module):
     def __init__(self, model, preprocessor, label_list):
         super().__init__(model, preprocessor)
@@ -315,7 +332,9 @@ class _TaggerModule(_Module):
 
         def at_positions(values):
             return tf.where(
-                in_text, tf.gather(values, index, batch_dims=1), tf.constant(-1, tf.int64)
+                in_text,
+                tf.gather(values, index, batch_dims=1),
+                tf.constant(-1, tf.int64),
             )
 
         word_start = in_text & ~tf.gather(self._continuation, inputs["input_ids"])

@@ -52,6 +52,7 @@ from bert_tf.preprocessing import WHITESPACE
 from bert_tf.preprocessing import normalize_words
 from bert_tf.preprocessing import repair_utf8
 from bert_tf.preprocessing import same_batch_size
+from bert_tf.serving.span_options import SpanOptions
 
 # run_squad.py splits contexts into words at these characters only.
 DOC_WHITESPACE = r"[ \t\r\n\x{202F}]+"
@@ -69,40 +70,18 @@ class DocumentAnswers:
         preprocessor: the `BertPreprocessor` the model was trained with; its
             `seq_length` is the window length, its `padding` how the windows
             of a request are padded.
-        max_query_length, max_answer_length, doc_stride, n_best_size,
-            version_2_with_negative, null_score_diff_threshold: run_squad.py's
-            flags of the same names.
+        options: a `SpanOptions` (run_squad.py's flags of the same names);
+            default `SpanOptions()`.
 
     Example:
-    >>> answers = DocumentAnswers(span_model, preprocessor)
+    >>> answers = DocumentAnswers(span_model, preprocessor, SpanOptions())
     >>> answers(tf.constant(["Who?"]), tf.constant(["A long text ..."]))
     {"answer_text": ..., "nbest_text": ..., ...}
     """
 
-    def __init__(
-        self,
-        model,
-        preprocessor,
-        max_query_length=64,
-        max_answer_length=30,
-        doc_stride=128,
-        n_best_size=20,
-        version_2_with_negative=False,
-        null_score_diff_threshold=0.0,
-    ):
-        seq_length = preprocessor.seq_length
-        if seq_length <= max_query_length + 3:
-            raise ValueError(
-                f"max_seq_length={seq_length} must be greater than max_query_length "
-                f"({max_query_length}) + 3: no room is left for the context"
-            )
-        for name, value in (
-            ("doc_stride", doc_stride),
-            ("n_best_size", n_best_size),
-            ("max_answer_length", max_answer_length),
-        ):
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
+    def __init__(self, model, preprocessor, options=None):
+        options = options or SpanOptions()
+        options.check_seq_length(preprocessor.seq_length)
         self.model = model
         self.preprocessor = preprocessor
         vocab = tokenization.load_vocab(preprocessor.vocab_file)
@@ -110,17 +89,12 @@ class DocumentAnswers:
         for token, index in vocab.items():
             texts[index] = token
         self._piece_texts = tf.constant(texts)
-        self.max_query_length = max_query_length
-        self.max_answer_length = max_answer_length
-        self.doc_stride = doc_stride
-        self.n_best_size = n_best_size
-        self.version_2_with_negative = version_2_with_negative
-        self.null_score_diff_threshold = null_score_diff_threshold
+        self.options = options
 
     @property
     def nbest_columns(self):
         """Columns of the n-best outputs (v2 may add the null answer)."""
-        return self.n_best_size + int(self.version_2_with_negative)
+        return self.options.nbest_columns
 
     # --- windows ------------------------------------------------------------
 
@@ -140,10 +114,12 @@ class DocumentAnswers:
         context_ids, token_start, token_end = self.preprocessor.tokenize_with_offsets(
             context
         )
-        query_length = tf.minimum(question_ids.row_lengths(), self.max_query_length)
+        query_length = tf.minimum(
+            question_ids.row_lengths(), self.options.max_query_length
+        )
         num_tokens = context_ids.row_lengths()
         max_doc = seq_length - 3 - query_length
-        step = tf.minimum(max_doc, self.doc_stride)
+        step = tf.minimum(max_doc, self.options.doc_stride)
         beyond_first = tf.maximum(num_tokens - max_doc, 0)
         num_windows = 1 + (beyond_first + step - 1) // step
 
@@ -271,7 +247,7 @@ class DocumentAnswers:
         a ragged [batch, candidates] of scores (-inf where not valid), with
         each candidate's window, start and end position and logits."""
         length = tf.shape(start_logits, out_type=tf.int64)[1]
-        top = tf.minimum(tf.constant(self.n_best_size, tf.int64), length)
+        top = tf.minimum(tf.constant(self.options.n_best_size, tf.int64), length)
         start_values, start_index = tf.math.top_k(start_logits, tf.cast(top, tf.int32))
         end_values, end_index = tf.math.top_k(end_logits, tf.cast(top, tf.int32))
         start = tf.cast(start_index, tf.int64)[:, :, None]
@@ -289,7 +265,7 @@ class DocumentAnswers:
             gather_or(best_window, piece, in_doc_start, _NONE), window
         )
         valid = in_doc_start & in_doc_end & max_context & (end >= start)
-        valid &= end - start + 1 <= self.max_answer_length
+        valid &= end - start + 1 <= self.options.max_answer_length
         pairs = (
             tf.shape(valid, out_type=tf.int64)[1]
             * tf.shape(valid, out_type=tf.int64)[2]
@@ -348,7 +324,7 @@ class DocumentAnswers:
         is_null = candidates["valid"].with_flat_values(
             tf.zeros_like(candidates["valid"].flat_values)
         )
-        if self.version_2_with_negative:
+        if self.options.version_2_with_negative:
             null = self._null_candidate(layout, start_logits, end_logits)
             one = tf.ones([batch], tf.int64)
 
@@ -371,10 +347,12 @@ class DocumentAnswers:
         # The highest-ranked candidates, stable: ties keep the original order.
         score = candidates["score"].to_tensor(float("-inf"))
         width = tf.shape(score)[1]
-        keep = tf.minimum(width, CANDIDATES_PER_NBEST_ENTRY * self.n_best_size + 1)
+        keep = tf.minimum(
+            width, CANDIDATES_PER_NBEST_ENTRY * self.options.n_best_size + 1
+        )
         order = tf.math.top_k(score, keep).indices
         also = tf.zeros_like(order[:, :0], tf.bool)
-        if self.version_2_with_negative:
+        if self.options.version_2_with_negative:
             # The null answer (each row's last candidate) is in the n-best
             # list however low it ranks: add it after the others if needed.
             null_index = tf.cast(candidates["score"].row_lengths() - 1, tf.int32)
@@ -408,8 +386,8 @@ class DocumentAnswers:
         earlier &= ~tf.eye(keep, dtype=tf.bool)
         seen = tf.reduce_any(same & earlier[None] & valid[:, None, :], axis=2)
         kept = valid & (null | ~seen)
-        kept &= tf.cumsum(tf.cast(kept, tf.int32), axis=1) <= self.n_best_size
-        if self.version_2_with_negative:
+        kept &= tf.cumsum(tf.cast(kept, tf.int32), axis=1) <= self.options.n_best_size
+        if self.options.version_2_with_negative:
             # The null answer is in the list even when it ranks lower.
             kept |= null & ~tf.reduce_any(kept & null, axis=1, keepdims=True)
 
@@ -436,7 +414,7 @@ class DocumentAnswers:
         has_entry = tf.reduce_any(kept, axis=1)
         # v1: the top entry; v2: the best non-null entry unless the null
         # score beats it by more than the threshold.
-        pick = kept & ~null if self.version_2_with_negative else kept
+        pick = kept & ~null if self.options.version_2_with_negative else kept
         pick &= tf.equal(tf.cumsum(tf.cast(pick, tf.int32), axis=1), 1)
         picked = tf.reduce_any(pick, axis=1)
         column = tf.argmax(tf.cast(pick, tf.int32), axis=1, output_type=tf.int32)
@@ -463,10 +441,10 @@ class DocumentAnswers:
                 0.0,
             ),
         }
-        if self.version_2_with_negative:
+        if self.options.version_2_with_negative:
             null_score = self._null_candidate(layout, start_logits, end_logits)["score"]
             diff = null_score - tf.where(picked, best_score, 0.0)
-            to_null = ~picked | (diff > self.null_score_diff_threshold)
+            to_null = ~picked | (diff > self.options.null_score_diff_threshold)
             null_column = tf.argmax(
                 tf.cast(tf.equal(outputs["nbest_text"], ""), tf.int32)
                 * tf.cast(

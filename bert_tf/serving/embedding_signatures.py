@@ -1,0 +1,81 @@
+"""`EmbeddingSignatures`: the SavedModel signatures of a `BertSentenceEncoder`."""
+
+import tensorflow as tf
+
+from bert_tf.preprocessing import same_batch_size
+from bert_tf.serving.signature_module import WARMUP_TEXTS
+from bert_tf.serving.signature_module import SignatureModule
+from bert_tf.serving.signature_module import model_inputs
+
+
+def _unit(x):
+    return x / tf.maximum(tf.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+class EmbeddingSignatures(SignatureModule):
+    """Sentence embeddings, and the cosine of sentence pairs.
+
+    * `serving_default`: `text` [B] strings -> `embeddings` [B, D] float32
+      (L2-normalised when the model normalises);
+    * `similarity`: `text_a`, `text_b` [B] -> `cosine` [B];
+    * `serve_tokenized`: the encoder's int32 inputs -> `embeddings`.
+
+    Each request is padded to its own longest text (the exporter's
+    `padding="longest"`).
+
+    Args:
+        model: a `BertSentenceEncoder`.
+        preprocessor: its `BertPreprocessor`.
+
+    Example:
+    >>> EmbeddingSignatures(sentence_encoder, preprocessor).endpoints().keys()
+    dict_keys(['serving_default', 'serve_tokenized', 'similarity'])
+    """
+
+    family = "embedding"
+
+    def _embed(self, inputs):
+        return {"embeddings": tf.cast(self.model(inputs, training=False), tf.float32)}
+
+    def text_endpoint(self):
+        def serve_text(text):
+            return self._embed(self.preprocessor(text))
+
+        return serve_text, [tf.TensorSpec([None], tf.string, "text")]
+
+    def similarity_endpoint(self):
+        """`(function, specs)` of the `similarity` signature."""
+
+        def similarity(text_a, text_b):
+            text_a, text_b = same_batch_size([text_a, text_b], ("text_a", "text_b"))
+            # One pass over both columns (padded to the longest of all).
+            both = self._embed(self.preprocessor(tf.concat([text_a, text_b], 0)))
+            first, second = tf.split(_unit(both["embeddings"]), 2, axis=0)
+            return {"cosine": tf.reduce_sum(first * second, axis=-1)}
+
+        specs = [tf.TensorSpec([None], tf.string, n) for n in ("text_a", "text_b")]
+        return similarity, specs
+
+    def serve_tokenized(self, input_ids, input_mask, segment_ids):
+        return self._embed(model_inputs(input_ids, input_mask, segment_ids))
+
+    def tokenize_for_warmup(self, inputs):
+        return self.preprocessor(inputs["text"])
+
+    def endpoints(self):
+        return {**super().endpoints(), "similarity": self.similarity_endpoint()}
+
+    def warmup_requests(self, texts=WARMUP_TEXTS):
+        pair = {
+            "text_a": tf.constant(list(texts)),
+            "text_b": tf.constant(list(texts[::-1])),
+        }
+        return [*super().warmup_requests(texts), ("similarity", pair)]
+
+    def metadata(self):
+        return {
+            **super().metadata(),
+            "embedding_dim": int(self.model.embedding_dim),
+            "pooling": "+".join(self.model.pooling),
+            "normalize": bool(self.model.normalize),
+        }

@@ -1,0 +1,83 @@
+"""Which `SignatureModule` serves which model class.
+
+A model is served by the entry of the nearest class in its MRO, so a
+subclass (`BertTextClassifier` of `BertClassifier`) is served as its base
+unless it registers its own family. Entries are classes, or
+"module:Class" strings imported on the first lookup (so registering a family
+imports neither TensorFlow nor the model).
+
+A new family adds one entry: a line in `_BUILTIN` below, or at run time
+
+    from bert_tf import serving
+    serving.register(MyModel, MySignatures)
+
+Example:
+>>> signature_module_class(bert_tf.BertTextClassifier)
+<class 'bert_tf.serving.classifier_signatures.ClassifierSignatures'>
+"""
+
+import importlib
+
+# model class -> signature module class; "module:Class" strings until used.
+_BUILTIN = {
+    "bert_tf.models.bert_classifier:BertClassifier": (
+        "bert_tf.serving.classifier_signatures:ClassifierSignatures"
+    ),
+    "bert_tf.models.bert_span_labeler:BertSpanLabeler": (
+        "bert_tf.serving.span_signatures:SpanSignatures"
+    ),
+    "bert_tf.models.bert_token_classifier:BertTokenClassifier": (
+        "bert_tf.serving.tagger_signatures:TaggerSignatures"
+    ),
+    "bert_tf.models.bert_encoder:BertEncoder": (
+        "bert_tf.serving.encoder_signatures:EncoderSignatures"
+    ),
+    "bert_tf.models.bert_sentence_encoder:BertSentenceEncoder": (
+        "bert_tf.serving.embedding_signatures:EmbeddingSignatures"
+    ),
+}
+_registry = dict(_BUILTIN)
+
+
+def register(model_class, signature_module):
+    """Serves `model_class` (and its subclasses without an entry of their
+    own) with `signature_module`.
+
+    Args:
+        model_class: a Keras model class, or its "module:Class" path.
+        signature_module: a `SignatureModule` subclass, or its
+            "module:Class" path; built as
+            `signature_module(model, preprocessor, **family_options)`.
+    """
+    _registry[model_class] = signature_module
+
+
+def _resolve(entry):
+    if not isinstance(entry, str):
+        return entry
+    module, _, name = entry.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def signature_module_class(model_class):
+    """The `SignatureModule` subclass registered for `model_class` or its
+    nearest registered base; `TypeError` when there is none."""
+    by_class = {}
+    for key, value in list(_registry.items()):
+        by_class[_resolve(key)] = value
+    for cls in model_class.__mro__:
+        if cls in by_class:
+            return _resolve(by_class[cls])
+    served = sorted(cls.__name__ for cls in by_class)
+    raise TypeError(
+        f"No serving signatures for {model_class.__name__}: exported models are "
+        f"{', '.join(served)} (and their subclasses); add one with "
+        "bert_tf.serving.register"
+    )
+
+
+def signature_module_for(model, preprocessor, **family_options):
+    """The registered `SignatureModule` of `model`, built over `model` and
+    `preprocessor` with the family's options (labels, `SpanOptions`, ...)."""
+    module_class = signature_module_class(type(model))
+    return module_class(model, preprocessor, **family_options)

@@ -1,0 +1,54 @@
+"""`TextPairSignatures`: signatures over one text or a pair of texts."""
+
+import tensorflow as tf
+
+from bert_tf.preprocessing import same_batch_size
+from bert_tf.serving.signature_module import SignatureModule
+from bert_tf.serving.signature_module import model_inputs
+
+
+class TextPairSignatures(SignatureModule):
+    """`serving_default` over `text_a` (and `text_b`), `serve_tokenized` over
+    ids; both give `outputs(model inputs)`, which subclasses define.
+
+    Args:
+        model, preprocessor: as `SignatureModule`.
+        text_pair: whether `serving_default` takes `text_b` too.
+
+    Example:
+    >>> class Logits(TextPairSignatures):
+    ...     family = "logits"
+    ...     def outputs(self, inputs):
+    ...         return {"logits": self.model(inputs, training=False)["logits"]}
+    """
+
+    def __init__(self, model, preprocessor, text_pair=False):
+        super().__init__(model, preprocessor)
+        self.text_pair = bool(text_pair)
+
+    def outputs(self, inputs):
+        """The signature outputs for packed model `inputs`."""
+        raise NotImplementedError
+
+    def text_endpoint(self):
+        names = ("text_a", "text_b") if self.text_pair else ("text_a",)
+        specs = [tf.TensorSpec([None], tf.string, name) for name in names]
+        if self.text_pair:
+
+            def serve_text(text_a, text_b):
+                texts = same_batch_size([text_a, text_b], ("text_a", "text_b"))
+                return self.outputs(self.preprocessor(tuple(texts)))
+
+        else:
+
+            def serve_text(text_a):
+                return self.outputs(self.preprocessor(text_a))
+
+        return serve_text, specs
+
+    def tokenize_for_warmup(self, inputs):
+        texts = tuple(inputs[name] for name in sorted(inputs))
+        return self.preprocessor(texts if self.text_pair else texts[0])
+
+    def serve_tokenized(self, input_ids, input_mask, segment_ids):
+        return self.outputs(model_inputs(input_ids, input_mask, segment_ids))

@@ -1,0 +1,240 @@
+"""Embedding a text file into `.npy` + ids (and TFRecord), in bounded memory.
+
+The input is read twice as a stream: once to count its rows (and check
+them: a row without text stops the run with `path:line: reason` before any
+work), once to embed them `chunk_size` at a time. The embeddings go straight
+into a memory-mapped `.npy`, so files larger than RAM work; memory holds one
+chunk of texts and its vectors.
+"""
+
+import csv
+import json
+import os
+import time
+
+import keras
+import numpy as np
+from absl import logging
+
+from bert_tf.data_prep.table_reader import BadRowError
+from bert_tf.errors import UserInputError
+
+INPUT_FORMATS = ("text", "tsv", "csv", "jsonl")
+# Rows embedded per chunk, in batches: sorting a chunk by length is what
+# keeps padding low, so chunks are many batches long.
+DEFAULT_CHUNK_SIZE = 4096
+
+
+def input_format_of(path, file_format=None):
+    if file_format:
+        if file_format not in INPUT_FORMATS:
+            raise UserInputError(
+                f"--input_format must be one of {INPUT_FORMATS}, got {file_format!r}"
+            )
+        return file_format
+    extension = os.path.splitext(path)[1].lower()
+    return {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl"}.get(extension, "text")
+
+
+def _open_text(path):
+    # newline="" keeps \r inside csv fields; text lines strip their own ends.
+    return open(path, encoding="utf-8", errors="strict", newline="")
+
+
+def iter_rows(path, file_format, text_column=None, id_column=None):
+    """Yields `(id, text)` for each row of `path`, streaming.
+
+    Ids are the `id_column` values, else the 1-based line number.
+
+    Raises:
+        BadRowError: `path:line: reason` for a row without text (or id).
+    """
+    file_format = input_format_of(path, file_format)
+    if file_format != "text" and text_column is None:
+        raise UserInputError(f"{path}: --text_column is needed for {file_format} input")
+    with _open_text(path) as f:
+        try:
+            if file_format == "text":
+                for line, raw in enumerate(f, 1):
+                    text = raw.rstrip("\r\n")
+                    if not text.strip():
+                        raise BadRowError(path, line, "empty line")
+                    yield str(line), text
+            elif file_format == "jsonl":
+                yield from _jsonl_rows(path, f, text_column, id_column)
+            else:
+                yield from _table_rows(path, f, file_format, text_column, id_column)
+        except UnicodeDecodeError as exc:
+            raise UserInputError(f"{path}: invalid UTF-8 ({exc.reason})") from None
+
+
+def _jsonl_rows(path, f, text_column, id_column):
+    for line, raw in enumerate(f, 1):
+        if not raw.strip():
+            raise BadRowError(path, line, "empty line")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise BadRowError(path, line, f"invalid JSON: {exc}") from None
+        text = value.get(text_column) if isinstance(value, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise BadRowError(path, line, f"no text under {text_column!r}")
+        row_id = str(line) if id_column is None else value.get(id_column)
+        if row_id is None:
+            raise BadRowError(path, line, f"no id under {id_column!r}")
+        yield str(row_id), text
+
+
+def _table_rows(path, f, file_format, text_column, id_column):
+    dialect = {"delimiter": "\t", "quotechar": None} if file_format == "tsv" else {}
+    reader = csv.reader(f, **dialect)
+    header = next(reader, None)
+    if header is None:
+        return
+    columns = {}
+    for flag, name in (("--text_column", text_column), ("--id_column", id_column)):
+        if name is None:
+            continue
+        if name not in header:
+            raise BadRowError(path, 1, f"{flag}={name!r} is not in the header {header}")
+        columns[flag] = header.index(name)
+    start = 2
+    for fields in reader:
+        line, start = start, reader.line_num + 1
+        if len(fields) != len(header):
+            raise BadRowError(
+                path, line, f"{len(fields)} columns, the header has {len(header)}"
+            )
+        text = fields[columns["--text_column"]]
+        if not text.strip():
+            raise BadRowError(path, line, "empty text")
+        row_id = fields[columns["--id_column"]] if id_column else str(line)
+        yield row_id, text
+
+
+def embed_file(
+    model,
+    input_file,
+    output_file,
+    file_format=None,
+    text_column=None,
+    id_column=None,
+    batch_size=32,
+    chunk_size=DEFAULT_CHUNK_SIZE,
+    output_tfrecord=None,
+):
+    """Embeds every row of `input_file` with `model` (a `BertSentenceEncoder`).
+
+    Writes `output_file` (float32 `.npy` [rows, dim], memory-mapped),
+    `<output_file without .npy>.ids.txt` (one id per line, in row order) and,
+    if given, `output_tfrecord` (a `tf.train.Example` per row: `id` bytes,
+    `embedding` floats). Returns the number of rows.
+    """
+    rows = sum(1 for _ in iter_rows(input_file, file_format, text_column, id_column))
+    if rows == 0:
+        raise UserInputError(f"{input_file}: no rows to embed")
+    directory = os.path.dirname(os.path.abspath(output_file))
+    os.makedirs(directory, exist_ok=True)
+    ids_file = os.path.splitext(output_file)[0] + ".ids.txt"
+    embeddings = np.lib.format.open_memmap(
+        output_file + ".tmp",
+        mode="w+",
+        dtype=np.float32,
+        shape=(rows, model.embedding_dim),
+    )
+    writer = None
+    if output_tfrecord:
+        import tensorflow as tf
+
+        writer = tf.io.TFRecordWriter(output_tfrecord + ".tmp")
+    bar = keras.utils.Progbar(
+        rows,
+        unit_name="text",
+        stateful_metrics=["texts/s"],
+        verbose=1 if logging.get_verbosity() >= logging.INFO else 0,
+    )
+    began = time.perf_counter()
+    done = 0
+    with open(ids_file + ".tmp", "w", encoding="utf-8") as ids:
+        chunk = []
+        for row in iter_rows(input_file, file_format, text_column, id_column):
+            chunk.append(row)
+            if len(chunk) == chunk_size:
+                done = _embed_chunk(
+                    model, chunk, done, embeddings, ids, writer, batch_size
+                )
+                bar.update(done, [("texts/s", done / (time.perf_counter() - began))])
+                chunk = []
+        if chunk:
+            done = _embed_chunk(model, chunk, done, embeddings, ids, writer, batch_size)
+    elapsed = time.perf_counter() - began
+    bar.update(done, [("texts/s", done / elapsed)], finalize=True)
+    embeddings.flush()
+    del embeddings
+    if writer is not None:
+        writer.close()
+        os.replace(output_tfrecord + ".tmp", output_tfrecord)
+    # Complete files appear under their names only at the end.
+    os.replace(output_file + ".tmp", output_file)
+    os.replace(ids_file + ".tmp", ids_file)
+    logging.info(
+        "Embedded %d texts of %s in %.1f s (%.1f texts/s): %s, %s",
+        done,
+        input_file,
+        elapsed,
+        done / elapsed,
+        output_file,
+        ids_file,
+    )
+    return done
+
+
+def _embed_chunk(model, chunk, done, embeddings, ids, writer, batch_size):
+    for row_id, _ in chunk:
+        if "\n" in row_id or "\r" in row_id:
+            raise UserInputError(f"id {row_id!r} holds a line break")
+    vectors = model.encode([text for _, text in chunk], batch_size=batch_size)
+    embeddings[done : done + len(chunk)] = vectors
+    ids.write("".join(f"{row_id}\n" for row_id, _ in chunk))
+    if writer is not None:
+        import tensorflow as tf
+
+        for (row_id, _), vector in zip(chunk, vectors, strict=True):
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "id": tf.train.Feature(
+                            bytes_list=tf.train.BytesList(value=[row_id.encode()])
+                        ),
+                        "embedding": tf.train.Feature(
+                            float_list=tf.train.FloatList(value=vector)
+                        ),
+                    }
+                )
+            )
+            writer.write(example.SerializeToString())
+    return done + len(chunk)
+
+
+def run(flags_obj):
+    """bert-tf-embed: the model from --init_checkpoint, then `embed_file`."""
+    from bert_tf.models import BertSentenceEncoder
+
+    model = BertSentenceEncoder.from_checkpoint(
+        flags_obj.init_checkpoint,
+        pooling=flags_obj.pooling,
+        normalize=flags_obj.normalize,
+        max_seq_length=flags_obj.max_seq_length,
+        vocab_file=flags_obj.vocab_file,
+        do_lower_case=flags_obj.do_lower_case,
+    )
+    return embed_file(
+        model,
+        flags_obj.input_file,
+        flags_obj.output_file,
+        file_format=flags_obj.input_format,
+        text_column=flags_obj.text_column,
+        id_column=flags_obj.id_column,
+        batch_size=flags_obj.batch_size,
+        output_tfrecord=flags_obj.output_tfrecord,
+    )

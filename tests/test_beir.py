@@ -1,0 +1,277 @@
+"""BEIR reading, passages and the retrieval metrics (vs pytrec_eval, trec_eval's own code)."""
+
+import json
+import os
+import random
+import sys
+
+import pytest
+
+from bert_tf.data_prep import beir
+from bert_tf.errors import UserInputError
+from bert_tf.retrieval_metrics import rank_documents
+from bert_tf.retrieval_metrics import retrieval_metrics
+from bert_tf.tokenization import FullTokenizer
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import squad_to_beir  # noqa: E402
+
+
+def _write_beir(root, corpus_lines, query_lines, qrels_text, split="test"):
+    os.makedirs(os.path.join(root, "qrels"), exist_ok=True)
+    with open(os.path.join(root, "corpus.jsonl"), "w") as f:
+        f.write("\n".join(corpus_lines) + "\n")
+    with open(os.path.join(root, "queries.jsonl"), "w") as f:
+        f.write("\n".join(query_lines) + "\n")
+    with open(os.path.join(root, "qrels", f"{split}.tsv"), "w") as f:
+        f.write(qrels_text)
+    return str(root)
+
+
+GOOD_CORPUS = [
+    json.dumps({"_id": "d1", "title": "T", "text": "alpha beta"}),
+    json.dumps({"_id": 7, "text": "gamma"}),
+]
+GOOD_QUERIES = [json.dumps({"_id": "q1", "text": "alpha?"})]
+
+
+def test_reads_the_beir_layout(tmp_path):
+    data_dir = _write_beir(
+        tmp_path,
+        GOOD_CORPUS,
+        GOOD_QUERIES,
+        "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\t7\t0\n",
+    )
+    corpus = beir.read_corpus(data_dir)
+    queries = beir.read_queries(data_dir)
+    assert corpus == {
+        "d1": beir.Document("d1", "T", "alpha beta"),
+        "7": beir.Document("7", "", "gamma"),
+    }
+    assert queries == {"q1": beir.Query("q1", "alpha?")}
+    assert beir.read_qrels(data_dir, "test", queries, corpus) == {
+        "q1": {"d1": 2, "7": 0}
+    }
+
+
+@pytest.mark.parametrize(
+    "corpus_lines, qrels, message",
+    [
+        (GOOD_CORPUS + ["{not json"], None, "corpus.jsonl:3: not a JSON object"),
+        (
+            GOOD_CORPUS + [json.dumps({"_id": "d1", "text": "x"})],
+            None,
+            "corpus.jsonl:3: duplicate _id 'd1'",
+        ),
+        (
+            [json.dumps({"title": "x", "text": "y"})],
+            None,
+            "corpus.jsonl:1: no '_id' field",
+        ),
+        (
+            [json.dumps({"_id": "x", "text": 3})],
+            None,
+            "corpus.jsonl:1: 'text' must be a string",
+        ),
+        (
+            GOOD_CORPUS,
+            "query-id\tcorpus-id\tscore\nq1\td1\n",
+            "test.tsv:2: expected 3 tab-separated columns",
+        ),
+        (
+            GOOD_CORPUS,
+            "query-id\tcorpus-id\tscore\nq1\td1\thigh\n",
+            "test.tsv:2: score 'high' is not an integer",
+        ),
+        (
+            GOOD_CORPUS,
+            "query-id\tcorpus-id\tscore\nq1\td9\t1\n",
+            "test.tsv:2: corpus-id 'd9' is not in corpus",
+        ),
+        (
+            GOOD_CORPUS,
+            "query-id\tcorpus-id\tscore\nq2\td1\t1\n",
+            "test.tsv:2: query-id 'q2' is not in queries",
+        ),
+    ],
+)
+def test_bad_lines_are_one_error_naming_file_and_line(
+    tmp_path, corpus_lines, qrels, message
+):
+    data_dir = _write_beir(
+        tmp_path, corpus_lines, GOOD_QUERIES, qrels or "query-id\tcorpus-id\tscore\n"
+    )
+    with pytest.raises(UserInputError) as error:
+        corpus = beir.read_corpus(data_dir)
+        beir.read_qrels(data_dir, "test", beir.read_queries(data_dir), corpus)
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_bad_utf8_names_the_line(tmp_path):
+    data_dir = _write_beir(tmp_path, GOOD_CORPUS, GOOD_QUERIES, "")
+    with open(os.path.join(data_dir, "queries.jsonl"), "ab") as f:
+        f.write(b'{"_id": "q2", "text": "\xff"}\n')
+    with pytest.raises(UserInputError, match=r"queries.jsonl:2: not UTF-8"):
+        beir.read_queries(data_dir)
+
+
+def test_missing_split_is_a_file_not_found(tmp_path):
+    data_dir = _write_beir(tmp_path, GOOD_CORPUS, GOOD_QUERIES, "")
+    with pytest.raises(FileNotFoundError):
+        beir.read_qrels(data_dir, "dev")
+
+
+def _windows_cover_every_word(doc, passages, count, length, stride):
+    """Checks passages of one document against the splitting rules."""
+    words = doc.text.split()
+    prefix = f"{doc.title} " if doc.title else ""
+    covered = set()
+    starts = []
+    position = 0
+    for passage in passages:
+        window = passage.text[len(prefix) :].split()
+        assert passage.text.startswith(prefix)
+        # Locate the window in the document (windows advance monotonically).
+        while words[position : position + len(window)] != window:
+            position += 1
+        starts.append(sum(count(w) for w in words[:position]))
+        covered.update(range(position, position + len(window)))
+        assert sum(count(w) for w in window) <= length or len(window) == 1
+    assert covered == set(range(len(words)))
+    for before, after in zip(starts, starts[1:], strict=False):
+        assert 0 < after - before <= stride
+
+
+def test_passages_of_real_squad_paragraphs(shared_data):
+    tokenizer = FullTokenizer(
+        os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt"),
+        do_lower_case=True,
+    )
+    with open(os.path.join(shared_data, "squad/dev-v1.1.json")) as f:
+        article = json.load(f)["data"][0]
+    corpus = {
+        str(i): beir.Document(str(i), article["title"], p["context"])
+        for i, p in enumerate(article["paragraphs"][:20])
+    }
+
+    def count(word):
+        return len(tokenizer.tokenize(word))
+
+    passages = beir.split_passages(corpus, count, passage_length=64, passage_stride=32)
+    by_doc = {}
+    for passage in passages:
+        by_doc.setdefault(passage.doc_id, []).append(passage)
+    assert list(by_doc) == list(corpus)  # corpus order, every document
+    assert any(len(p) > 2 for p in by_doc.values())
+    for doc_id, doc_passages in by_doc.items():
+        if len(doc_passages) > 1:
+            assert [p.id for p in doc_passages] == [
+                f"{doc_id}#{i}" for i in range(len(doc_passages))
+            ]
+        _windows_cover_every_word(corpus[doc_id], doc_passages, count, 64, 32)
+    # A document that fits is one passage with the document's own id.
+    whole = beir.split_passages(corpus, count, passage_length=512, passage_stride=256)
+    assert [p.id for p in whole] == list(corpus)
+    assert whole[0].text == f"{article['title']} " + " ".join(corpus["0"].text.split())
+
+
+def test_passage_flags_are_checked():
+    corpus = {"d": beir.Document("d", "", "a b")}
+    with pytest.raises(UserInputError, match="--passage_stride"):
+        beir.split_passages(corpus, len, 4, 5)
+    with pytest.raises(UserInputError, match="--passage_length"):
+        beir.split_passages(corpus, len, 0, 1)
+
+
+def test_fold_to_documents_keeps_each_documents_best_passage():
+    ranked = [("a#1", 0.9), ("b", 0.8), ("a#0", 0.7), ("c#0", 0.6), ("c#1", 0.5)]
+    doc_ids = {"a#0": "a", "a#1": "a", "b": "b", "c#0": "c", "c#1": "c"}
+    assert beir.fold_to_documents(ranked, doc_ids, 10) == [
+        ("a", 0.9),
+        ("b", 0.8),
+        ("c", 0.6),
+    ]
+    assert beir.fold_to_documents(ranked, doc_ids, 2) == [("a", 0.9), ("b", 0.8)]
+
+
+def test_metrics_hand_checked():
+    qrels = {"q1": {"d1": 2, "d2": 1, "d3": 0}, "q2": {"d9": 1}}
+    run = {
+        "q1": {"d3": 0.9, "d2": 0.8, "d5": 0.7, "d1": 0.1},
+        "q2": {"d8": 0.5},
+    }
+    metrics = retrieval_metrics(
+        qrels, run, ("recall@1", "recall@2", "recall@4", "mrr@10", "ndcg@10")
+    )
+    # q1: ranks d3 (rel 0), d2 (1), d5 (-), d1 (2); q2 finds nothing.
+    assert metrics["recall@1"] == 0.0
+    assert metrics["recall@2"] == pytest.approx((1 / 2) / 2)
+    assert metrics["recall@4"] == pytest.approx(1 / 2)
+    assert metrics["mrr@10"] == pytest.approx((1 / 2) / 2)
+    dcg = 1 / 1.584962500721156 + 2 / 2.321928094887362
+    idcg = 2 / 1 + 1 / 1.584962500721156
+    assert metrics["ndcg@10"] == pytest.approx((dcg / idcg) / 2)
+
+
+def test_ties_rank_as_trec_eval_does():
+    assert [d for d, _ in rank_documents({"a": 1.0, "c": 1.0, "b": 2.0})] == [
+        "b",
+        "c",
+        "a",
+    ]
+
+
+def test_metrics_equal_pytrec_eval_on_random_runs():
+    pytrec_eval = pytest.importorskip(
+        "pytrec_eval", reason="pytrec-eval-terrier (test extra)"
+    )
+    rng = random.Random(0)
+    docs = [f"d{i}" for i in range(300)]
+    qrels, run = {}, {}
+    for q in range(60):
+        qid = f"q{q}"
+        qrels[qid] = {
+            d: rng.choice([0, 1, 1, 2, 3]) for d in rng.sample(docs, rng.randint(1, 6))
+        }
+        # Scores with ties (rounded) so tie-breaking is exercised too.
+        run[qid] = {d: round(rng.random(), 2) for d in rng.sample(docs, 150)}
+        run[qid].update(
+            {d: round(rng.random(), 1) for d in qrels[qid] if rng.random() < 0.7}
+        )
+    ours = retrieval_metrics(qrels, run)
+    measures = {"recall.1,5,10,100", "ndcg_cut.10"}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    for k in (1, 5, 10, 100):
+        want = sum(v[f"recall_{k}"] for v in per_query.values()) / len(qrels)
+        assert ours[f"recall@{k}"] == pytest.approx(want, abs=1e-12)
+    want = sum(v["ndcg_cut_10"] for v in per_query.values()) / len(qrels)
+    assert ours["ndcg@10"] == pytest.approx(want, abs=1e-12)
+    # MRR@10: trec_eval's recip_rank of each query's first 10 documents.
+    top10 = {q: dict(rank_documents(scores)[:10]) for q, scores in run.items()}
+    rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(top10)
+    want = sum(v["recip_rank"] for v in rr.values()) / len(qrels)
+    assert ours["mrr@10"] == pytest.approx(want, abs=1e-12)
+    assert 0 < ours["mrr@10"] < 1 and 0 < ours["ndcg@10"] < 1
+
+
+def test_squad_dev_as_beir(shared_data, tmp_path):
+    counts = squad_to_beir.convert(
+        os.path.join(shared_data, "squad/dev-v1.1.json"), str(tmp_path)
+    )
+    paragraphs, questions, train, test = counts
+    assert (paragraphs, questions) == (2067, 10570)
+    assert train + test == questions and train > 4000 and test > 4000
+    corpus = beir.read_corpus(str(tmp_path))
+    queries = beir.read_queries(str(tmp_path))
+    qrels = {
+        split: beir.read_qrels(str(tmp_path), split, queries, corpus)
+        for split in ("all", "train", "test")
+    }
+    assert len(corpus) == 2067 and len(qrels["all"]) == 10570
+    assert not set(qrels["train"]) & set(qrels["test"])
+    train_docs = {d for judged in qrels["train"].values() for d in judged}
+    test_docs = {d for judged in qrels["test"].values() for d in judged}
+    assert not train_docs & test_docs  # halves split by article, so paragraphs too
+    # The first question of the file is about Super Bowl 50's first paragraph.
+    assert qrels["all"]["56be4db0acb8001400a502ec"] == {"Super_Bowl_50_0": 1}

@@ -1,0 +1,83 @@
+"""embed.py: a text file to .npy + ids (+ TFRecord), as the model embeds it."""
+
+import os
+
+import numpy as np
+import pytest
+from cli_script import REPO
+from cli_script import run_script
+
+SCRIPT = os.path.join(REPO, "embed.py")
+
+
+def test_rows_stream_with_ids_and_line_errors(tmp_path):
+    from bert_tf.data_prep.table_reader import BadRowError
+    from bert_tf.tasks.embed_file import iter_rows
+
+    tsv = tmp_path / "texts.tsv"
+    tsv.write_text("id\ttext\na1\tFirst text.\nb2\tSecond text.\n", encoding="utf-8")
+    assert list(iter_rows(str(tsv), None, "text", "id")) == [
+        ("a1", "First text."),
+        ("b2", "Second text."),
+    ]
+    jsonl = tmp_path / "texts.jsonl"
+    jsonl.write_text('{"t": "one"}\n{"t": ""}\n', encoding="utf-8")
+    with pytest.raises(BadRowError, match=r"texts.jsonl:2: no text under 't'"):
+        list(iter_rows(str(jsonl), None, "t"))
+    text = tmp_path / "texts.txt"
+    text.write_text("one\n\nthree\n", encoding="utf-8")
+    with pytest.raises(BadRowError, match=r"texts.txt:2: empty line"):
+        list(iter_rows(str(text), None))
+
+
+@pytest.mark.slow
+def test_embed_cli_writes_what_the_model_encodes(minilm_dir, tmp_path):
+    import tensorflow as tf
+
+    import bert_tf
+
+    sentences = [
+        "A man is playing a guitar.",
+        "The weather is lovely today, with sunshine over the hills.",
+        "short",
+        "Dogs run.",
+        "A woman slices an onion in a small kitchen.",
+    ]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    output = tmp_path / "out" / "vectors.npy"
+    records = tmp_path / "out" / "vectors.tfrecord"
+    result = run_script(
+        SCRIPT,
+        f"--init_checkpoint={minilm_dir}",
+        f"--input_file={source}",
+        f"--output_file={output}",
+        f"--output_tfrecord={records}",
+        "--batch_size=2",
+    )
+    assert "texts/s" in result.stderr + result.stdout
+    vectors = np.load(output)
+    expected = bert_tf.BertSentenceEncoder.from_checkpoint(minilm_dir).encode(sentences)
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)
+    ids = (tmp_path / "out" / "vectors.ids.txt").read_text().split()
+    assert ids == ["1", "2", "3", "4", "5"]
+    parsed = [
+        tf.train.Example.FromString(r.numpy())
+        for r in tf.data.TFRecordDataset(str(records))
+    ]
+    assert [p.features.feature["id"].bytes_list.value[0] for p in parsed] == [
+        i.encode() for i in ids
+    ]
+    np.testing.assert_allclose(
+        parsed[2].features.feature["embedding"].float_list.value, vectors[2], atol=1e-7
+    )
+    source.write_text("fine\n\n", encoding="utf-8")
+    bad = run_script(
+        SCRIPT,
+        f"--init_checkpoint={minilm_dir}",
+        f"--input_file={source}",
+        f"--output_file={output}",
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].endswith("in.txt:2: empty line")

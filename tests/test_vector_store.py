@@ -1,0 +1,171 @@
+"""Vector stores: Milvus Lite for real (no mocked client) against exact search in the graph."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
+
+from bert_tf.errors import UserInputError  # noqa: E402
+from bert_tf.retrieval.exact_store import ExactStore  # noqa: E402
+from bert_tf.retrieval.milvus_store import MilvusStore  # noqa: E402
+from bert_tf.retrieval.vector_store import StoredPassage  # noqa: E402
+
+DIM = 16
+
+
+def _rows(n, seed=0, prefix="p"):
+    rng = np.random.default_rng(seed)
+    passages = [StoredPassage(f"{prefix}{i}", f"d{i // 2}", f"h{i}") for i in range(n)]
+    return passages, rng.standard_normal((n, DIM)).astype(np.float32)
+
+
+def _brute_force(queries, vectors, metric):
+    if metric == "COSINE":
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+        vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    if metric == "L2":
+        return -((queries[:, None, :] - vectors[None, :, :]) ** 2).sum(-1)
+    return queries @ vectors.T
+
+
+@pytest.mark.parametrize("metric", ["IP", "COSINE", "L2"])
+def test_milvus_flat_equals_exact_search(tmp_path, metric):
+    passages, vectors = _rows(300)
+    queries = np.random.default_rng(1).standard_normal((7, DIM)).astype(np.float32)
+    exact = ExactStore(DIM, "model-a", metric)
+    exact.upsert(passages, vectors)
+    with MilvusStore(
+        str(tmp_path / "i.db"), "c", DIM, "model-a", metric=metric
+    ) as milvus:
+        milvus.upsert(passages, vectors)
+        found = milvus.search(queries, top_k=10)
+    expected = exact.search(queries, top_k=10)
+    assert found.ids == expected.ids
+    np.testing.assert_allclose(found.scores, expected.scores, rtol=1e-4, atol=1e-4)
+    # Both equal a numpy brute force.
+    reference = _brute_force(queries, vectors, metric)
+    best = np.argsort(-reference, axis=1, kind="stable")[:, :10]
+    assert expected.ids == [[passages[i].id for i in row] for row in best]
+    np.testing.assert_allclose(
+        expected.scores, np.take_along_axis(reference, best, 1), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_rerun_replaces_rows_without_duplicates(tmp_path):
+    uri = str(tmp_path / "i.db")
+    passages, vectors = _rows(20)
+    with MilvusStore(uri, "c", DIM, "model-a") as store:
+        store.upsert(passages, vectors)
+        store.upsert(passages[:5], vectors[:5] * 2)  # the same ids again
+        assert len(store) == 20
+    # Reopened: the rows persisted; updated vectors replaced the old ones.
+    with MilvusStore(uri, "c", DIM, "model-a") as store:
+        assert store.stored_passages() == {p.id: p for p in passages}
+        stored, stored_vectors = store.vectors()
+        by_id = dict(zip([p.id for p in stored], stored_vectors, strict=True))
+        np.testing.assert_allclose(by_id["p0"], vectors[0] * 2)
+        np.testing.assert_allclose(by_id["p9"], vectors[9])
+        store.delete(["p0", "p1", "unknown"])
+        assert len(store) == 18 and "p0" not in store.stored_passages()
+
+
+def test_collection_refuses_another_model_dimension_or_index(tmp_path):
+    uri = str(tmp_path / "i.db")
+    passages, vectors = _rows(4)
+    with MilvusStore(uri, "c", DIM, "model-a") as store:
+        store.upsert(passages, vectors)
+    cases = [
+        (dict(dimension=DIM, fingerprint="model-b"), "indexed with another model"),
+        (dict(dimension=8, fingerprint="model-a"), "dimension 16, the model makes 8"),
+        (
+            dict(dimension=DIM, fingerprint="model-a", index_type="HNSW"),
+            "built with --index_type=FLAT",
+        ),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(UserInputError) as error:
+            MilvusStore(uri, "c", **kwargs)
+        assert message in str(error.value) and f"--milvus_uri={uri}" in str(error.value)
+        assert "\n" not in str(error.value)
+    with MilvusStore(uri, "c", 8, "model-b", overwrite=True) as store:
+        assert len(store) == 0
+
+
+def test_unreachable_or_bad_uri_is_one_line(tmp_path):
+    with pytest.raises(
+        UserInputError, match=r"--milvus_uri=http://127.0.0.1:1: cannot connect"
+    ):
+        MilvusStore("http://127.0.0.1:1", "c", DIM, "m")
+    with pytest.raises(UserInputError, match=r"must end in \.db"):
+        MilvusStore(str(tmp_path / "index.sqlite"), "c", DIM, "m")
+    with pytest.raises(UserInputError, match="no directory"):
+        MilvusStore(str(tmp_path / "missing" / "i.db"), "c", DIM, "m")
+
+
+@pytest.mark.parametrize(
+    "index_type, index_params, search_params",
+    [
+        ("HNSW", {"M": 16, "efConstruction": 100}, {"ef": 64}),
+        ("IVF_FLAT", {"nlist": 8}, {"nprobe": 8}),
+    ],
+)
+def test_approximate_indexes_find_the_exact_neighbours(
+    tmp_path, index_type, index_params, search_params
+):
+    passages, vectors = _rows(400)
+    queries = vectors[:20] + 0.01  # each query's nearest row is known
+    exact = ExactStore(DIM)
+    exact.upsert(passages, vectors)
+    with MilvusStore(
+        str(tmp_path / "i.db"),
+        "c",
+        DIM,
+        "m",
+        index_type=index_type,
+        index_params=index_params,
+        search_params=search_params,
+    ) as store:
+        store.upsert(passages, vectors)
+        found = store.search(queries, top_k=10)
+    expected = exact.search(queries, top_k=10)
+    overlap = np.mean(
+        [
+            len(set(a) & set(b)) / 10
+            for a, b in zip(found.ids, expected.ids, strict=True)
+        ]
+    )
+    assert overlap >= 0.9
+
+
+@pytest.mark.slow
+def test_a_killed_writer_keeps_what_it_wrote(tmp_path):
+    uri = str(tmp_path / "i.db")
+    child = textwrap.dedent(
+        f"""
+        import sys, time, numpy as np
+        from bert_tf.retrieval.milvus_store import MilvusStore
+        from bert_tf.retrieval.vector_store import StoredPassage
+        store = MilvusStore({uri!r}, "c", {DIM}, "m")
+        for batch in range(100):
+            ids = [StoredPassage(f"p{{batch}}_{{i}}", "d", "h") for i in range(10)]
+            store.upsert(ids, np.ones((10, {DIM}), np.float32))
+            print(batch, flush=True)
+            time.sleep(0.2)
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", child], stdout=subprocess.PIPE, text=True
+    )
+    for _ in range(3):
+        process.stdout.readline()
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    with MilvusStore(uri, "c", DIM, "m") as store:
+        stored = store.stored_passages()
+    assert {f"p{b}_{i}" for b in range(3) for i in range(10)} <= set(stored)
