@@ -54,6 +54,13 @@ from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor
 
 QUANTIZATIONS = ("dynamic_int8", "float16", "none")
 METADATA_NAME = "bert_tf_export"
+# The custom ops `LiteRTPreprocessor` converts to, whose kernels
+# tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS registers.
+TFTEXT_KERNELS = (
+    "FastBertNormalize",
+    "FastWordpieceTokenizeWithOffsets",
+    "RaggedTensorToTensor",
+)
 # Where tensorflow-text's fast BERT tokenizer does not give the original
 # FullTokenizer's ids (measured by tests/test_litert.py on the GLUE, SQuAD
 # and WNUT sentences and the Unicode torture strings). The export logs them.
@@ -190,7 +197,46 @@ def convert(module, quantization):
     # With several functions the converter names each signature after its
     # graph; give them the SavedModel's names.
     renames = {fn.graph.name: name for name, fn in functions.items()}
-    return _edit_model(blob, signature_names=renames)
+    blob = _edit_model(blob, signature_names=renames)
+    _check_ops(blob)
+    return blob
+
+
+def _check_ops(blob):
+    """Raises if `blob` would not run with LiteRT's builtins and
+    `TFTEXT_KERNELS`: ops converted as unknown custom ops (no kernel at run
+    time), or weights left as variables (uninitialized at run time)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    op = schema.BuiltinOperator
+    variable_ops = {
+        op.VAR_HANDLE: "VAR_HANDLE",
+        op.READ_VARIABLE: "READ_VARIABLE",
+        op.ASSIGN_VARIABLE: "ASSIGN_VARIABLE",
+    }
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(blob))
+    variables, unknown = set(), set()
+    for code in model.operatorCodes:
+        # Codes past 127 live in builtinCode only.
+        builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+        if builtin in variable_ops:
+            variables.add(variable_ops[builtin])
+        elif code.customCode:
+            name = code.customCode
+            name = name.decode() if isinstance(name, bytes) else name
+            if name not in TFTEXT_KERNELS:
+                unknown.add(name)
+    if variables:
+        raise RuntimeError(
+            f"the LiteRT model still reads its weights from variables "
+            f"({', '.join(sorted(variables))}): they would be uninitialized at run time"
+        )
+    if unknown:
+        raise RuntimeError(
+            f"the LiteRT model needs ops that neither LiteRT nor tensorflow-text "
+            f"provides: {', '.join(sorted(unknown))}"
+        )
 
 
 def with_metadata(blob, entries):
@@ -227,6 +273,12 @@ class _Module(tf.Module):
         super().__init__()
         self.model = model
         self.preprocessor = preprocessor
+        # The converter saves this module as a SavedModel and imports it.
+        # Keras 3 variables save as user objects, which the importer does not
+        # take for weights: it would leave them uninitialized resource
+        # variables (NaN outputs). Tracking the tf.Variables under them makes
+        # them SavedModel variables, which it folds into constants.
+        self.weights = [weight.value for weight in model.weights]
 
     def metadata(self):
         return {}

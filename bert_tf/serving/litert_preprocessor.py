@@ -65,13 +65,18 @@ class LiteRTPreprocessor(tf.Module):
         self.sep_id = vocab["[SEP]"]
         # Word starts (not a "##" piece): where the tagger reads its tags.
         self.continuation = [token.startswith("##") for token in tokens]
-        self._tokenizer = text.FastBertTokenizer(
+        # text.FastBertTokenizer's two halves, called one by one so that the
+        # offsets map back to the input with a dense gather: its ragged
+        # gather needs RaggedRange, which LiteRT has no kernel for.
+        self._normalizer = text.FastBertNormalizer(
+            lower_case_nfd_strip_accents=self.do_lower_case
+        )
+        self._wordpiece = text.FastWordpieceTokenizer(
             vocab=tokens,
             suffix_indicator="##",
             max_bytes_per_word=_MAX_BYTES_PER_WORD,
             token_out_type=tf.int64,
             unknown_token="[UNK]",
-            lower_case_nfd_strip_accents=self.do_lower_case,
         )
 
     def tokenize(self, texts):
@@ -81,15 +86,15 @@ class LiteRTPreprocessor(tf.Module):
         (0 past a row's end), int64 [batch] token counts, and each token's
         UTF-8 byte span in its string.
         """
-        ids, starts, ends = self._tokenizer.tokenize_with_offsets(texts)
-        ids = ids.merge_dims(1, -1)
-        lengths = ids.row_lengths()
-        return (
-            ids.to_tensor(0),
-            lengths,
-            starts.merge_dims(1, -1).to_tensor(0),
-            ends.merge_dims(1, -1).to_tensor(0),
-        )
+        normalized, offsets = self._normalizer.normalize_with_offsets(texts)
+        ids, starts, ends = self._wordpiece.tokenize_with_offsets(normalized)
+        # `offsets[i]`: where byte i of the normalized string comes from.
+        offsets = offsets.to_tensor(0)
+
+        def original(positions):
+            return tf.gather(offsets, positions.to_tensor(0), batch_dims=1)
+
+        return ids.to_tensor(0), ids.row_lengths(), original(starts), original(ends)
 
     def pack_texts(self, texts):
         """`pack` of the tokens of one or two string tensors [batch]."""
