@@ -18,6 +18,7 @@ COMMANDS = (
     "run_ner",
     "embed",
     "run_similarity",
+    "run_retrieval",
     "export_litert",
 )
 

@@ -18,12 +18,22 @@ batches padded to their longest sentence:
 Both are scored by `bert_tf.entity_metrics.entity_scores` (equal to seqeval
 and conlleval) on every dev word.
 
+`--heads` compares run_ner.py's tagging heads instead, on the same split and
+recipe: softmax, `--use_crf` and `--use_crf --crf_constrained`, each trained
+with `--seeds` (default 1,2,3): entity F1 mean and spread (max - min),
+training time (the whole `--do_train` command), the `--do_eval` command's time
+(process start, model load, prediction and scoring of the 209 dev sentences)
+and how many predicted dev sentences are ill-formed IOB2 (an `I-X` not after
+`B-X`/`I-X`), summed over the seeds.
+
     BERT_TF_DATA=../shared/data python benchmarks/ner_minilm.py [--output_dir DIR]
-        [extra run_ner flags, e.g. --optimizer=adamw]
+        [--heads [--seeds 1,2,3]] [extra run_ner flags, e.g. --optimizer=adamw]
 """
 
+import argparse
 import os
 import random
+import statistics
 import sys
 import time
 
@@ -58,7 +68,7 @@ def split_files(data, output):
     return files
 
 
-def run_bert_tf(files, minilm, output, extra):
+def run_bert_tf(files, minilm, output, extra, seed=SEED, timings=None):
     common = [
         sys.executable,
         os.path.join(REPO, "run_ner.py"),
@@ -70,13 +80,15 @@ def run_bert_tf(files, minilm, output, extra):
         f"--learning_rate={LEARNING_RATE}",
         f"--num_train_epochs={EPOCHS}",
         f"--warmup_proportion={WARMUP}",
-        f"--seed={SEED}",
+        f"--seed={seed}",
         f"--output_dir={output}",
         *extra,
     ]
     env = {**os.environ, "PYTHONPATH": REPO}
     seconds = timed_run([*common, "--do_train"], env=env)
-    timed_run([*common, "--do_eval"], env=env)
+    eval_seconds = timed_run([*common, "--do_eval"], env=env)
+    if timings is not None:
+        timings["eval"] = eval_seconds
     results = read_eval_results(os.path.join(output, "eval_results.txt"))
     return seconds, {k: float(v) for k, v in results.items()}
 
@@ -164,12 +176,96 @@ def run_hugging_face(files, minilm):
     return seconds, scores, steps
 
 
+HEADS = {
+    "softmax": [],
+    "CRF": ["--use_crf"],
+    "CRF constrained": ["--use_crf", "--crf_constrained"],
+}
+
+
+def ill_formed_sentences(predictions_path):
+    """Sentences of a predictions file whose predicted IOB2 tags are ill-formed."""
+    with open(predictions_path, encoding="utf-8") as f:
+        blocks = f.read().strip("\n").split("\n\n")
+    count = 0
+    for block in blocks:
+        previous = "O"
+        for line in block.split("\n"):
+            tag = line.split(" ")[-1]
+            if tag.startswith("I-") and previous not in ("B-" + tag[2:], tag):
+                count += 1
+                break
+            previous = tag
+    return count
+
+
+def compare_heads(files, minilm, output, extra, seeds, heads=tuple(HEADS)):
+    rows = {}
+    for head in heads:
+        flags = HEADS[head]
+        runs = []
+        for seed in seeds:
+            name = head.replace(" ", "_").lower()
+            run_dir = os.path.join(output, f"{name}_seed{seed}")
+            timings = {}
+            seconds, results = run_bert_tf(
+                files, minilm, run_dir, [*flags, *extra], seed, timings
+            )
+            bad = ill_formed_sentences(os.path.join(run_dir, "eval_predictions.txt"))
+            runs.append((results["f1"], seconds, timings["eval"], bad))
+            print(
+                f"{head} seed {seed}: F1 {results['f1']:.4f}, train {seconds:.1f} s, "
+                f"eval {timings['eval']:.1f} s, ill-formed {bad}",
+                flush=True,
+            )
+        rows[head] = runs
+    print(f"\nrun_ner flags added: {' '.join(extra) or '(none)'}; seeds {seeds}")
+    print(
+        f"WNUT-17 ({TRAIN_SENTENCES} train / {1009 - TRAIN_SENTENCES} dev "
+        f"sentences), MiniLM L6-H384, {EPOCHS} epochs, batch {BATCH_SIZE}, "
+        f"lr {LEARNING_RATE}, seq {SEQ_LENGTH}, {os.cpu_count()} cores"
+    )
+    print(
+        f"{'head':18}{'F1 mean':>9}{'spread':>8}{'train s':>9}{'eval s':>8}"
+        f"{'ill-formed':>12}"
+    )
+    for head, runs in rows.items():
+        f1s = [r[0] for r in runs]
+        print(
+            f"{head:18}{statistics.mean(f1s):9.4f}{max(f1s) - min(f1s):8.4f}"
+            f"{statistics.mean(r[1] for r in runs):9.1f}"
+            f"{statistics.mean(r[2] for r in runs):8.1f}"
+            f"{sum(r[3] for r in runs):12d}"
+        )
+    print(f"output: {output}")
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--heads",
+        action="store_true",
+        help="compare softmax, CRF and constrained CRF heads instead of HF",
+    )
+    parser.add_argument("--seeds", default="1,2,3", help="with --heads")
+    parser.add_argument(
+        "--head_names",
+        default=",".join(HEADS),
+        help=f"with --heads: which of {', '.join(HEADS)} (comma-separated)",
+    )
     setup = parse_minilm_benchmark_setup(
-        __doc__.splitlines()[0], data_holds="ner/wnut17", output_prefix="ner_minilm_"
+        None, data_holds="ner/wnut17", output_prefix="ner_minilm_", parser=parser
     )
     minilm, output, extra = setup.minilm_dir, setup.output_dir, setup.extra_flags
     files = split_files(setup.data_dir, output)
+    if setup.args.heads:
+        seeds = [int(seed) for seed in setup.args.seeds.split(",")]
+        heads = setup.args.head_names.split(",")
+        unknown = [head for head in heads if head not in HEADS]
+        if unknown:
+            sys.exit(f"--head_names: {', '.join(unknown)} not in {', '.join(HEADS)}")
+        compare_heads(files, minilm, output, extra, seeds, heads)
+        return
     tf_seconds, tf_results = run_bert_tf(
         files, minilm, os.path.join(output, "bert_tf"), extra
     )

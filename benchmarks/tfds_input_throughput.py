@@ -71,11 +71,15 @@ def main():
     from bert_tf.data_prep import glue
     from bert_tf.data_prep import tfds_input
 
+    # The offline TFDS build the tests use (tests/tfds_local_files.py).
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    from tfds_local_files import prepare_from_local_files
+
     tfds_input.import_tfds().disable_progress_bar()
     mrpc = os.path.join(data, "glue", "MRPC")
     work = tempfile.mkdtemp(prefix="tfds_input_")
     began = time.perf_counter()
-    tfds_input.prepare_from_local_files(
+    prepare_from_local_files(
         "glue/mrpc",
         os.path.join(work, "tfds"),
         {

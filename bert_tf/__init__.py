@@ -16,6 +16,7 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 from bert_tf import keras_registration  # noqa: E402
+from bert_tf import tensorflow_import  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,9 @@ _SUBMODULES = ("optimization", "tokenization")
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 keras_registration.install()
+# TensorFlow, when something imports it, without its start-up messages (the
+# oneDNN notice, a cuInit error on a CUDA build without a GPU).
+tensorflow_import.install_quiet_import()
 
 
 def __getattr__(name):

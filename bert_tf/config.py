@@ -9,6 +9,7 @@ erf form is spelled "gelu_exact".
 
 import copy
 import json
+import math
 import os
 
 from bert_tf.errors import UserInputError
@@ -219,13 +220,15 @@ class BertConfig:
                 )
         for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, key)
-            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+            if not _is_number(value) or not 0.0 <= value < 1.0:
                 raise UserInputError(f"{where}: {key} must be in [0, 1), got {value!r}")
         for key in ("initializer_range", "layer_norm_eps"):
             value = getattr(self, key)
-            if not isinstance(value, (int, float)) or value <= 0:
+            # JSON allows NaN and Infinity, and `NaN <= 0` is False: a NaN
+            # initializer_range would build a model that trains to NaN.
+            if not _is_number(value) or not math.isfinite(value) or value <= 0:
                 raise UserInputError(
-                    f"{where}: {key} must be a positive number, got {value!r}"
+                    f"{where}: {key} must be a positive finite number, got {value!r}"
                 )
         if self.hidden_size % self.num_attention_heads != 0:
             raise UserInputError(
@@ -243,6 +246,10 @@ class BertConfig:
 
     def __repr__(self):
         return f"BertConfig({self.to_json_string()})"
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def is_hf_config_dict(data):

@@ -36,6 +36,7 @@ import dataclasses
 import numpy as np
 from absl import logging
 
+from bert_tf.data_prep.local_files import open_input_file
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 
@@ -78,7 +79,7 @@ def read_conll(path, tag_scheme="iob2", strict=False):
         raise UserInputError(
             f"tag_scheme must be one of {TAG_SCHEMES}, got {tag_scheme!r}"
         )
-    with open(path, "rb") as f:
+    with open_input_file(path) as f:
         raw_lines = f.read().split(b"\n")
     sentences, words, tags = [], [], []
     columns, start_line, repaired, docstarts = None, None, 0, 0

@@ -225,13 +225,23 @@ class CustomProcessor(DataProcessor):
                     )
                 positions[role] = column
             elif column in header:
-                positions[role] = header.index(column)
+                found = [i for i, name in enumerate(header) if name == column]
+                if len(found) > 1:
+                    raise BadRowError(
+                        path,
+                        line,
+                        f"the header names {len(found)} columns {column!r} "
+                        f"(columns {', '.join(str(i) for i in found)}): "
+                        f"--{role}_column is ambiguous; rename them or give an index",
+                    )
+                positions[role] = found[0]
             elif role == "label" and split == "test":
                 has_label = False
             else:
                 raise BadRowError(
                     path, line, f"no column named {column!r} in the header {header}"
                 )
+        _check_distinct(positions, f"{path}:{line}")
         return positions, has_label
 
     def _resolve_first_row(self, fields, split):
@@ -246,6 +256,7 @@ class CustomProcessor(DataProcessor):
                         f"column {column!r}"
                     )
             has_label = split != "test" or self.label_column in fields
+            _check_distinct(wanted, "the flags")
             return wanted, has_label
         for role, column in wanted.items():
             if column is not None and not isinstance(column, int):
@@ -254,6 +265,7 @@ class CustomProcessor(DataProcessor):
                     f"column {column!r}"
                 )
         has_label = split != "test" or self.label_column < len(fields)
+        _check_distinct(wanted, "the flags")
         return wanted, has_label
 
     def _build_example(
@@ -327,3 +339,20 @@ def _looks_like_header(examples):
     if first.text_b is not None:
         cells.append(first.text_b)
     return all(_HEADER_CELL.fullmatch(cell) for cell in cells)
+
+
+def _check_distinct(positions, where):
+    """Raises if two roles read one column (e.g. the text is the label)."""
+    seen = {}
+    for role, position in positions.items():
+        if position is None:
+            continue
+        if position in seen:
+            raise UserInputError(
+                f"{where}: --{seen[position]}_column and --{role}_column both name "
+                f"column {position!r}: a model would learn the label from its text"
+                if "label" in (role, seen[position])
+                else f"{where}: --{seen[position]}_column and --{role}_column both "
+                f"name column {position!r}"
+            )
+        seen[position] = role

@@ -53,6 +53,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import tokenization
+from bert_tf.data_prep.local_files import check_not_a_pipe
 from bert_tf.errors import UserInputError
 
 __all__ = [
@@ -165,6 +166,8 @@ def _field(obj, key, input_file, where, kind=None):
 
 
 def _load_json(input_file):
+    if "://" not in input_file:
+        check_not_a_pipe(input_file)
     with tf.io.gfile.GFile(input_file, "rb") as reader:
         data = reader.read()
     try:

@@ -12,6 +12,7 @@ import codecs
 import csv
 import json
 
+from bert_tf.data_prep.local_files import open_input_file
 from bert_tf.data_prep.strict_utf8 import describe_invalid_byte
 from bert_tf.errors import UserInputError
 
@@ -40,7 +41,7 @@ class RowProblem(Exception):
 
 def _read_lines(path):
     """Returns the raw physical lines of `path` (bytes, line ends kept), BOM removed."""
-    with open(path, "rb") as f:
+    with open_input_file(path) as f:
         data = f.read()
     # GLUE's MRPC train/dev start with a UTF-8 BOM; it must not stick to the
     # first field (it would break column names of custom files).

@@ -20,6 +20,7 @@ import struct
 
 import google_crc32c
 
+from bert_tf.data_prep.local_files import open_input_file
 from bert_tf.errors import UserInputError
 
 __all__ = [
@@ -67,7 +68,7 @@ def _open(path):
         import tensorflow as tf
 
         return tf.io.gfile.GFile(path, "rb")
-    return open(path, "rb")
+    return open_input_file(path)
 
 
 def iter_checked_records(path):

@@ -340,3 +340,109 @@ def test_keras_file_loads_in_a_fresh_process_without_the_vocab(vocab_file, tmp_p
     assert loaded["block_compute_dtype"] == "bfloat16"
     assert loaded["vocab_size"] == len(VOCAB)
     np.testing.assert_allclose(loaded["logits"], expected, atol=1e-6)
+
+
+_TRAIN_IN_FRESH_PROCESS = """
+import json, sys, warnings
+import bert_tf, keras, numpy as np
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model = keras.saving.load_model(sys.argv[1])
+a, b = sys.argv[2].split("|"), sys.argv[3].split("|")
+labels = np.array(json.loads(sys.argv[4]))
+iterations = int(model.optimizer.iterations.numpy())
+decayed = [v.path for v in model.trainable_variables
+           if model.optimizer._use_weight_decay(v)]
+history = model.fit((a, b), labels, batch_size=4, epochs=1, shuffle=False, verbose=0)
+print(json.dumps({
+    "warnings": [str(w.message) for w in caught],
+    "optimizer": type(model.optimizer).__name__,
+    "iterations_at_load": iterations,
+    "decays_a_bias": any(p.endswith(("bias", "gamma", "beta")) for p in decayed),
+    "loss": history.history["loss"][0],
+    "metrics": sorted(history.history),
+    "logits": np.asarray(model.predict((a, b), verbose=0), "float64").tolist(),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_reloaded_keras_file_trains_on_as_the_original(vocab_file, tmp_path):
+    """compile()'s defaults and the optimizer state travel in the .keras file:
+    a fresh process that loads it takes the next step the original takes."""
+    config = bert_tf.BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+        hidden_dropout_prob=0.0,  # deterministic steps in both processes
+        attention_probs_dropout_prob=0.0,
+    )
+    preprocessor = bert_tf.BertPreprocessor(vocab_file, True, 16)
+    model = BertTextClassifier(config, 2, preprocessor, dropout_rate=0.0)
+    model.compile()
+    pairs = (SENTENCES_A, SENTENCES_B)
+    model.fit(pairs, LABELS, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    path = str(tmp_path / "classifier.keras")
+    model.save(path)
+    history = model.fit(pairs, LABELS, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    expected = model.predict(pairs, verbose=0)
+    result = subprocess.run(
+        [sys.executable, "-c", _TRAIN_IN_FRESH_PROCESS, path]
+        + ["|".join(SENTENCES_A), "|".join(SENTENCES_B), json.dumps(LABELS.tolist())],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert not [w for w in loaded["warnings"] if "compile" in w], loaded["warnings"]
+    assert loaded["optimizer"] == "AdamW"
+    assert loaded["iterations_at_load"] == 1
+    assert loaded["decays_a_bias"] is False
+    assert "sparse_categorical_accuracy" in loaded["metrics"]
+    np.testing.assert_allclose(loaded["loss"], history.history["loss"][0], rtol=1e-5)
+    np.testing.assert_allclose(loaded["logits"], expected, atol=1e-5)
+
+
+def test_predict_labels_names_the_most_probable_class(vocab_file, tmp_path):
+    model = tiny_classifier(vocab_file, num_labels=3, labels=["neg", "neu", "pos"])
+    logits = model.predict(SENTENCES_A, verbose=0)
+    probabilities = model.predict_probabilities(SENTENCES_A, verbose=0)
+    expected = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(probabilities, expected, rtol=1e-5)
+    predicted = model.predict_labels(SENTENCES_A)
+    assert [p["label"] for p in predicted] == [
+        ["neg", "neu", "pos"][i] for i in logits.argmax(-1)
+    ]
+    np.testing.assert_allclose([p["score"] for p in predicted], expected.max(-1))
+    # The names travel in the .keras file; without names, the ids are used.
+    path = str(tmp_path / "named.keras")
+    model.save(path)
+    assert keras.saving.load_model(path).labels == ["neg", "neu", "pos"]
+    unnamed = tiny_classifier(vocab_file, num_labels=2)
+    assert {p["label"] for p in unnamed.predict_labels(SENTENCES_A)} <= {"0", "1"}
+    with pytest.raises(ValueError, match="2 labels"):
+        tiny_classifier(vocab_file, num_labels=3, labels=["a", "b"])
+
+
+def test_run_classifier_output_dir_gives_the_label_names(vocab_file, tmp_path):
+    """from_checkpoint on an output_dir reads its label_list.json."""
+    from bert_tf.data_prep.label_list_file import write_label_list
+
+    model = tiny_classifier(vocab_file, num_labels=2)
+    output_dir = tmp_path / "run"
+    output_dir.mkdir()
+    bert_tf.save_tf1_checkpoint(model, str(output_dir / "model.ckpt-1"))
+    (output_dir / "vocab.txt").write_text(open(vocab_file).read())
+    write_label_list(str(output_dir), ["not_entailment", "entailment"])
+    loaded = BertTextClassifier.from_checkpoint(str(output_dir), seq_length=16)
+    assert loaded.labels == ["not_entailment", "entailment"]
+    np.testing.assert_allclose(
+        loaded.predict(SENTENCES_A, verbose=0),
+        model.predict(SENTENCES_A, verbose=0),
+        atol=1e-5,
+    )

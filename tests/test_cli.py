@@ -26,6 +26,7 @@ COMMANDS = {
     "bert-tf-run-ner": "bert_tf.cli.run_ner:main",
     "bert-tf-embed": "bert_tf.cli.embed:main",
     "bert-tf-run-similarity": "bert_tf.cli.run_similarity:main",
+    "bert-tf-run-retrieval": "bert_tf.cli.run_retrieval:main",
     "bert-tf-export-litert": "bert_tf.cli.export_litert:main",
     "bert-tf-demo": "bert_tf.demo:main",
 }
@@ -46,6 +47,7 @@ ORIGINAL_AND_ADDED = {
     "run_ner": (None, "--tag_scheme"),
     "embed": (None, "--text_column"),
     "run_similarity": (None, "--score_scale"),
+    "run_retrieval": (None, "--milvus_uri"),
     "export_litert": (None, "--quantization"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")

@@ -134,6 +134,11 @@ def test_hf_non_bert_and_relative_positions_are_refused():
         ("hidden_size", 1.5),
         ("hidden_dropout_prob", 1.0),
         ("hidden_act", "swish"),
+        # JSON's NaN and Infinity: `NaN <= 0` is False, so they need their own check.
+        ("initializer_range", float("nan")),
+        ("initializer_range", float("inf")),
+        ("layer_norm_eps", float("nan")),
+        ("attention_probs_dropout_prob", float("nan")),
     ],
 )
 def test_invalid_values_name_the_key_and_the_file(tmp_path, key, value):

@@ -244,6 +244,7 @@ def test_iob2_constraints():
     assert all(row[j] for row in allowed for j in (0, 1, 3))
 
 
+@pytest.mark.slow
 def test_xla_and_half_precision_scores_agree_with_float32_eager():
     rng = np.random.default_rng(3)
     crf = _random_crf(6, rng)

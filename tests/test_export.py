@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -362,7 +363,7 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
     version_dir = exported["encoder"]
     base = os.path.dirname(version_dir)
     assert os.path.basename(version_dir) == "1"
-    assert sorted(os.listdir(base)) == ["1", exporter.BATCHING_FILE]
+    assert sorted(os.listdir(base)) == ["1", "1.keras", exporter.BATCHING_FILE]
     with open(os.path.join(base, exporter.BATCHING_FILE)) as f:
         assert "pad_variable_length_inputs: true" in f.read()
     assert os.path.exists(os.path.join(version_dir, "saved_model.pb"))
@@ -377,7 +378,7 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
         models["encoder"], base, vocab_file, True, SEQ_LENGTH, save_keras=False
     )
     assert os.path.basename(newer) == "2"
-    with pytest.raises(FileExistsError, match=os.path.basename(newer)):
+    with pytest.raises(ValueError, match=f"version 2 already exists .*{newer}"):
         serving.export_saved_model(
             models["encoder"],
             base,
@@ -386,6 +387,23 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
             SEQ_LENGTH,
             version=int(os.path.basename(newer)),
         )
+    # Versions TF Serving never loads, and an export_dir that is a file.
+    with pytest.raises(ValueError, match="--export_version=-1"):
+        exporter.check_export_dir(base, -1)
+    with pytest.raises(ValueError, match=f"--export_dir={re.escape(newer)}.*not a dir"):
+        exporter.check_export_dir(newer + "/saved_model.pb")
+    # A killed export's temporary folder (its pid is gone) is removed by the
+    # next export; a live one's stays.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    host = socket.gethostname()
+    debris = os.path.join(base, f".tmp-3-{host}-{dead}-{'0' * 32}")
+    live = os.path.join(base, f".tmp-3-{host}-{os.getpid()}-{'1' * 32}")
+    for path in (debris, live):
+        os.makedirs(os.path.join(path, "variables"))
+    exporter.remove_abandoned_exports(base)
+    assert not os.path.exists(debris) and os.path.exists(live)
+    shutil.rmtree(live)
 
     # A failure half-way leaves neither a version nor a temporary directory.
     failing = str(tmp_path / "failing")
@@ -414,13 +432,43 @@ def test_keras_file_in_the_export_loads_with_identical_outputs(
 ):
     tokens = _packed(vocab_file, ["a first text", "another"], ["b", "c"])
     for kind in ("classifier", "span"):
-        path = os.path.join(exported[kind], exporter.KERAS_FILE)
+        path = exporter.keras_path(exported[kind])
+        assert path == exported[kind] + ".keras"
         revived = keras.saving.load_model(path)
         assert type(revived) is type(models[kind])
         want = models[kind](tokens, training=False)
         got = revived(tokens, training=False)
         for name in want:
             np.testing.assert_array_equal(got[name], want[name])
+
+
+def _file_bytes(directory):
+    return sum(
+        os.path.getsize(os.path.join(root, name))
+        for root, _, names in os.walk(directory)
+        for name in names
+    )
+
+
+@pytest.mark.slow
+def test_each_weight_is_stored_once_and_no_keras_file_is_served(exported, models):
+    for kind in ("classifier", "span", "encoder"):
+        version_dir = exported[kind]
+        weight_bytes = 4 * models[kind].count_params()
+        assert not [
+            name
+            for _, _, names in os.walk(version_dir)
+            for name in names
+            if name.endswith(".keras")
+        ]
+        stored = _file_bytes(os.path.join(version_dir, "variables"))
+        # Every weight the signatures use, once (the span head has no pooler).
+        assert 0.97 * weight_bytes < stored < 1.02 * weight_bytes, (kind, stored)
+        # The rest (graph with the vocabulary tables, warmup requests) is a
+        # fixed cost that does not grow with the model: 2-3 MB here, where the
+        # weights are 4 MB; 1.03x the weights for MiniLM's 87 MB
+        # (benchmarks/export_size.py).
+        assert _file_bytes(version_dir) - stored < 3.5e6, kind
 
 
 @pytest.mark.slow

@@ -31,13 +31,24 @@ The probes, by category:
   directory without its weights, --do_eval with no trained checkpoint, export
   of a checkpoint that does not exist, a tagger export without labels;
 * output_dir: reused with other settings (the differences listed), held by a
-  second writer (the holder named).
+  second writer (the holder named);
+* faults (issue 29): a NaN loss (training stops, the checkpoint that gave it
+  is removed, the last good one is evaluated), NaN in a config, an output
+  file that is an input (itself, a glob match, a symlink, the vocab), a
+  vocabulary cased otherwise than --do_lower_case, a full disk (/dev/full),
+  FIFOs as inputs, symlink loops, dangling symlinks, directories as files, a
+  vocab without [CLS], export versions TF Serving never loads or that exist,
+  an export_dir that is a file, a half-written checkpoint save left behind.
+
+A probe still running after PROBE_TIMEOUT seconds is a hang. The probes
+marked slow (they train or export) run in a second driver pass.
 
 To stay fast, one driver process per tool imports the tool's `Command` once
 and runs all its probes in turn (the flags are reset between them); most
 probes stop at flag validation or data reading, before a model is built.
 """
 
+import errno
 import json
 import os
 import signal
@@ -56,9 +67,18 @@ pytestmark = pytest.mark.skipif(not DATA, reason="BERT_TF_DATA is not set")
 # Runs every probe of one tool in one process. argv: tool, probes.json, out.json.
 DRIVER = textwrap.dedent(
     r"""
-    import importlib, json, os, sys, tempfile, traceback
+    import importlib, json, os, signal, sys, tempfile, traceback
     from absl import flags
     from absl import logging
+
+    class Hang(BaseException):
+        # A probe still running after its time: recorded as a hang.
+        pass
+
+    def on_alarm(signum, frame):
+        raise Hang()
+
+    signal.signal(signal.SIGALRM, on_alarm)
 
     # As app.run does for a single run (its set-up runs once per process).
     logging.use_absl_handler()
@@ -74,15 +94,19 @@ DRIVER = textwrap.dedent(
         sys.stdout.flush(); sys.stderr.flush()
         saved_out, saved_err = os.dup(1), os.dup(2)
         os.dup2(out.fileno(), 1); os.dup2(err.fileno(), 2)
+        signal.alarm(probe["timeout"])
         try:
             command.main([tool, *probe["argv"]])
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Hang:
+            code = "hang"
         except BaseException:
             traceback.print_exc()
             code = 1
         finally:
+            signal.alarm(0)
             sys.stdout.flush(); sys.stderr.flush()
             os.dup2(saved_out, 1); os.dup2(saved_err, 2)
             os.close(saved_out); os.close(saved_err)
@@ -161,6 +185,9 @@ SQUAD = "{D}/squad/dev-v1.1.json"
 CONLL = "{D}/ner/wnut17/emerging.dev.conll"
 TEXT = "{D}/bert_sample_text/sample_text.txt"
 
+# A small pre-training corpus (two documents) that a tool must not overwrite.
+CORPUS = "The cat sat on the mat.\nIt was happy.\n\nDogs bark at night.\nThey sleep by day.\n"
+
 CLS = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
 CLS_MRPC = ["--task_name=MRPC", "--data_dir=" + MRPC, *CLS]
 CUSTOM = ["--task_name=custom", *CLS, "--text_a_column=0", "--label_column=1"]
@@ -175,17 +202,34 @@ EXT += ["--max_seq_length=16", "--layers=-1"]
 EXP = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
 
 
-def error(tool, pid, argv, *names, env=None, pre=None):
-    """A probe that must stop with one line naming each of `names`."""
+def error(tool, pid, argv, *names, env=None, pre=None, check=None, slow=False):
+    """A probe that must stop with one line naming each of `names`; then
+    `check(paths, pid, result)`, if given, checks what it left behind.
+    `slow` probes (training, export, > 2 s) run in the second driver pass."""
     return dict(
-        tool=tool, id=pid, argv=argv, expect="error", names=names, env=env, pre=pre
+        tool=tool,
+        id=pid,
+        argv=argv,
+        expect="error",
+        names=names,
+        env=env,
+        pre=pre,
+        check=check,
+        slow=slow,
     )
 
 
-def correct(tool, pid, argv, check, env=None, pre=None):
-    """A probe that must succeed; `check(paths, result)` checks its output."""
+def correct(tool, pid, argv, check, env=None, pre=None, slow=False):
+    """A probe that must succeed; `check(paths, pid, result)` checks its output."""
     return dict(
-        tool=tool, id=pid, argv=argv, expect="ok", check=check, env=env, pre=pre
+        tool=tool,
+        id=pid,
+        argv=argv,
+        expect="ok",
+        check=check,
+        env=env,
+        pre=pre,
+        slow=slow,
     )
 
 
@@ -197,6 +241,8 @@ def _labels_are(expected):
     def check(paths, pid, result):
         path = os.path.join(paths["T"], "out", "trained", "label_list.json")
         assert json.load(open(path)) == {"labels": expected}
+        checkpoints = os.path.join(paths["T"], "out", "trained", "checkpoints")
+        assert not [n for n in os.listdir(checkpoints) if n.endswith("_temp")]
 
     return check
 
@@ -207,6 +253,23 @@ def _older_checkpoint_used(paths, pid, result):
     path = os.path.join(paths["T"], "out", "trained", "eval_results.txt")
     results = dict(line.split(" = ") for line in open(path).read().splitlines())
     assert results["global_step"] == "1", results  # the older checkpoint
+    assert 0.0 <= float(results["eval_accuracy"]) <= 1.0, results
+
+
+def _only_finite_checkpoints(paths, pid, result):
+    """A run stopped by a NaN loss keeps its checkpoints, none of them NaN:
+    the eval probe after it reads the newest."""
+    directory = os.path.join(paths["T"], "out", pid, "checkpoints")
+    assert any(name.endswith(".index") for name in os.listdir(directory))
+
+
+def _last_good_checkpoint_evaluated(paths, pid, result):
+    path = os.path.join(paths["T"], "out", "cls-nan-loss-stops", "eval_results.txt")
+    results = dict(line.split(" = ") for line in open(path).read().splitlines())
+    assert 0 < int(results["global_step"]) < 20, (
+        results
+    )  # stopped early, before the NaN
+    assert float(results["eval_loss"]) < 1e30, results  # finite: not NaN
     assert 0.0 <= float(results["eval_accuracy"]) <= 1.0, results
 
 
@@ -240,6 +303,11 @@ def _pretraining_records(paths, pid, result):
         assert all(
             i > 0 for i, w in zip(record["masked_lm_ids"], weights, strict=True) if w
         )
+
+
+def _corpus_intact(paths, pid, result):
+    with open(os.path.join(paths["T"], "corpus.txt"), encoding="utf-8") as f:
+        assert f.read() == CORPUS
 
 
 def _features_of_two_lines(paths, pid, result):
@@ -299,7 +367,12 @@ PROBES = [
           pre="import json, os; os.makedirs(r'{T}/out/reused', exist_ok=True); json.dump({'learning_rate': 1.0}, open(r'{T}/out/reused/run_settings.json', 'w'))"),
     error("run_classifier", "cls-output-dir-second-writer", ["--do_train", "--output_dir=" + out("held"), *CLS_MRPC], "pid", "{T}/out/held"),
     error("run_classifier", "cls-output-dir-is-a-file", ["--do_train", "--output_dir={T}/empty.txt", *CLS_MRPC], "{T}/empty.txt"),
-    correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=1"], _labels_are(["neg", "pos"])),
+    # Also: the shards of a save that never finished (full disk, kill) are removed.
+    correct("run_classifier", "custom-label-trailing-space", ["--do_train", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=1"], _labels_are(["neg", "pos"]),
+            pre="import os; os.makedirs(r'{T}/out/trained/checkpoints/ckpt-5_temp'); open(r'{T}/out/trained/checkpoints/ckpt-5_temp/part-00000-of-00001.data-00000-of-00001', 'w').write('x' * 1000)"),
+    error("run_classifier", "custom-text-column-is-label-column", ["--do_train", "--output_dir=" + out("as"), *CUSTOM[:-2], "--text_a_column=label", "--label_column=label", "--train_file={T}/two_class.tsv"], "--text_a_column", "--label_column", "{T}/two_class.tsv"),
+    error("run_classifier", "custom-two-columns-of-one-name", ["--do_train", "--output_dir=" + out("at"), *CUSTOM[:-2], "--text_a_column=text", "--label_column=label", "--train_file={T}/dup_columns.tsv"], "{T}/dup_columns.tsv:1", "'text'"),
+    error("run_classifier", "custom-train-file-fifo", ["--do_train", "--output_dir=" + out("ar"), *CUSTOM, "--train_file={T}/pipe.tsv"], "{T}/pipe.tsv", "FIFO"),
     error("run_classifier", "custom-dev-label-unseen", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/dev_unseen_label.tsv"], "{T}/dev_unseen_label.tsv:2"),
     # The run above saved checkpoints 1 and 2: the newest is cut in half.
     correct("run_classifier", "cls-damaged-newest-checkpoint", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/trailing_space.tsv"], _older_checkpoint_used,
@@ -313,6 +386,11 @@ PROBES = [
     error("run_classifier", "cls-config-hidden-not-multiple-of-heads", ["--do_train", "--output_dir=" + out("an"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/odd_hidden_config.json", "--max_seq_length=32"], "{T}/odd_hidden_config.json", "hidden_size"),
     error("run_classifier", "cls-config-unknown-activation", ["--do_train", "--output_dir=" + out("ao"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/bad_act_config.json", "--max_seq_length=32"], "{T}/bad_act_config.json", "hidden_act"),
     error("run_classifier", "cls-config-without-vocab-size", ["--do_train", "--output_dir=" + out("ap"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/no_vocab_config.json", "--max_seq_length=32"], "{T}/no_vocab_config.json", "vocab_size"),
+    error("run_classifier", "cls-config-nan-initializer-range", ["--do_train", "--output_dir=" + out("aq"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/nan_config.json", "--max_seq_length=32"], "{T}/nan_config.json", "initializer_range"),
+    # --learning_rate=1e9: the loss is NaN after a few steps (the original: "NaN loss during training").
+    error("run_classifier", "cls-nan-loss-stops", ["--do_train", "--output_dir=" + out("cls-nan-loss-stops"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--train_batch_size=2", "--save_checkpoints_steps=1", "--num_train_epochs=10", "--learning_rate=1e9"], "NaN loss during training", "is kept",
+          check=_only_finite_checkpoints, slow=True),
+    correct("run_classifier", "cls-nan-run-evaluates-last-good", ["--do_eval", "--output_dir=" + out("cls-nan-loss-stops"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/trailing_space.tsv"], _last_good_checkpoint_evaluated, slow=True),
     # ---- run_squad
     error("run_squad", "squad-no-action", ["--output_dir=" + out("sa"), *SQ], "`do_train` or `do_predict`"),
     error("run_squad", "squad-train-without-file", ["--do_train", "--output_dir=" + out("sb"), *SQ], "train_file"),
@@ -384,6 +462,22 @@ PROBES = [
     error("create_pretraining_data", "cpd-task-index-out-of-range", ["--input_file=" + TEXT, "--output_file=" + out("ci") + ".tfrecord", *CPD, "--num_tasks=2", "--task_index=2"], "task_index"),
     error("create_pretraining_data", "cpd-output-dir-missing", ["--input_file=" + TEXT, "--output_file={T}/empty.txt/x.tfrecord", *CPD], "{T}/empty.txt"),
     error("create_pretraining_data", "cpd-empty-input", ["--input_file={T}/empty.txt", "--output_file=" + out("cj") + ".tfrecord", *CPD], "{T}/empty.txt"),
+    # Data loss: an output that is an input (itself, a glob match, a symlink to it, the vocab).
+    error("create_pretraining_data", "cpd-output-is-input", ["--input_file={T}/corpus.txt", "--output_file={T}/corpus.txt", *CPD], "--output_file={T}/corpus.txt", "--input_file", check=_corpus_intact),
+    error("create_pretraining_data", "cpd-output-matches-input-glob", ["--input_file={T}/corp*.txt", "--output_file={T}/corpus.txt", *CPD], "--output_file={T}/corpus.txt", "--input_file", check=_corpus_intact),
+    error("create_pretraining_data", "cpd-output-links-to-input", ["--input_file={T}/corpus.txt", "--output_file={T}/out/corpus_link.tfrecord", *CPD], "--output_file={T}/out/corpus_link.tfrecord", "{T}/corpus.txt", check=_corpus_intact,
+          pre="import os; os.path.lexists(r'{T}/out/corpus_link.tfrecord') or os.symlink(r'{T}/corpus.txt', r'{T}/out/corpus_link.tfrecord')"),
+    error("create_pretraining_data", "cpd-output-is-vocab", ["--input_file={T}/corpus.txt", "--output_file={T}/vocab_copy.txt", "--vocab_file={T}/vocab_copy.txt", "--max_seq_length=32"], "--output_file={T}/vocab_copy.txt", "--vocab_file"),
+    # File-system faults: a full disk, a FIFO, symlink loops, dangling symlinks, a directory as a file.
+    error("create_pretraining_data", "cpd-output-disk-full", ["--input_file={T}/corpus.txt", "--output_file=/dev/full", *CPD], "/dev/full", "No space left on device"),
+    error("create_pretraining_data", "cpd-input-fifo", ["--input_file={T}/pipe.txt", "--output_file=" + out("cm") + ".tfrecord", *CPD], "{T}/pipe.txt", "FIFO"),
+    error("create_pretraining_data", "cpd-input-symlink-loop", ["--input_file={T}/loop.txt", "--output_file=" + out("cn") + ".tfrecord", *CPD], "{T}/loop.txt"),
+    error("create_pretraining_data", "cpd-vocab-dangling-symlink", ["--input_file={T}/corpus.txt", "--output_file=" + out("co") + ".tfrecord", "--vocab_file={T}/dangling.txt"], "{T}/dangling.txt"),
+    error("create_pretraining_data", "cpd-vocab-is-a-directory", ["--input_file={T}/corpus.txt", "--output_file=" + out("cp") + ".tfrecord", "--vocab_file={T}/keras_hub"], "{T}/keras_hub"),
+    error("create_pretraining_data", "cpd-vocab-without-cls", ["--input_file={T}/corpus.txt", "--output_file=" + out("cq") + ".tfrecord", "--vocab_file={T}/vocab_no_cls.txt"], "{T}/vocab_no_cls.txt", "[CLS]"),
+    # The vocabulary's casing against --do_lower_case (the original only knew seven checkpoint names).
+    error("create_pretraining_data", "cpd-cased-vocab-lower-cased", ["--input_file={T}/corpus.txt", "--output_file=" + out("ck") + ".tfrecord", "--vocab_file={D}/vocab/bert-base-cased/vocab.txt", "--max_seq_length=32"], "--do_lower_case=true", "{D}/vocab/bert-base-cased/vocab.txt", "--do_lower_case=false"),
+    error("create_pretraining_data", "cpd-uncased-vocab-not-lower-cased", ["--input_file={T}/corpus.txt", "--output_file=" + out("cl") + ".tfrecord", *CPD, "--do_lower_case=false"], "--do_lower_case=false", V, "--do_lower_case=true"),
     correct("create_pretraining_data", "cpd-sample-text", ["--input_file=" + TEXT, "--output_file=" + out("cpd-sample-text") + ".tfrecord", *CPD, "--dupe_factor=1"], _pretraining_records),
     # ---- extract_features
     error("extract_features", "ext-missing-input", ["--input_file={T}/nope.txt", "--output_file=" + out("ea") + ".jsonl", *EXT], "{T}/nope.txt"),
@@ -406,6 +500,11 @@ PROBES = [
     error("export_saved_model", "exp-tf2-not-bert", ["--model_type=encoder", "--init_checkpoint={T}/tf2/ckpt", "--export_dir=" + out("xg"), *EXP], "{T}/tf2/ckpt"),
     error("export_saved_model", "exp-span-doc-stride-0", ["--model_type=span", "--doc_stride=0", "--init_checkpoint=" + K, "--export_dir=" + out("xj"), *EXP], "doc_stride"),
     error("export_saved_model", "exp-unknown-task", ["--model_type=classifier", "--task_name=nope", "--init_checkpoint=" + K, "--export_dir=" + out("xh"), *EXP], "task_name", "nope"),
+    # Export collisions and versions TF Serving never loads.
+    error("export_saved_model", "exp-version-negative", ["--model_type=encoder", "--export_version=-1", "--init_checkpoint=" + K, "--export_dir=" + out("xk"), *EXP], "--export_version=-1", slow=True),
+    error("export_saved_model", "exp-export-dir-is-a-file", ["--model_type=encoder", "--init_checkpoint=" + K, "--export_dir={T}/empty.txt", *EXP], "--export_dir={T}/empty.txt", slow=True),
+    error("export_saved_model", "exp-version-exists", ["--model_type=encoder", "--export_version=1", "--init_checkpoint=" + K, "--export_dir=" + out("xl"), *EXP], "{T}/out/xl/1", "already exists", slow=True,
+          pre="import os; os.makedirs(r'{T}/out/xl/1', exist_ok=True)"),
     error("export_saved_model", "exp-custom-task-without-labels", ["--model_type=classifier", "--task_name=custom", "--init_checkpoint=" + K, "--export_dir=" + out("xi"), *EXP], "labels"),
 ]
 # fmt: on
@@ -435,6 +534,8 @@ def _write_text_fixtures(root, vocab):
     write("empty.txt", "")
     write("odd_hidden_config.json", json.dumps({**config, "hidden_size": 15}))
     write("bad_act_config.json", json.dumps({**config, "hidden_act": "swishy"}))
+    # json.dumps writes NaN, which json.load reads back.
+    write("nan_config.json", json.dumps({**config, "initializer_range": float("nan")}))
     write(
         "no_vocab_config.json",
         json.dumps({k: v for k, v in config.items() if k != "vocab_size"}),
@@ -474,6 +575,15 @@ def _write_text_fixtures(root, vocab):
     write("words_only.conll", "Alice\nsang\n")
     write("ill_formed.conll", "is\tO\nParis\tI-location\n")
     write("two_lines.txt", "The cat sat.\nHello world ||| again\n")
+    write("corpus.txt", CORPUS)
+    write("dup_columns.tsv", "text\ttext\tlabel\nfine\tgood\tpos\nbad\tawful\tneg\n")
+    os.mkfifo(os.path.join(root, "pipe.txt"))  # no writer: open() blocks
+    os.mkfifo(os.path.join(root, "pipe.tsv"))
+    os.symlink("loop.txt", os.path.join(root, "loop.txt"))
+    os.symlink("nowhere.txt", os.path.join(root, "dangling.txt"))
+    words = [w for w in open(vocab, encoding="utf-8").read().split("\n") if w]
+    write("vocab_no_cls.txt", "\n".join(w for w in words if w != "[CLS]") + "\n")
+    write("vocab_copy.txt", open(vocab, encoding="utf-8").read())
     os.makedirs(os.path.join(root, "keras_hub"))
     write(
         "keras_hub/config.json",
@@ -536,21 +646,37 @@ def _fill(value, paths):
     return value
 
 
+# A probe still running after this long is recorded as a hang.
+PROBE_TIMEOUT = 240
+
+
 @pytest.fixture(scope="module")
 def results(paths):
-    """{probe id: {code, stdout, stderr}}: every tool's driver run once."""
+    """{probe id: {code, stdout, stderr}} of the fast probes: every tool's
+    driver run once."""
+    return _run_probes(paths, [p for p in PROBES if not p["slow"]])
+
+
+@pytest.fixture(scope="module")
+def slow_results(paths):
+    """As `results`, for the slow probes (they train or export)."""
+    return _run_probes(paths, [p for p in PROBES if p["slow"]])
+
+
+def _run_probes(paths, selected):
     holder = hold_output_dir_lock(os.path.join(paths["T"], "out", "held"))
     found = {}
     try:
-        for tool in sorted({p["tool"] for p in PROBES}):
+        for tool in sorted({p["tool"] for p in selected}):
             probes = [
                 {
                     "id": p["id"],
                     "argv": [_fill(a, paths) for a in p["argv"]],
                     "env": p["env"] or {},
                     "pre": _fill(p["pre"], paths) if p["pre"] else None,
+                    "timeout": PROBE_TIMEOUT,
                 }
-                for p in PROBES
+                for p in selected
                 if p["tool"] == tool
             ]
             probes_path = os.path.join(paths["T"], f"{tool}.probes.json")
@@ -563,7 +689,7 @@ def results(paths):
                 text=True,
                 env=script_env(),
                 cwd=REPO,
-                timeout=600,
+                timeout=600 + PROBE_TIMEOUT * len(probes),
             )
             if os.path.exists(out_path):
                 found.update(json.load(open(out_path)))
@@ -578,9 +704,11 @@ def results(paths):
 
 
 def classify(probe, result, paths):
-    """'clear', 'correct', 'unclear' or 'silently wrong', with the reason."""
+    """'clear', 'correct', 'unclear', 'silently wrong' or 'hang', with the reason."""
     code, stderr = result["code"], result["stderr"]
     lines = [line for line in stderr.splitlines() if line.strip()]
+    if code == "hang":
+        return "hang", f"still running after {PROBE_TIMEOUT} s: {stderr[-2000:]}"
     if probe["expect"] == "ok":
         if code != 0:
             return "unclear", f"exit {code}: {stderr[-2000:]}"
@@ -598,24 +726,52 @@ def classify(probe, result, paths):
     missing = [n for n in probe["names"] if _fill(n, paths) not in errors[0]]
     if missing:
         return "unclear", f"{errors[0]!r} does not name {missing}"
+    if probe["check"] is not None:
+        # What a stopped run leaves behind (e.g. only good checkpoints).
+        try:
+            probe["check"](paths, probe["id"], result)
+        except (AssertionError, OSError, ValueError, KeyError) as e:
+            return "silently wrong", f"clear error, but left behind: {e!r}"
     return "clear", ""
 
 
+VERDICTS = ("clear", "correct", "unclear", "silently wrong", "hang")
+
+
+# Every probe runs a tool in a driver process: the whole suite is slow. The
+# probes marked slow (they train or export) run in a second driver pass.
 @pytest.mark.slow
 @pytest.mark.parametrize("probe", PROBES, ids=[p["id"] for p in PROBES])
-def test_probe_ends_in_a_clear_error_or_a_correct_result(probe, results, paths):
+def test_probe_ends_in_a_clear_error_or_a_correct_result(probe, request, paths):
+    results = request.getfixturevalue("slow_results" if probe["slow"] else "results")
     verdict, reason = classify(probe, results[probe["id"]], paths)
     assert verdict in ("clear", "correct"), f"{verdict}: {reason}"
 
 
 @pytest.mark.slow
-def test_totals_none_silently_wrong(results, paths):
+def test_totals_none_silently_wrong(results, slow_results, paths):
     """The suite's totals, printed (pytest -s): clear errors, correct results,
-    unclear errors, silently wrong results."""
-    verdicts = [classify(p, results[p["id"]], paths)[0] for p in PROBES]
-    totals = {
-        v: verdicts.count(v) for v in ("clear", "correct", "unclear", "silently wrong")
-    }
+    unclear errors, silently wrong results, hangs."""
+    every = {**results, **slow_results}
+    verdicts = [classify(p, every[p["id"]], paths)[0] for p in PROBES]
+    totals = {v: verdicts.count(v) for v in VERDICTS}
     print(f"\nfault suite: {len(PROBES)} probes: {totals}")
     assert len(PROBES) >= 60
     assert totals["silently wrong"] == 0, totals
+    assert totals["hang"] == 0, totals
+
+
+@pytest.mark.parametrize(
+    "code", ["EROFS", "ENOSPC", "EDQUOT", "ELOOP", "EISDIR", "ENOTDIR", "EEXIST"]
+)
+def test_file_system_errors_are_one_line_errors(code):
+    """Faults of the file system the user can fix (no way to make a read-only
+    or full disk in a test for each) end in one line naming the path."""
+    from bert_tf.cli.command import is_user_error
+    from bert_tf.cli.command import one_line
+
+    number = getattr(errno, code)
+    error = OSError(number, os.strerror(number), "/data/run/ckpt-3.index")
+    assert is_user_error(error)
+    assert one_line(error) == f"/data/run/ckpt-3.index: {os.strerror(number)}"
+    assert not is_user_error(OSError(errno.EBADF, os.strerror(errno.EBADF)))

@@ -11,6 +11,7 @@ import time
 import pytest
 from cli_script import hold_output_dir_lock
 
+from bert_tf.training import output_dir
 from bert_tf.training.output_dir import OutputDirInUseError
 from bert_tf.training.output_dir import OutputDirLock
 from bert_tf.training.output_dir import RunSettings
@@ -37,9 +38,27 @@ def test_a_second_writer_stops_naming_the_holder_and_a_dead_holder_is_taken_over
     with OutputDirLock(str(tmp_path)) as lock:
         assert f"pid {os.getpid()}" in open(lock.path).read()
     assert time.time() - began < 5
-    # Released on exit: a second `with` in the same process takes it again.
+    # Released on exit, leaving no run.lock behind: a second `with` in the
+    # same process takes it again.
+    assert not os.path.exists(lock.path)
     with OutputDirLock(str(tmp_path)):
         pass
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_lock_file_deleted_by_the_ending_run_is_not_taken(tmp_path):
+    """A writer that opened run.lock just before the holder deleted it must not
+    count a flock on the deleted file as the lock (two writers otherwise)."""
+    import fcntl
+
+    with OutputDirLock(str(tmp_path)) as first:
+        stale = open(first.path)  # noqa: SIM115 (the late writer's handle)
+    with OutputDirLock(str(tmp_path)) as second:
+        # The stale handle can be flocked (another inode), and is told apart.
+        fcntl.flock(stale, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert not output_dir._same_file(stale, second.path)
+        assert output_dir._same_file(second._file, second.path)
+    stale.close()
 
 
 def test_same_settings_resume_other_settings_stop_with_the_differences(tmp_path):

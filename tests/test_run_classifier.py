@@ -150,7 +150,11 @@ def test_fine_tunes_evaluates_and_predicts(tmp_path):
     import tensorflow_text  # noqa: F401  (the ops TF Serving links in)
 
     # Version 1, beside the example batching_parameters.txt.
-    assert sorted(os.listdir(tmp_path / "serving")) == ["1", "batching_parameters.txt"]
+    assert sorted(os.listdir(tmp_path / "serving")) == [
+        "1",
+        "1.keras",
+        "batching_parameters.txt",
+    ]
     served = tf.saved_model.load(str(tmp_path / "serving" / "1"))
     sentences = [
         line.split("\t")[0] for line in (data / "test.tsv").read_text().splitlines()[1:]

@@ -200,8 +200,8 @@ def test_fine_tunes_predicts_and_scores_squad_v1(tmp_path):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the ops TF Serving links in)
 
-    # Version 1, beside the example batching_parameters.txt.
-    assert sorted(os.listdir(serving)) == ["1", "batching_parameters.txt"]
+    # Version 1, beside its Keras file and the example batching_parameters.txt.
+    assert sorted(os.listdir(serving)) == ["1", "1.keras", "batching_parameters.txt"]
     signature = tf.saved_model.load(str(serving / "1")).signatures["serving_default"]
     dev = json.loads((data / "dev.json").read_text())
     paragraphs = dev["data"][0]["paragraphs"]

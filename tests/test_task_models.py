@@ -87,6 +87,34 @@ def test_token_classifier_shapes(tiny_config):
 
 
 @pytest.mark.parametrize(
+    "cls, kwargs, reads_pooler",
+    [
+        (bert_tf.BertClassifier, {"num_labels": 2}, True),
+        (bert_tf.BertSpanLabeler, {}, False),
+        (bert_tf.BertTokenClassifier, {"num_labels": 4}, False),
+    ],
+)
+def test_every_trainable_variable_gets_a_gradient(
+    tiny_config, cls, kwargs, reads_pooler
+):
+    """Span and token heads do not read the pooler, so it is not trained (the
+    optimizer would warn that it has no gradient); its weights are kept."""
+    import tensorflow as tf
+
+    model = cls(tiny_config, **kwargs)
+    features = random_features(tiny_config)
+    with tf.GradientTape() as tape:
+        loss = sum(tf.reduce_sum(v) for v in tf.nest.flatten(model(features)))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    assert all(g is not None for g in gradients)
+    trained = [v.path for v in model.trainable_variables]
+    assert any("pooler" in p for p in trained) == reads_pooler
+    assert any("pooler" in v.path for v in model.variables)
+    # Still written to (and read from) checkpoints.
+    assert any("pooler" in name for name in model.checkpoint_variables())
+
+
+@pytest.mark.parametrize(
     "cls, kwargs, extra_inputs",
     [
         (bert_tf.BertPretrainer, {}, {"masked_lm_positions": positions()}),

@@ -14,6 +14,7 @@ import types
 import numpy as np
 import pytest
 from cli_script import run_script
+from tfds_local_files import prepare_from_local_files
 
 pytest.importorskip(
     "tensorflow_datasets", reason="tensorflow-datasets (extra [tfds]) is not installed"
@@ -25,6 +26,7 @@ from bert_tf import tokenization  # noqa: E402
 from bert_tf.data_prep import glue  # noqa: E402
 from bert_tf.data_prep import squad as squad_data  # noqa: E402
 from bert_tf.data_prep import tfds_input  # noqa: E402
+from bert_tf.data_prep.tfds_input import builders  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Rows kept of each split of the larger GLUE tasks (MRPC is used whole).
@@ -65,7 +67,7 @@ def tfds_dirs(shared_data, tmp_path_factory):
                 b"".join(lines[:TRIMMED_ROWS])
             )
     mrpc = os.path.join(shared_data, "glue", "MRPC")
-    tfds_input.prepare_from_local_files(
+    prepare_from_local_files(
         "glue/mrpc",
         data_dir,
         {
@@ -79,15 +81,15 @@ def tfds_dirs(shared_data, tmp_path_factory):
         ("glue/cola", "CoLA.zip"),
         ("glue/stsb", "STS-B.zip"),
     ):
-        tfds_input.prepare_from_local_files(name, data_dir, {archive: trimmed})
+        prepare_from_local_files(name, data_dir, {archive: trimmed})
 
     squad_files = _write_squad_files(shared_data, root / "squad")
-    tfds_input.prepare_from_local_files(
+    prepare_from_local_files(
         "squad/v1.1",
         data_dir,
         {"train-v1.1.json": squad_files["train"], "dev-v1.1.json": squad_files["dev"]},
     )
-    tfds_input.prepare_from_local_files(
+    prepare_from_local_files(
         "squad/v2.0",
         data_dir,
         {
@@ -99,7 +101,7 @@ def tfds_dirs(shared_data, tmp_path_factory):
     conll.mkdir()
     for name in ("train.txt", "valid.txt", "test.txt"):
         (conll / name).write_text(CONLL_TRAIN)
-    tfds_input.prepare_from_local_files("conll2003", data_dir, {"conll2003.zip": conll})
+    prepare_from_local_files("conll2003", data_dir, {"conll2003.zip": conll})
     return types.SimpleNamespace(
         data_dir=data_dir, glue=trimmed, mrpc=mrpc, squad=squad_files
     )
@@ -189,7 +191,7 @@ def test_glue_examples_and_features_equal_the_files(
 @pytest.mark.slow
 def test_tfds_stores_rows_shuffled_and_examples_come_in_idx_order(tfds_dirs):
     builder = tfds.builder("glue/mrpc", data_dir=tfds_dirs.data_dir)
-    stored = [int(row["idx"]) for row in tfds_input._rows(builder, "train")]
+    stored = [int(row["idx"]) for row in builders.rows(builder, "train")]
     assert stored != sorted(stored)  # TFDS shuffles at write time
     processor = tfds_input.TfdsGlueProcessor("glue/mrpc", data_dir=tfds_dirs.data_dir)
     guids = [e.guid for e in processor.get_train_examples()]
@@ -204,9 +206,7 @@ def test_mnli_labels_map_by_name_not_by_tfds_index(tmp_path):
         # TFDS's class order differs from the original's label list.
         assert names == ["entailment", "neutral", "contradiction"]
         assert processor.get_labels() == ["contradiction", "entailment", "neutral"]
-        rows = sorted(
-            tfds_input._rows(builder, "train"), key=lambda row: int(row["idx"])
-        )
+        rows = sorted(builders.rows(builder, "train"), key=lambda row: int(row["idx"]))
         examples = processor.get_train_examples()
         assert [e.label for e in examples] == [names[int(r["label"])] for r in rows]
         assert [e.text_a for e in examples] == [r["premise"].decode() for r in rows]
@@ -237,9 +237,7 @@ def test_unlabelled_rows_of_a_labelled_split_are_errors_or_counted_skips(tmp_pat
     (folder / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n")
     (folder / "test.tsv").write_text("index\tsentence\n0\tso so\n")
     data_dir = str(tmp_path / "tfds")
-    tfds_input.prepare_from_local_files(
-        "glue/sst2", data_dir, {"SST-2.zip": tmp_path / "glue"}
-    )
+    prepare_from_local_files("glue/sst2", data_dir, {"SST-2.zip": tmp_path / "glue"})
     processor = tfds_input.TfdsGlueProcessor("glue/sst2", data_dir=data_dir)
     with pytest.raises(glue.BadRowError, match=r"glue/sst2\[train\]:idx 0: no label"):
         processor.get_train_examples()

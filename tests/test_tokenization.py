@@ -780,3 +780,36 @@ def test_squad_throughput_smoke():
     )
     for sentence in sentences[:3000]:
         tokenizer.tokenize(sentence)
+
+
+# ---------------------------------------------------------------------------
+# validate_case_matches_vocab: the casing read from the vocabulary itself
+# ---------------------------------------------------------------------------
+
+
+def test_cased_vocab_with_lower_casing_is_refused(cased_vocab_file):
+    vocab = tokenization.load_vocab(cased_vocab_file)
+    tokenization.validate_case_matches_vocab(False, vocab, cased_vocab_file)
+    with pytest.raises(ValueError) as info:
+        tokenization.validate_case_matches_vocab(True, vocab, cased_vocab_file)
+    message = str(info.value)
+    assert cased_vocab_file in message and "--do_lower_case=false" in message
+    # What the check prevents: lower-cased, a capitalised word loses its entry.
+    lowered = tokenization.FullTokenizer(cased_vocab_file, do_lower_case=True)
+    assert "Paris" in vocab and lowered.tokenize("Paris") != ["Paris"]
+
+
+def test_uncased_vocab_without_lower_casing_is_refused(uncased_vocab_file):
+    vocab = tokenization.load_vocab(uncased_vocab_file)
+    tokenization.validate_case_matches_vocab(True, vocab, uncased_vocab_file)
+    with pytest.raises(ValueError, match="--do_lower_case=true") as info:
+        tokenization.validate_case_matches_vocab(False, vocab, uncased_vocab_file)
+    assert uncased_vocab_file in str(info.value)
+    cased = tokenization.FullTokenizer(uncased_vocab_file, do_lower_case=False)
+    assert cased.tokenize("Paris") == ["[UNK]"]
+
+
+def test_small_vocab_is_not_judged():
+    vocab = {t: i for i, t in enumerate(["[UNK]", "Hello", "World", "hello"])}
+    tokenization.validate_case_matches_vocab(True, vocab, "small.txt")
+    tokenization.validate_case_matches_vocab(False, vocab, "small.txt")

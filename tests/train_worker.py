@@ -123,7 +123,7 @@ def main():
     weights_sum = float(sum(np.abs(v.numpy()).sum() for v in model.trainable_variables))
     report = {"losses": losses, "step": trainer.global_step, "weights_sum": weights_sum}
     if args.count_all_reduces:
-        from bert_tf.training.collectives import all_reduces
+        from collectives import all_reduces
 
         iterator = iter(
             strategy.distribute_datasets_from_function(lambda c: dataset_fn(c, 0))

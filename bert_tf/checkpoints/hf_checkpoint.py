@@ -4,6 +4,7 @@ import json
 import os
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors import safe_open
 
 from bert_tf.checkpoints.name_map import HF_TIED_DUPLICATES
@@ -11,6 +12,7 @@ from bert_tf.checkpoints.name_map import hf_names
 from bert_tf.checkpoints.name_map import is_hf_encoder_name
 from bert_tf.checkpoints.name_map import is_ignored
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserInputError
 
 
 def safetensors_files(directory):
@@ -18,7 +20,21 @@ def safetensors_files(directory):
     index = os.path.join(directory, "model.safetensors.index.json")
     if os.path.exists(index):
         with open(index, encoding="utf-8") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
+            try:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+                raise UserInputError(
+                    f"{index}: not a safetensors index (a JSON object with a "
+                    f"'weight_map'): {e}"
+                ) from e
+        root = os.path.realpath(directory)
+        for shard in shards:
+            # An index from elsewhere must not make us open any file on disk.
+            path = os.path.realpath(os.path.join(directory, str(shard)))
+            if not isinstance(shard, str) or os.path.dirname(path) != root:
+                raise UserInputError(
+                    f"{index}: shard {shard!r} is not a file name in {directory}"
+                )
         return [os.path.join(directory, s) for s in shards]
     single = os.path.join(directory, "model.safetensors")
     return [single] if os.path.exists(single) else []
@@ -43,12 +59,22 @@ class HfCheckpointReader:
         self._file_of = {}
         self.shapes = {}
         for file in files:
-            with safe_open(file, framework="np") as f:
-                for name in f.keys():
-                    if is_ignored(name) or name in HF_TIED_DUPLICATES:
-                        continue
-                    self._file_of[name] = file
-                    self.shapes[name] = tuple(f.get_slice(name).get_shape())
+            try:
+                with safe_open(file, framework="np") as f:
+                    for name in f.keys():
+                        if is_ignored(name) or name in HF_TIED_DUPLICATES:
+                            continue
+                        self._file_of[name] = file
+                        self.shapes[name] = tuple(f.get_slice(name).get_shape())
+            # safetensors' own errors (a truncated header, a bad JSON header)
+            # name no file.
+            except (OSError, SafetensorError) as e:
+                if isinstance(e, FileNotFoundError):
+                    raise
+                raise UserInputError(
+                    f"{file}: not a readable safetensors file (truncated or "
+                    f"damaged?): {' '.join(str(e).split())}"
+                ) from e
 
     load_config = staticmethod(BertConfig.from_json_file)
 
@@ -63,5 +89,13 @@ class HfCheckpointReader:
         return is_hf_encoder_name(name)
 
     def read(self, name):
-        with safe_open(self._file_of[name], framework="np") as f:
-            return np.asarray(f.get_tensor(name), dtype=np.float32)
+        file = self._file_of[name]
+        try:
+            with safe_open(file, framework="np") as f:
+                return np.asarray(f.get_tensor(name), dtype=np.float32)
+        except (OSError, SafetensorError) as e:
+            # A file cut inside its data: the header reads, the tensor not.
+            raise UserInputError(
+                f"{file}: tensor {name!r} cannot be read (truncated or damaged?): "
+                f"{' '.join(str(e).split())}"
+            ) from e

@@ -14,11 +14,10 @@ A `Command` wraps a script's flags and its work:
   keeps its traceback.
 """
 
-import contextlib
+import errno
 import importlib
 import os
 import sys
-import tempfile
 import textwrap
 import traceback
 
@@ -27,6 +26,7 @@ from absl import flags
 from absl import logging
 
 from bert_tf.errors import UserInputError
+from bert_tf.tensorflow_import import import_tensorflow
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
 # The original's TPU flags, shared by run_classifier.py, run_squad.py and
@@ -60,60 +60,46 @@ def user_error_types():
     return tuple(types)
 
 
+# File-system failures the user can fix (a read-only or full disk, a symlink
+# loop, a directory given as a file, ...): one line, like bad input.
+_USER_ERRNOS = {
+    errno.EROFS,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.ELOOP,
+    errno.EISDIR,
+    errno.ENOTDIR,
+    errno.ENOENT,
+    errno.EEXIST,
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENAMETOOLONG,
+}
+# The same failures as TensorFlow's file system reports them (its messages
+# carry the path and the C library's text).
+_USER_OS_MESSAGES = tuple(os.strerror(code) for code in sorted(_USER_ERRNOS))
+
+
+def is_user_error(exc):
+    """Whether `exc` means bad input (or a file system to fix) rather than a bug."""
+    if isinstance(exc, user_error_types()):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno in _USER_ERRNOS
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and isinstance(exc, tf.errors.OpError):
+        return any(text in str(exc) for text in _USER_OS_MESSAGES)
+    return False
+
+
 def one_line(exc):
     """The exception's message on one line."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
+        if exc.filename2:
+            text = f"{exc.filename} -> {exc.filename2}: {exc.strerror}"
     return text
-
-
-@contextlib.contextmanager
-def stderr_held_back(show):
-    """Sends file descriptor 2 to a temporary file (unless `show`).
-
-    TensorFlow's C++ start-up messages are written before its log level is
-    read, so only the file descriptor catches them. They are replayed if the
-    block raises.
-    """
-    if show:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            held.seek(0)
-            sys.stderr.write(held.read().decode("utf-8", "replace"))
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
-def import_tensorflow(verbosity=0):
-    """Imports TensorFlow, quietly unless `verbosity` >= 1; returns the module."""
-    if "tensorflow" in sys.modules:
-        return sys.modules["tensorflow"]
-    show = verbosity >= 1
-    if not show:
-        # Later C++ messages: errors only (its warnings are about TensorFlow's
-        # own internals, e.g. tf.data graph rewrites).
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    with stderr_held_back(show):
-        import tensorflow as tf
-
-        # Probing for GPUs is where a CUDA build on a machine without one
-        # logs "failed call to cuInit"; do it while stderr is held back.
-        tf.config.list_physical_devices("GPU")
-    if not show:
-        # TensorFlow's Python INFO lines (checkpoint sharding timings, ...).
-        tf.get_logger().setLevel("WARNING")
-    return tf
 
 
 def _flag_text(flag):
@@ -253,7 +239,9 @@ class Command:
                 if self.uses_tensorflow:
                     import_tensorflow(verbosity)
                 work(flags.FLAGS)
-            except user_error_types() as exc:
+            except Exception as exc:
+                if not is_user_error(exc):
+                    raise
                 if verbosity >= 1:
                     traceback.print_exc()
                 logging.flush()

@@ -75,6 +75,17 @@ def define_flags():
         "classifier/encoder: serving_default takes text_b too (default: from "
         "--task_name; else false).",
     )
+    flags.DEFINE_bool(
+        "use_crf",
+        False,
+        "tagger: the checkpoint is a run_ner.py --use_crf tagger (CRF transitions "
+        "cls/crf/*); the SavedModel decodes its tags with Viterbi.",
+    )
+    flags.DEFINE_bool(
+        "crf_constrained",
+        False,
+        "tagger, with --use_crf: decode only well-formed IOB2 tag sequences.",
+    )
     flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
     flags.DEFINE_integer("max_answer_length", 30, "span: longest answer in tokens.")
     flags.DEFINE_integer(

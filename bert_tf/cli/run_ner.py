@@ -58,6 +58,19 @@ def define_flags():
         "many tokens apart (default: half of max_seq_length - 2); each word is "
         "scored in the window where it has most context.",
     )
+    flags.DEFINE_bool(
+        "use_crf",
+        False,
+        "A linear-chain CRF over the tag logits: trained by its log-likelihood "
+        "over each sentence's words, predictions decoded by Viterbi (also in the "
+        "SavedModel). Eval/predict/export of a CRF run need it too.",
+    )
+    flags.DEFINE_bool(
+        "crf_constrained",
+        False,
+        "With --use_crf: decode only well-formed IOB2 tag sequences (no I-X after "
+        "O or another type, none first).",
+    )
     common_flags.define_eval_and_batching_flags()
     common_flags.define_common_flags(max_seq_length=128)
     common_flags.define_finetuning_flags()

@@ -8,6 +8,7 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode
+from bert_tf.models.task_model import freeze_unread_pooler
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -50,6 +51,7 @@ class BertSpanLabeler(BertTaskModel):
             super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         # === Config ===
         self.encoder = encoder
+        freeze_unread_pooler(self)
         self.span = head
         self.initializer_range = initializer_range
 

@@ -79,6 +79,7 @@ class BertLogitsTaskModel(BertTaskModel):
             super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         # === Config ===
         self.encoder = encoder
+        freeze_unread_pooler(self)
         self.head = head
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
@@ -100,6 +101,15 @@ class BertLogitsTaskModel(BertTaskModel):
             **self.encoder.checkpoint_variables(),
             **logits_head_variables(self.head, self.head_scope),
         }
+
+
+def freeze_unread_pooler(model):
+    """Makes the encoder's pooler non-trainable when `model` does not read the
+    pooled output: it gets no gradient, so training it would only make the
+    optimizer warn about missing gradients and keep slots for nothing. Its
+    weights stay, and are saved, as loaded."""
+    if not model.reads_pooled_output:
+        model.encoder.pooler.trainable = False
 
 
 def build_encoder(encoder, output_range=None):

@@ -144,6 +144,7 @@ class BertTextTask:
                 on CPU and gains nothing there; pass True on accelerators).
         """
         kwargs.setdefault("jit_compile", False)
+        arguments = dict(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
         if isinstance(optimizer, str) and optimizer == "auto":
             optimizer = default_optimizer()
         if isinstance(metrics, str) and metrics == "auto":
@@ -154,6 +155,32 @@ class BertTextTask:
             metrics=metrics,
             **kwargs,
         )
+        # What a .keras file records is the call as made ("auto" included),
+        # so loading rebuilds the same defaults (the AdamW decay exclusions
+        # are not part of the optimizer's config).
+        self._compile_arguments = arguments
+
+    def get_compile_config(self):
+        if self.compiled and hasattr(self, "_compile_arguments"):
+            return {
+                name: keras.saving.serialize_keras_object(value)
+                for name, value in self._compile_arguments.items()
+            }
+        return {}
+
+    def compile_from_config(self, config):
+        """Compiles as the saved model was (`keras.saving.load_model` calls
+        this; the optimizer's saved state is loaded into it afterwards)."""
+        self.compile(
+            **{
+                name: value
+                if isinstance(value, str)
+                else keras.saving.deserialize_keras_object(value)
+                for name, value in config.items()
+            }
+        )
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     def default_metrics(self):
         if self.num_labels == 1:

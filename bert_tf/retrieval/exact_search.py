@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-__all__ = ["exact_top_k"]
+__all__ = ["exact_top_k", "similarity_scores"]
 
 
 def exact_top_k(queries, corpus, top_k, metric="IP"):
@@ -26,6 +26,13 @@ def exact_top_k(queries, corpus, top_k, metric="IP"):
     >>> rows.numpy().tolist()
     [[1], [0]]
     """
+    return tf.math.top_k(
+        similarity_scores(queries, corpus, metric), k=top_k, sorted=True
+    )
+
+
+def similarity_scores(queries, corpus, metric="IP"):
+    """float32 [batch, rows] scores, higher is better (see `exact_top_k`)."""
     queries = tf.cast(queries, tf.float32)
     corpus = tf.cast(corpus, tf.float32)
     if metric == "COSINE":
@@ -33,11 +40,11 @@ def exact_top_k(queries, corpus, top_k, metric="IP"):
         corpus = tf.math.l2_normalize(corpus, axis=-1)
     scores = tf.matmul(queries, corpus, transpose_b=True)
     if metric == "L2":
-        scores = (
+        return (
             2.0 * scores
             - tf.reduce_sum(tf.square(queries), axis=-1, keepdims=True)
             - tf.reduce_sum(tf.square(corpus), axis=-1)[tf.newaxis, :]
         )
-    elif metric != "IP" and metric != "COSINE":
+    if metric not in ("IP", "COSINE"):
         raise ValueError(f"metric {metric!r}: expected IP, COSINE or L2")
-    return tf.math.top_k(scores, k=top_k, sorted=True)
+    return scores

@@ -126,8 +126,9 @@ class MilvusStore(VectorStore):
         try:
             return MilvusClient(uri=uri, timeout=10)
         except MilvusException as e:
+            hint = "" if _is_server(uri) else "; is another process using this file?"
             raise UserInputError(
-                f"{flag}={uri}: cannot connect ({e.message})"
+                f"{flag}={uri}: cannot connect ({e.message}{hint})"
             ) from None
 
     def _call(self, what, function, *args, **kwargs):

@@ -61,25 +61,32 @@ absent) is an example `--batching_parameters_file` for the model server's
 The version directory is written under a temporary name and renamed, so a
 model server that polls `export_dir` never sees half a model. It also holds
 `assets.extra/tf_serving_warmup_requests` (one request per signature, replayed
-by the server before it serves), `assets.extra/bert_tf_export.json` (what was
-exported, with labels and signature names) and `model.keras` (the Keras model,
-for `keras.saving.load_model` after `import bert_tf`).
+by the server before it serves) and `assets.extra/bert_tf_export.json` (what
+was exported, with labels and signature names); each weight is stored once in
+`variables/`. The Keras model (for `keras.saving.load_model` after
+`import bert_tf`) goes beside the version directory, `export_dir/<version>.keras`,
+so the model server neither loads nor ships it (TF Serving serves only
+numeric directories).
 """
 
 import json
 import os
+import re
+import socket
 import uuid
 
 import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.errors import UserInputError
 from bert_tf.preprocessing import BertPreprocessor
 from bert_tf.serving import warmup
 from bert_tf.serving.registry import signature_module_for
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
+# The Keras model is saved under this name, then moved beside the version.
 KERAS_FILE = "model.keras"
 BATCHING_FILE = "batching_parameters.txt"
 SERVING_DTYPES = ("float32", "bfloat16", "float16")
@@ -126,8 +133,9 @@ def export_saved_model(
             "max_length" (always `seq_length`, as before).
         version: integer version; default: 1 for a new `export_dir`, else one
             more than the highest existing version.
-        save_keras: also write `model.keras` (the model as given, float32)
-            into the version directory.
+        save_keras: also write the Keras model (as given, float32) beside
+            the version directory, as `export_dir/<version>.keras`
+            (`keras_path`).
         **family_options: the options of the model's `SignatureModule`:
             classifier `label_list` (label strings in label-id order, default
             "0", "1", ...) and `text_pair`; tagger `label_list` (its IOB2
@@ -142,6 +150,7 @@ def export_saved_model(
     """
     if dtype not in SERVING_DTYPES:
         raise ValueError(f"dtype must be one of {SERVING_DTYPES}, got {dtype!r}")
+    check_export_dir(export_dir, version)
     preprocessor = BertPreprocessor(
         vocab_file,
         do_lower_case,
@@ -165,15 +174,18 @@ def export_saved_model(
         )
 
     archive = keras.export.ExportArchive()
-    archive.track(serving_model)
+    # Only the preprocessor (its vocabulary tables) is tracked: tracking the
+    # model too would store each weight twice, once per Keras variable and
+    # once per tf.Variable the endpoints capture (which alone are saved).
     archive.track(preprocessor)
     for name, (function, specs) in module.endpoints().items():
         archive.add_endpoint(name, function, specs)
 
     tf.io.gfile.makedirs(export_dir)
+    remove_abandoned_exports(export_dir)
     version = _next_version(export_dir, version)
     final_dir = os.path.join(export_dir, str(version))
-    temp_dir = os.path.join(export_dir, f".tmp-{version}-{uuid.uuid4().hex}")
+    temp_dir = os.path.join(export_dir, _temp_name(version))
     try:
         archive.write_out(temp_dir, verbose=False)
         warmup.write_warmup_requests(
@@ -192,13 +204,30 @@ def export_saved_model(
             json.dump(metadata, f, indent=2)
         if save_keras:
             model.save(os.path.join(temp_dir, KERAS_FILE))
+            # Out of the served directory: a model server would load (and a
+            # deployment ship) it with the SavedModel.
+            tf.io.gfile.rename(
+                os.path.join(temp_dir, KERAS_FILE), keras_path(final_dir) + ".tmp"
+            )
         tf.io.gfile.rename(temp_dir, final_dir)
+        if save_keras:
+            tf.io.gfile.rename(
+                keras_path(final_dir) + ".tmp", keras_path(final_dir), overwrite=True
+            )
     finally:
         if tf.io.gfile.exists(temp_dir):
             tf.io.gfile.rmtree(temp_dir)
+        if tf.io.gfile.exists(keras_path(final_dir) + ".tmp"):
+            tf.io.gfile.remove(keras_path(final_dir) + ".tmp")
     write_batching_parameters(export_dir)
     logging.info("Exported the %s SavedModel to %s", module.family, final_dir)
     return final_dir
+
+
+def keras_path(version_dir):
+    """Where `export_saved_model` writes the Keras model of `version_dir`:
+    `export_dir/<version>.keras`, beside the version directory."""
+    return os.path.normpath(version_dir) + ".keras"
 
 
 def copy_in_dtype(model, dtype):
@@ -243,6 +272,67 @@ def write_batching_parameters(export_dir):
     return path
 
 
+def check_export_dir(export_dir, version=None):
+    """Raises UserInputError if an export to `export_dir` (at `version`) must
+    fail: call it before training, so that a run does not end in it.
+
+    `export_dir` must be a directory or not exist; `version`, if given, a
+    positive integer (TF Serving loads only those) not already exported.
+    """
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 1
+    ):
+        raise UserInputError(
+            f"--export_version={version}: must be a positive integer (TF Serving "
+            "loads only version directories named 1, 2, ...)"
+        )
+    if tf.io.gfile.exists(export_dir) and not tf.io.gfile.isdir(export_dir):
+        raise UserInputError(
+            f"--export_dir={export_dir}: exists and is not a directory"
+        )
+    if version is not None and tf.io.gfile.exists(
+        os.path.join(export_dir, str(version))
+    ):
+        raise UserInputError(
+            f"--export_dir={export_dir}: version {version} already exists "
+            f"({os.path.join(export_dir, str(version))}); choose another "
+            "--export_version, or leave it out for the next free one"
+        )
+
+
+def remove_abandoned_exports(export_dir):
+    """Deletes the temporary folders of exports whose process is gone (on
+    this host): a killed export leaves a model-sized `.tmp-…` folder."""
+    host = socket.gethostname()
+    for name in tf.io.gfile.listdir(export_dir):
+        name = name.rstrip("/")
+        match = _TEMP_NAME.fullmatch(name)
+        if not match or match["host"] != host or _pid_alive(int(match["pid"])):
+            continue
+        path = os.path.join(export_dir, name)
+        logging.warning("Removing %s, left by an export that did not finish", path)
+        tf.io.gfile.rmtree(path)
+
+
+# .tmp-<version>-<host>-<pid>-<uuid>: the host and pid tell whether the
+# export writing it is still running.
+_TEMP_NAME = re.compile(r"\.tmp-\d+-(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{32}")
+
+
+def _temp_name(version):
+    return f".tmp-{version}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex}"
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
 def _next_version(export_dir, version):
     existing = [
         int(name)
@@ -251,9 +341,4 @@ def _next_version(export_dir, version):
     ]
     if version is None:
         version = max([0, *existing]) + 1
-    version = int(version)
-    if version in existing:
-        raise FileExistsError(
-            f"{os.path.join(export_dir, str(version))} already exists"
-        )
-    return version
+    return int(version)

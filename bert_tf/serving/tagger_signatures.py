@@ -4,7 +4,9 @@
 `serving_default` takes raw `text` [batch] (tokenized in the graph by
 `BertPreprocessor`, cut to `seq_length - 2` word pieces) and returns:
 
-- `logits` [B, L, tags] and `tag_ids` [B, L] (argmax at every position);
+- `logits` [B, L, tags] and `tag_ids` [B, L] (argmax at every position; for
+  a CRF tagger, `BertTokenClassifier(crf=True)`, the Viterbi path over the
+  words at their first pieces, in the graph);
 - `tags` [B, L]: the predicted tag at the first word piece of each word,
   "" elsewhere (continuation pieces, [CLS], [SEP], padding) — the BERT
   paper's recipe, as run_ner.py trains; a word is what the original's basic
@@ -16,7 +18,7 @@
   of the batch: `entity_type` (string, "" padding), `entity_text`,
   `entity_start` / `entity_end` (byte offsets in the text, end exclusive,
   -1 padding), `entity_score` (mean probability of the entity's word tags,
-  0 padding), and `num_entities` [B].
+  by the softmax of their logits; 0 padding), and `num_entities` [B].
 
 `serve_tokenized` takes int32 `input_ids`, `input_mask`, `segment_ids` and
 returns `logits`, `tag_ids` and `tags` (word starts found from the ids: not a
@@ -96,11 +98,19 @@ class TaggerSignatures(SignatureModule):
     def _tags(self, inputs, word_start):
         logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
         tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        crf = getattr(self.model, "crf", None)
+        if crf is not None:
+            # The chain runs over the words, as run_ner.py trains it.
+            tag_ids = tf.where(word_start, crf.decode(logits, word_start), tag_ids)
         tags = tf.where(word_start, tf.gather(tf.constant(self.labels), tag_ids), "")
         return logits, tag_ids, tags
 
     def metadata(self):
-        return {**super().metadata(), "labels": self.labels}
+        crf = getattr(self.model, "crf", None)
+        decoding = "argmax"
+        if crf is not None:
+            decoding = "viterbi_iob2" if crf.iob2_labels else "viterbi"
+        return {**super().metadata(), "labels": self.labels, "decoding": decoding}
 
     def serve_tokenized(self, input_ids, input_mask, segment_ids):
         inputs = model_inputs(input_ids, input_mask, segment_ids)
@@ -134,7 +144,8 @@ class TaggerSignatures(SignatureModule):
         in_text = token_start >= 0
         word_start = in_text & ~tf.gather(self._continuation, inputs["input_ids"])
         logits, tag_ids, tags = self._tags(inputs, word_start)
-        probability = tf.reduce_max(tf.nn.softmax(logits, axis=-1), axis=-1)
+        # The chosen tag's probability (the argmax's, unless a CRF chose).
+        probability = tf.gather(tf.nn.softmax(logits, axis=-1), tag_ids, batch_dims=2)
         entities = self._entities(
             text, in_text, word_start, tag_ids, probability, token_start, token_end
         )

@@ -28,9 +28,9 @@ from bert_tf.data_prep.label_list_file import write_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.progress import batches_with_progress
 from bert_tf.training import flags as common_flags
 from bert_tf.training.output_dir import examples_fingerprint
+from bert_tf.training.progress import batches_with_progress
 from bert_tf.training.run_setup import build_model
 from bert_tf.training.run_setup import export_from_flags
 from bert_tf.training.run_setup import load_config

@@ -14,9 +14,17 @@ run_classifier.py, and out:
 - `label_list.json`: the tags in label-id order and the tag scheme
   (`bert_tf.data_prep.label_list_file`), also beside the final checkpoint
   and in the SavedModel.
+
+`--use_crf` puts a linear-chain CRF (`bert_tf.layers.CRF`) over the logits:
+the chain runs over the scored words of each window, training minimises its
+negative log-likelihood per word, and predictions are its Viterbi paths
+(`--crf_constrained`: only well-formed IOB2 paths). Its transitions are saved
+as `cls/crf/*`; a run without the flag on a CRF checkpoint (or the reverse)
+stops with an error instead of dropping or inventing them.
 """
 
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -49,6 +57,12 @@ from bert_tf.training.strategy import is_chief
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 TAGGING_SEQUENCE_FEATURES = (*ENCODER_INPUT_NAMES, "label_ids")
+# Prediction also reads which positions are words (the CRF's chain), as the
+# test split has no labels to tell.
+PREDICTION_SEQUENCE_FEATURES = (*TAGGING_SEQUENCE_FEATURES, "word_mask")
+# A CRF variable in any checkpoint layout: TF1 `cls/crf/transitions`, object
+# `model/crf/transitions/...`, Hugging Face `crf.transitions`.
+_CRF_VARIABLE = re.compile(r"(^|[/.])crf[/.]transitions($|[/.])")
 
 
 # --tfds_name: the flag naming each split and its TFDS default.
@@ -128,6 +142,69 @@ def validate_flags(flags_obj):
     tokenization.validate_case_matches_checkpoint(
         flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
     )
+    if getattr(flags_obj, "crf_constrained", False) and not flags_obj.use_crf:
+        raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
+
+
+def crf_arguments(flags_obj, label_list):
+    """`BertTokenClassifier` arguments of --use_crf / --crf_constrained."""
+    if not getattr(flags_obj, "use_crf", False):
+        return {}
+    constrained = getattr(flags_obj, "crf_constrained", False)
+    return {"crf": True, "crf_iob2_labels": list(label_list) if constrained else None}
+
+
+def has_crf_variables(names):
+    """Whether checkpoint variable `names` include a CRF's transitions."""
+    return any(_CRF_VARIABLE.search(name) for name in names)
+
+
+def check_crf_flag(use_crf, names, checkpoint):
+    """One clear error when --use_crf and the checkpoint disagree.
+
+    Raises:
+        UserInputError: a CRF checkpoint without --use_crf (its transitions
+            would be dropped) or --use_crf on one without (they'd be zeros).
+    """
+    has_crf = has_crf_variables(names)
+    if has_crf and not use_crf:
+        raise UserInputError(
+            f"{checkpoint} holds a CRF tagger (cls/crf/transitions): add --use_crf"
+        )
+    if use_crf and not has_crf:
+        raise UserInputError(
+            f"{checkpoint} has no CRF transitions (cls/crf/*): drop --use_crf, "
+            "or train with it"
+        )
+
+
+def check_restored_crf(flags_obj, model):
+    """Without --do_train: the checkpoint `restore_trained` will read (newest
+    training checkpoint, final model.ckpt-*, or --init_checkpoint) matches
+    --use_crf."""
+    use_crf = bool(getattr(flags_obj, "use_crf", False))
+    output_dir = flags_obj.output_dir
+    state = tf.train.get_checkpoint_state(os.path.join(output_dir, "checkpoints"))
+    finals = tf.io.gfile.glob(os.path.join(output_dir, "model.ckpt-*.index"))
+    if state and state.all_model_checkpoint_paths:
+        path = state.all_model_checkpoint_paths[-1]
+    elif finals:
+        path = max(finals, key=lambda p: int(p[: -len(".index")].rsplit("-", 1)[1]))
+        path = path[: -len(".index")]
+    else:
+        report = getattr(model, "checkpoint_load_report", None)
+        if report is not None and flags_obj.init_checkpoint:
+            check_crf_flag(
+                use_crf,
+                [*report.loaded, *report.unused],
+                f"--init_checkpoint={flags_obj.init_checkpoint}",
+            )
+        return
+    try:
+        names = [name for name, _ in tf.train.list_variables(path)]
+    except (tf.errors.OpError, ValueError):
+        return  # unreadable: restore_trained reports it
+    check_crf_flag(use_crf, names, path)
 
 
 def scored_cross_entropy(labels, logits):
@@ -148,6 +225,27 @@ def tagging_loss(batch, outputs):
     return total / tf.maximum(count, 1.0)
 
 
+def crf_negative_log_likelihood(crf, labels, logits):
+    """(sum of the windows' CRF negative log-likelihoods, number of scored
+    words): the chain of each window runs over its scored words."""
+    scored = labels != conll.IGNORED_LABEL
+    total = -tf.reduce_sum(crf.log_likelihood(logits, labels, scored))
+    return total, tf.reduce_sum(tf.cast(scored, tf.float32))
+
+
+def crf_tagging_loss(crf):
+    """The loss of --use_crf: the CRF's negative log-likelihood per scored word
+    (on the cross-entropy's scale, so the learning rates carry over)."""
+
+    def loss(batch, outputs):
+        total, count = crf_negative_log_likelihood(
+            crf, batch["label_ids"], outputs["logits"]
+        )
+        return total / tf.maximum(count, 1.0)
+
+    return loss
+
+
 def training_dataset_fn(features, batch_size, seed, pad_to_longest, bucket_pool):
     """`dataset_fn(input_context, skip_batches)` for the Trainer, as the
     classifier's: a seeded full shuffle each epoch, optional length buckets."""
@@ -162,24 +260,41 @@ def training_dataset_fn(features, batch_size, seed, pad_to_longest, bucket_pool)
 
 
 def _trim(batch):
-    return record_pipeline.trim_to_longest(batch, TAGGING_SEQUENCE_FEATURES)
+    return record_pipeline.trim_to_longest(batch, PREDICTION_SEQUENCE_FEATURES)
 
 
 def predict_positions(model, features, batch_size, pad_to_longest=True):
     """Per-position label ids [windows, seq] and the mean loss of the scored
-    positions (None without labels)."""
-    dataset = tf.data.Dataset.from_tensor_slices(features.model_inputs())
+    positions (None without labels). With a CRF (`model.crf`) the ids at the
+    words are each window's Viterbi path over its scored words."""
+    crf = getattr(model, "crf", None)
+    word_mask = (features.word_index >= 0).astype(np.int32)
+    dataset = tf.data.Dataset.from_tensor_slices(
+        {**features.model_inputs(), "word_mask": word_mask}
+    )
     dataset = dataset.batch(batch_size)
     if pad_to_longest:
         dataset = dataset.map(_trim)
 
-    # One trace for every batch shape (trimmed batches vary in length).
-    @tf.function(reduce_retracing=True)
+    # One trace for every batch shape (trimmed batches vary in length): a
+    # signature of unknown sizes, so no batch retraces (nor warns that it did).
+    signature = tf.nest.map_structure(
+        lambda spec: tf.TensorSpec([None] * spec.shape.rank, spec.dtype),
+        dataset.element_spec,
+    )
+
+    @tf.function(input_signature=[signature])
     def step(batch):
         inputs = {name: batch[name] for name in ENCODER_INPUT_NAMES}
         logits = model(inputs, training=False)["logits"]
-        total, count = scored_cross_entropy(batch["label_ids"], logits)
-        return tf.argmax(logits, axis=-1, output_type=tf.int32), total, count
+        ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        if crf is None:
+            total, count = scored_cross_entropy(batch["label_ids"], logits)
+            return ids, total, count
+        words = batch["word_mask"] > 0
+        ids = tf.where(words, crf.decode(logits, words), ids)
+        total, count = crf_negative_log_likelihood(crf, batch["label_ids"], logits)
+        return ids, total, count
 
     seq_length = features.input_ids.shape[1]
     predictions, loss_sum, scored = [], 0.0, 0.0
@@ -291,7 +406,10 @@ def _run(flags_obj):
         config,
         flags_obj.init_checkpoint,
         num_labels=len(label_list),
+        **crf_arguments(flags_obj, label_list),
     )
+    if not flags_obj.do_train:
+        check_restored_crf(flags_obj, model)
 
     dataset_fn = num_train_steps = num_warmup_steps = None
     data = []
@@ -324,7 +442,7 @@ def _run(flags_obj):
         model,
         script="run_ner",
         config=config,
-        loss_fn=tagging_loss,
+        loss_fn=crf_tagging_loss(model.crf) if model.crf is not None else tagging_loss,
         dataset_fn=dataset_fn,
         data=data,
         num_train_steps=num_train_steps,

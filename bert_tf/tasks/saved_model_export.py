@@ -125,9 +125,20 @@ def run(flags_obj):
             )
         }
     elif flags_obj.model_type == "tagger":
+        from bert_tf.tasks import ner
+
         labels = flags_obj.labels or tagger_labels(flags_obj.init_checkpoint)
         model = BertTokenClassifier.from_checkpoint(
-            flags_obj.init_checkpoint, config=config, num_labels=len(labels)
+            flags_obj.init_checkpoint,
+            config=config,
+            num_labels=len(labels),
+            **ner.crf_arguments(flags_obj, labels),
+        )
+        report = model.checkpoint_load_report
+        ner.check_crf_flag(
+            bool(getattr(flags_obj, "use_crf", False)),
+            [*report.loaded, *report.unused],
+            f"--init_checkpoint={flags_obj.init_checkpoint}",
         )
         options = {"label_list": labels}
     elif flags_obj.model_type == "embedding":

@@ -63,19 +63,25 @@ class OutputDirLock:
                 f"--output_dir={self.output_dir}: exists and is not a directory"
             )
         os.makedirs(self.output_dir, exist_ok=True)
-        handle = open(self.path, "a+")  # noqa: SIM115 (held until __exit__)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise
-            handle.seek(0)
-            holder = handle.read().strip() or "an unknown process"
+        while True:
+            handle = open(self.path, "a+")  # noqa: SIM115 (held until __exit__)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                handle.seek(0)
+                holder = handle.read().strip() or "an unknown process"
+                handle.close()
+                raise OutputDirInUseError(
+                    f"--output_dir={self.output_dir} is in use by another run "
+                    f"({holder}); wait for it to end or choose another --output_dir"
+                ) from None
+            # The run that held it deletes the file as it ends: a lock taken
+            # on the deleted file is no lock, so take it again on a new one.
+            if _same_file(handle, self.path):
+                break
             handle.close()
-            raise OutputDirInUseError(
-                f"--output_dir={self.output_dir} is in use by another run "
-                f"({holder}); wait for it to end or choose another --output_dir"
-            ) from None
         handle.seek(0)
         previous = handle.read().strip()
         if previous:
@@ -89,10 +95,21 @@ class OutputDirLock:
 
     def __exit__(self, *exc):
         if self._file is not None:
-            self._file.truncate(0)
-            self._file.close()  # closing releases the flock
+            # Deleted while still locked (no run.lock is left behind), then
+            # closed, which releases the flock.
+            os.remove(self.path)
+            self._file.close()
             self._file = None
         return False
+
+
+def _same_file(handle, path):
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
 def file_fingerprint(path):

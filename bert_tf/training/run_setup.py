@@ -54,6 +54,8 @@ RUN_DEFINING_FLAGS = (
     "vocab_file",
     "do_lower_case",
     "max_seq_length",
+    "use_crf",
+    "crf_constrained",
     "max_predictions_per_seq",
     "dynamic_masking",
     "masked_lm_prob",

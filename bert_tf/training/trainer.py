@@ -12,10 +12,15 @@ no gradient accumulation. The loop here:
 - checkpoints model + optimizer + step every `save_checkpoints_steps` and
   resumes from the latest checkpoint, skipping the batches already consumed,
   so a killed run rerun with the same command ends at the same step;
-- shows a progress bar (loss, examples/s) and writes TensorBoard scalars.
+- shows a progress bar (loss, examples/s) and writes TensorBoard scalars;
+- stops with "NaN loss during training" (as the original's NanTensorHook) as
+  soon as the loss is not finite, and never saves a checkpoint whose weights
+  are not finite: the last good checkpoint stays the newest.
 """
 
+import math
 import os
+import re
 import time
 
 import keras
@@ -90,6 +95,8 @@ class Trainer:
         self.use_xla = use_xla
         self.steps_per_loop = max(1, int(steps_per_loop))
         self.chief = is_chief(strategy)
+        # The first step's loss of each train_loop call (not checkpointed).
+        self._first_loss = tf.Variable(0.0, trainable=False)
 
         with strategy.scope():
             optimizer.build(model.trainable_variables)
@@ -109,6 +116,7 @@ class Trainer:
         if not self.chief:
             task_id = getattr(strategy.cluster_resolver, "task_id", 0)
             checkpoint_dir = os.path.join(output_dir, "worker_tmp", f"worker_{task_id}")
+        remove_unfinished_saves(checkpoint_dir)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, checkpoint_dir, max_to_keep=max_checkpoints
         )
@@ -139,7 +147,7 @@ class Trainer:
         Each of the `steps` optimizer steps takes `gradient_accumulation_steps`
         micro-batches from the distributed `iterator`, sums their gradients
         over micro-batches and replicas, clips and applies them; the loss of
-        the last step is returned.
+        the last step is returned (the first step's is kept for the NaN check).
         """
         strategy = self.strategy
         model, optimizer = self.model, self.optimizer
@@ -195,15 +203,21 @@ class Trainer:
 
         replica_step = tf.function(replica_step, jit_compile=self.use_xla)
 
+        first_loss = self._first_loss
+
         @tf.function
         def train_loop(iterator, steps):
             loss = tf.constant(0.0)
-            for _ in tf.range(steps):
+            for i in tf.range(steps):
                 micro_batches = tuple(next(iterator) for _ in range(accumulation))
                 per_replica = strategy.run(replica_step, args=(micro_batches,))
                 loss = strategy.reduce(
                     tf.distribute.ReduceOp.MEAN, per_replica, axis=None
                 )
+                if i == 0:
+                    # The loss of the weights the call started from (a
+                    # checkpoint, when the previous call ended with a save).
+                    first_loss.assign(loss)
             return loss
 
         return train_loop
@@ -249,8 +263,15 @@ class Trainer:
             steps = min(self.steps_per_loop, to_save, self.num_train_steps - step)
             began = time.perf_counter()
             loss = float(train_loop(iterator, tf.constant(steps)))
+            first = float(self._first_loss.numpy())
             elapsed = time.perf_counter() - began
-            step = self.global_step
+            previous, step = step, self.global_step
+            if not (math.isfinite(first) and math.isfinite(loss)):
+                if not math.isfinite(first):
+                    # The weights this call started from give a NaN loss: a
+                    # checkpoint of them is not one to resume or evaluate from.
+                    self._remove_checkpoint_of(previous)
+                self._stop_on_nan(step, f"loss {loss}")
             rate = steps * self.global_batch_size / elapsed
             lr = _current_learning_rate(self.optimizer)
             with writer.as_default(step=step):
@@ -259,12 +280,66 @@ class Trainer:
                 tf.summary.scalar("examples_per_second", rate)
             progress.update(step, [("loss", loss), ("examples/s", rate), ("lr", lr)])
             if step % self.save_checkpoints_steps == 0 or step >= self.num_train_steps:
+                # The loss is that of the weights before the step's update:
+                # the update itself may have made them NaN.
+                if not bool(all_finite(self.model.trainable_variables)):
+                    self._stop_on_nan(step, "the weights are not finite")
                 path = self.manager.save(checkpoint_number=step)
                 logging.info(
                     "Saved checkpoint %s (step %d, loss %.6f)", path, step, loss
                 )
         writer.flush()
         return loss
+
+    def _remove_checkpoint_of(self, step):
+        path = self.manager.latest_checkpoint
+        if not path or not path.endswith(f"-{step}"):
+            return
+        for name in tf.io.gfile.glob(path + ".*"):
+            tf.io.gfile.remove(name)
+        kept = [p for p in self.manager.checkpoints if p != path]
+        if kept:
+            tf.compat.v1.train.update_checkpoint_state(
+                self.manager.directory, kept[-1], all_model_checkpoint_paths=kept
+            )
+        else:
+            tf.io.gfile.remove(os.path.join(self.manager.directory, "checkpoint"))
+        logging.warning("Removed %s: its weights give a NaN loss", path)
+
+    def _stop_on_nan(self, step, what):
+        # From the directory: _remove_checkpoint_of may have changed it.
+        last = tf.train.latest_checkpoint(self.manager.directory)
+        kept = (
+            f"the last good checkpoint, {last}, is kept"
+            if last
+            else "no checkpoint was written"
+        )
+        raise UserInputError(
+            f"NaN loss during training: {what} at step {step}; training stopped "
+            f"and {kept} (lower --learning_rate, or check the config and the data)"
+        )
+
+
+@tf.function
+def all_finite(variables):
+    """Whether every value of every variable is finite (one scalar)."""
+    return tf.reduce_all(
+        [tf.reduce_all(tf.math.is_finite(tf.cast(v, tf.float32))) for v in variables]
+    )
+
+
+def remove_unfinished_saves(checkpoint_dir):
+    """Deletes `ckpt-N_temp/` folders: the shards of a save that never
+    finished (a full disk, a kill), which nothing else would ever remove.
+    One writer per output_dir (its lock) makes them no one's work in progress."""
+    if not tf.io.gfile.isdir(checkpoint_dir):
+        return
+    for name in tf.io.gfile.listdir(checkpoint_dir):
+        name = name.rstrip("/")
+        if re.fullmatch(r"ckpt-\d+_temp", name):
+            path = os.path.join(checkpoint_dir, name)
+            logging.warning("Removing %s, left by a save that did not finish", path)
+            tf.io.gfile.rmtree(path)
 
 
 def random_streams(model):

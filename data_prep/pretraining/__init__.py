@@ -63,6 +63,7 @@ from bert_tf.data_prep.pretraining.sharded import write_sharded
 from bert_tf.data_prep.tfrecord_files import frame_records
 from bert_tf.data_prep.tfrecord_files import masked_crc32c
 from bert_tf.errors import UserInputError
+from bert_tf.input_overwrite_check import check_outputs_are_not_inputs
 
 __all__ = [
     "DEFAULT_SHARD_SIZE_MB",
@@ -158,8 +159,13 @@ def create_pretraining_data(
         raise UserInputError(f"shard_size_mb must be > 0, got {shard_size_mb}")
     split = TaskSplit(num_tasks=num_tasks, task_index=task_index)
     output_files = [split.output_path(path) for path in output_files]
+    check_outputs_are_not_inputs(
+        [("--output_file", path) for path in output_files],
+        [("--input_file", input_files), ("--vocab_file", [vocab_file])],
+    )
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
     check_vocab(tokenizer)
+    tokenization.validate_case_matches_vocab(do_lower_case, tokenizer.vocab, vocab_file)
 
     logging.info("*** Reading from input files ***")
     for path in input_files:

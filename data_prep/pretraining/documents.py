@@ -10,6 +10,7 @@ UnicodeDecodeError). Local files are read without TensorFlow; remote
 import os
 
 from bert_tf import tokenization
+from bert_tf.data_prep.local_files import open_input_file
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 
@@ -63,7 +64,7 @@ def _open_binary(path):
         import tensorflow as tf
 
         return tf.io.gfile.GFile(path, "rb")
-    return open(path, "rb")
+    return open_input_file(path)
 
 
 def _iter_raw_lines(path):

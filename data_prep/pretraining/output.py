@@ -5,6 +5,7 @@ original writer does, and the first ``NUM_LOGGED_INSTANCES`` are logged as the
 original logs them (tokens, then each feature).
 """
 
+import contextlib
 import os
 
 from absl import logging
@@ -69,14 +70,16 @@ class RoundRobinWriter:
     def write_framed(self, data, sizes):
         """Writes `data` (framed records of the given sizes, in order)."""
         if len(self.files) == 1:
-            self.files[0].write(data)
+            with _named(self.output_files[0]):
+                self.files[0].write(data)
         else:
             view = memoryview(data)
             offset = 0
             files = self.files
             index = self.index
             for size in sizes:
-                files[index].write(view[offset : offset + size])
+                with _named(self.output_files[index]):
+                    files[index].write(view[offset : offset + size])
                 offset += size
                 index = (index + 1) % len(files)
             self.index = index
@@ -88,8 +91,20 @@ class RoundRobinWriter:
             self.write_framed(*frame_records(records[start : start + _FRAME_BATCH]))
 
     def close(self):
-        for file in self.files:
-            file.close()
+        for path, file in zip(self.output_files, self.files, strict=False):
+            with _named(path):
+                file.close()
+
+
+@contextlib.contextmanager
+def _named(path):
+    """A write error (a full disk: ENOSPC has no file name) names `path`."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename or not error.errno:
+            raise
+        raise OSError(error.errno, error.strerror, path) from error
 
 
 def log_record(record, inv_vocab):

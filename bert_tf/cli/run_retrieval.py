@@ -1,0 +1,166 @@
+r"""Retrieval: a dual encoder over a BEIR corpus, indexed into Milvus, measured on its qrels.
+
+Reads the BEIR layout (--data_dir with corpus.jsonl, queries.jsonl and
+qrels/<split>.tsv); long documents are cut into passages of
+--passage_length word pieces, and results are folded back to documents.
+--do_train fine-tunes on qrels/<train_split>.tsv with in-batch (and
+--hard_negatives mined) negatives; --do_index embeds the corpus into Milvus
+(resumable, no duplicates on rerun); --do_eval writes eval_results.txt
+(recall@1/5/10/100, mrr@10, ndcg@10) and run.tsv (TREC run format);
+--export_dir writes the retrieval SavedModel for TF Serving.
+
+    python run_retrieval.py --data_dir=$BEIR_DIR --init_checkpoint=$MINILM_DIR \
+      --do_index --do_eval --output_dir=/tmp/retrieval_output
+
+--milvus_uri defaults to <output_dir>/index.db (Milvus Lite, embedded); give
+http://host:19530 for a Milvus server. Needs the extra: pip install '.[retrieval]'.
+
+Installed as `bert-tf-run-retrieval`; also `python -m bert_tf.cli.run_retrieval`
+and `python run_retrieval.py`.
+"""
+
+import dataclasses
+
+from absl import flags
+
+from bert_tf.cli.command import Command
+
+INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
+METRICS = ("IP", "COSINE", "L2")
+
+
+def define_flags():
+    """run_retrieval.py's flags (TensorFlow-free)."""
+    flags.DEFINE_string(
+        "data_dir",
+        None,
+        "BEIR directory: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
+    )
+    flags.DEFINE_string(
+        "output_dir", None, "Where the trained encoder, index.db and results go."
+    )
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "A sentence-transformers directory (e.g. all-MiniLM-L6-v2) or a BERT "
+        "checkpoint (with --pooling); not needed once output_dir holds a trained "
+        "encoder.",
+    )
+    flags.DEFINE_bool("do_train", False, "Fine-tune the dual encoder on --train_split.")
+    flags.DEFINE_bool("do_index", False, "Embed the corpus into the vector store.")
+    flags.DEFINE_bool(
+        "do_eval", False, "Search the --eval_split queries and score them."
+    )
+    flags.DEFINE_string("train_split", "train", "qrels/<this>.tsv for --do_train.")
+    flags.DEFINE_string("eval_split", "test", "qrels/<this>.tsv for --do_eval.")
+    flags.DEFINE_string(
+        "pooling", None, "Pooling of a plain BERT --init_checkpoint: mean, cls, max."
+    )
+    flags.DEFINE_integer(
+        "max_seq_length", None, "Longest input in word pieces (default: the model's)."
+    )
+    flags.DEFINE_integer(
+        "passage_length",
+        None,
+        "Word pieces of text per passage (default: max_seq_length - 2); longer "
+        "documents are cut into several passages.",
+    )
+    flags.DEFINE_integer(
+        "passage_stride",
+        None,
+        "Word pieces between passage starts (default: half of --passage_length).",
+    )
+    flags.DEFINE_bool(
+        "shared_towers",
+        True,
+        "One encoder for queries and documents; --noshared_towers fine-tunes two.",
+    )
+    flags.DEFINE_integer(
+        "hard_negatives",
+        0,
+        "Per training query, this many passages of non-relevant documents ranked "
+        "highest by the current encoder (mined every epoch), beside the in-batch "
+        "negatives.",
+    )
+    flags.DEFINE_integer("train_batch_size", 32, "Queries per training batch.")
+    flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate of AdamW.")
+    flags.DEFINE_float("num_train_epochs", 1.0, "Epochs over the training pairs.")
+    flags.DEFINE_float("warmup_proportion", 0.1, "Linear warmup, as a fraction.")
+    flags.DEFINE_float(
+        "similarity_scale", 20.0, "Scale of the cosine similarities in the loss."
+    )
+    flags.DEFINE_integer(
+        "encode_batch_size", 64, "Texts per forward pass when embedding."
+    )
+    flags.DEFINE_integer("eval_top_k", 100, "Documents per query in run.tsv.")
+    flags.DEFINE_string(
+        "milvus_uri",
+        None,
+        "Milvus: a file path ending in .db (Milvus Lite, default "
+        "<output_dir>/index.db) or http://host:19530 (a server or cluster).",
+    )
+    flags.DEFINE_string("milvus_collection", "bert_tf", "The Milvus collection.")
+    flags.DEFINE_enum(
+        "index_type",
+        "FLAT",
+        list(INDEX_TYPES),
+        "FLAT (exact), HNSW or IVF_FLAT (approximate, for large corpora).",
+    )
+    flags.DEFINE_enum(
+        "metric_type", "IP", list(METRICS), "Similarity: inner product, cosine or L2."
+    )
+    flags.DEFINE_integer("hnsw_m", 16, "HNSW: graph degree M.")
+    flags.DEFINE_integer("hnsw_ef_construction", 200, "HNSW: efConstruction.")
+    flags.DEFINE_integer("hnsw_ef", 128, "HNSW: ef at search (at least --eval_top_k).")
+    flags.DEFINE_integer("ivf_nlist", 128, "IVF_FLAT: clusters (nlist).")
+    flags.DEFINE_integer("ivf_nprobe", 16, "IVF_FLAT: clusters searched (nprobe).")
+    flags.DEFINE_bool(
+        "overwrite_index",
+        False,
+        "Drop the collection first (e.g. after fine-tuning: the index holds the "
+        "old model's vectors).",
+    )
+    flags.DEFINE_string(
+        "export_dir",
+        None,
+        "Write the retrieval SavedModel (query strings -> document ids, scores) here.",
+    )
+    flags.DEFINE_enum(
+        "serving_dtype",
+        "float32",
+        ["float32", "bfloat16"],
+        "How the SavedModel stores the corpus embeddings.",
+    )
+    flags.DEFINE_integer("seed", 12345, "Random seed (shuffling, initialisation).")
+
+
+def run(flags_obj):
+    """Flags -> `RetrievalOptions` (checked before TensorFlow loads) -> `run_retrieval`."""
+    from bert_tf.cli.command import import_tensorflow
+    from bert_tf.retrieval.retrieval_options import RetrievalOptions
+
+    names = [f.name for f in dataclasses.fields(RetrievalOptions)]
+    options = RetrievalOptions(**{name: flags_obj[name].value for name in names})
+    options.check()
+    import_tensorflow(flags_obj.verbosity)
+    from bert_tf.tasks.retrieval import run_retrieval
+
+    return run_retrieval(options)
+
+
+COMMAND = Command(
+    "run_retrieval",
+    __doc__,
+    define_flags,
+    "bert_tf.cli.run_retrieval:run",
+    required=("data_dir", "output_dir"),
+    # TensorFlow loads after the options are checked (see run).
+    uses_tensorflow=False,
+)
+
+
+main = COMMAND.main
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Importing TensorFlow without its start-up noise.
+
+TensorFlow's import writes a oneDNN notice and, on a CUDA build without a GPU,
+a `failed call to cuInit` error, from C++ before its log level is read; its
+Python modules log INFO lines through absl ("Sharding callback duration",
+signature input names "renamed") that a command shows when absl runs at INFO.
+`import_tensorflow` holds the first back and filters the second;
+`bert_tf` uses it for the first model or layer touched, the commands before
+their work starts.
+"""
+
+import contextlib
+import importlib.abc
+import importlib.util
+import logging
+import os
+import sys
+import tempfile
+
+__all__ = ["import_tensorflow", "install_quiet_import", "stderr_held_back"]
+
+
+@contextlib.contextmanager
+def stderr_held_back(show):
+    """Sends file descriptor 2 to a temporary file (unless `show`).
+
+    TensorFlow's C++ start-up messages are written before its log level is
+    read, so only the file descriptor catches them. They are replayed if the
+    block raises.
+    """
+    if show:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            held.seek(0)
+            sys.stderr.write(held.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+class _TensorFlowInfoFilter(logging.Filter):
+    """Drops TensorFlow's own records below WARNING (bert_tf's INFO stays)."""
+
+    def __init__(self, package_dir):
+        super().__init__()
+        self.package_dir = package_dir
+
+    def filter(self, record):
+        return record.levelno >= logging.WARNING or not record.pathname.startswith(
+            self.package_dir
+        )
+
+
+def _quiet(tf):
+    """TensorFlow's Python INFO lines dropped (bert_tf's own stay)."""
+    tf.get_logger().setLevel("WARNING")
+    info_filter = _TensorFlowInfoFilter(os.path.dirname(tf.__file__))
+    # absl's handler (the commands' log) and the absl logger itself
+    # (Python's own handlers in a program without absl.app).
+    from absl import logging as absl_logging
+
+    absl_logging.get_absl_handler().addFilter(info_filter)
+    absl_logging.get_absl_logger().addFilter(info_filter)
+
+
+def import_tensorflow(verbosity=0):
+    """Imports TensorFlow, quietly unless `verbosity` >= 1; returns the module.
+
+    Quietly: the C++ start-up messages are held back (and shown if the import
+    fails), later C++ log lines are errors only unless TF_CPP_MIN_LOG_LEVEL
+    says otherwise, and TensorFlow's Python INFO lines are dropped.
+    """
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    show = verbosity >= 1
+    if not show:
+        # Later C++ messages: errors only (its warnings are about TensorFlow's
+        # own internals, e.g. tf.data graph rewrites).
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with stderr_held_back(show):
+        import tensorflow as tf
+
+        # Probing for GPUs is where a CUDA build on a machine without one
+        # logs "failed call to cuInit"; do it while stderr is held back.
+        tf.config.list_physical_devices("GPU")
+    if not show:
+        _quiet(tf)
+    return tf
+
+
+class _QuietImportHook(importlib.abc.MetaPathFinder):
+    """Imports `tensorflow` as `import_tensorflow` does, whoever imports it
+    first (`from bert_tf.models import ...`, Keras)."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "tensorflow":
+            return None
+        sys.meta_path.remove(self)  # one shot; the other finders do the finding
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0":
+            return spec
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        exec_module = spec.loader.exec_module
+
+        def exec_quietly(module):
+            with stderr_held_back(False):
+                exec_module(module)
+                module.config.list_physical_devices("GPU")  # the cuInit probe
+            _quiet(module)
+
+        spec.loader.exec_module = exec_quietly
+        return spec
+
+
+def install_quiet_import():
+    """Makes the first import of TensorFlow in this process quiet (see
+    `import_tensorflow`) unless TF_CPP_MIN_LOG_LEVEL=0 asks for its messages.
+    Nothing happens when TensorFlow is imported already."""
+    if "tensorflow" in sys.modules:
+        return
+    if not any(isinstance(f, _QuietImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietImportHook())

@@ -1,0 +1,407 @@
+"""run_retrieval.py end to end on SQuAD-as-BEIR: Milvus Lite for real, sentence-transformers as reference."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
+
+from cli_script import REPO  # noqa: E402
+from cli_script import run_script  # noqa: E402
+from cli_script import script_env  # noqa: E402
+
+from bert_tf.data_prep import beir  # noqa: E402
+from bert_tf.errors import UserInputError  # noqa: E402
+from bert_tf.retrieval.retrieval_options import RetrievalOptions  # noqa: E402
+from bert_tf.retrieval_metrics import retrieval_metrics  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+import squad_to_beir  # noqa: E402
+
+SCRIPT = os.path.join(REPO, "run_retrieval.py")
+NUM_DOCS = 40
+
+
+def _write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def _write_qrels(path, pairs):
+    with open(path, "w") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        f.writelines(f"{q}\t{d}\t1\n" for q, d in pairs)
+
+
+@pytest.fixture(scope="module")
+def small_beir(shared_data, tmp_path_factory):
+    """The first 40 paragraphs of SQuAD dev (Super Bowl 50) as BEIR: every
+    third question in qrels/test.tsv, the others in qrels/train.tsv."""
+    full = tmp_path_factory.mktemp("squad_beir")
+    squad_to_beir.convert(os.path.join(shared_data, "squad/dev-v1.1.json"), str(full))
+    corpus = list(beir.read_corpus(str(full)).values())[:NUM_DOCS]
+    doc_ids = {d.id for d in corpus}
+    queries = beir.read_queries(str(full))
+    pairs = [
+        (q, d)
+        for q, judged in beir.read_qrels(str(full), "all").items()
+        for d in judged
+        if d in doc_ids
+    ]
+    small = tmp_path_factory.mktemp("small_beir")
+    os.makedirs(small / "qrels")
+    _write_jsonl(small / "corpus.jsonl", [d._asdict() | {"_id": d.id} for d in corpus])
+    _write_jsonl(
+        small / "queries.jsonl",
+        [{"_id": q, "text": queries[q].text} for q, _ in pairs],
+    )
+    _write_qrels(small / "qrels/test.tsv", pairs[::3])
+    _write_qrels(small / "qrels/train.tsv", [p for i, p in enumerate(pairs) if i % 3])
+    return str(small)
+
+
+def _tiny_st_dir(shared_data, directory, seed):
+    """A tiny random sentence encoder written as a sentence-transformers directory."""
+    import keras
+    from tiny_models import tiny_bert_config
+
+    from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
+    from bert_tf.preprocessing import BertPreprocessor
+
+    keras.utils.set_random_seed(seed)
+    vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
+    model = BertSentenceEncoder(
+        tiny_bert_config(30522, max_position_embeddings=64, dropout=0.0),
+        preprocessor=BertPreprocessor(vocab, True, 64, padding="longest"),
+        pooling="mean",
+        normalize=True,
+    )
+    model.save_sentence_transformers(directory)
+    return str(directory)
+
+
+@pytest.fixture(scope="module")
+def tiny_encoders(shared_data, tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny_st")
+    return [_tiny_st_dir(shared_data, root / f"seed{s}", s) for s in (1, 2)]
+
+
+def _read_run(path):
+    run = {}
+    for line in open(path):
+        qid, q0, doc_id, rank, score, name = line.split()
+        assert q0 == "Q0" and name == "bert_tf"
+        run.setdefault(qid, []).append((doc_id, int(rank), float(score)))
+    for rows in run.values():
+        assert [r for _, r, _ in rows] == list(range(1, len(rows) + 1))
+        assert len({d for d, _, _ in rows}) == len(rows)  # documents, not passages
+        scores = [s for _, _, s in rows]
+        assert scores == sorted(scores, reverse=True)
+    return run
+
+
+def _read_results(path):
+    lines = open(path).read().splitlines()
+    return {k: float(v) for k, v in (line.split(" = ") for line in lines)}
+
+
+def test_options_are_checked_before_tensorflow(tmp_path):
+    def options(**kwargs):
+        return RetrievalOptions(
+            data_dir=str(tmp_path), output_dir=str(tmp_path), **kwargs
+        )
+
+    with pytest.raises(UserInputError, match="At least one of --do_train"):
+        options().check()
+    with pytest.raises(UserInputError, match="--passage_stride=9: must be at most"):
+        options(do_index=True, passage_length=8, passage_stride=9).check()
+    with pytest.raises(UserInputError, match="--hard_negatives=-1"):
+        options(do_train=True, hard_negatives=-1).check()
+    assert options(do_index=True).uri == os.path.join(str(tmp_path), "index.db")
+    hnsw = options(do_eval=True, index_type="HNSW", hnsw_ef=16, eval_top_k=100)
+    assert hnsw.search_params() == {"ef": 100}
+
+
+@pytest.mark.slow
+def test_zero_shot_minilm_equals_sentence_transformers(
+    small_beir, minilm_dir, tmp_path
+):
+    st = pytest.importorskip("sentence_transformers", reason="test extra")
+    from bert_tf.tasks.retrieval import run_retrieval
+
+    options = RetrievalOptions(
+        data_dir=small_beir,
+        output_dir=str(tmp_path),
+        init_checkpoint=minilm_dir,
+        do_index=True,
+        do_eval=True,
+    )
+    ours = run_retrieval(options)
+    run = _read_run(tmp_path / "run.tsv")
+
+    # The reference: sentence-transformers embeddings + exact inner product.
+    corpus = beir.read_corpus(small_beir)
+    queries = beir.read_queries(small_beir)
+    qrels = beir.read_qrels(small_beir, "test")
+    # The same passages (paragraphs over 254 word pieces are cut in two), each
+    # document scored by its best passage.
+    from bert_tf.tokenization import FullTokenizer
+
+    tokenizer = FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), True)
+    passages = beir.split_passages(
+        corpus, lambda w: len(tokenizer.tokenize(w)) or 1, 254, 127
+    )
+    model = st.SentenceTransformer(minilm_dir, device="cpu")
+    p_vec = model.encode([p.text for p in passages], normalize_embeddings=False)
+    q_vec = model.encode([queries[q].text for q in qrels], normalize_embeddings=False)
+    reference = {}
+    for q, s in zip(qrels, q_vec @ p_vec.T, strict=True):
+        best = {}
+        for passage, score in zip(passages, s, strict=True):
+            best[passage.doc_id] = max(best.get(passage.doc_id, -np.inf), float(score))
+        reference[q] = best
+    expected = retrieval_metrics(qrels, reference)
+    for name in ("recall@1", "recall@10", "mrr@10", "ndcg@10"):
+        assert ours[name] == pytest.approx(expected[name], abs=1.01 / len(qrels)), name
+    same_top = np.mean(
+        [run[q][0][0] == max(reference[q], key=reference[q].get) for q in qrels]
+    )
+    assert same_top >= 0.98
+    assert ours["recall@10"] > 0.8  # a real model on real questions
+    assert _read_results(tmp_path / "eval_results.txt")["num_queries"] == len(qrels)
+
+
+@pytest.mark.slow
+def test_cli_index_rerun_update_eval_export(small_beir, tiny_encoders, tmp_path):
+    import tensorflow as tf
+
+    data = tmp_path / "data"
+    os.makedirs(data / "qrels")
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        with open(os.path.join(small_beir, name)) as f:
+            (data / name).write_text(f.read())
+    out = tmp_path / "out"
+    common = [
+        f"--data_dir={data}",
+        f"--output_dir={out}",
+        f"--init_checkpoint={tiny_encoders[0]}",
+        "--passage_length=48",
+        "--passage_stride=24",
+    ]
+    first = run_script(
+        SCRIPT, *common, "--do_index", "--do_eval", f"--export_dir={tmp_path / 'sm'}"
+    )
+    corpus = beir.read_corpus(str(data))
+    from bert_tf.tokenization import FullTokenizer
+
+    tokenizer = FullTokenizer(os.path.join(tiny_encoders[0], "vocab.txt"), True)
+    passages = beir.split_passages(
+        corpus, lambda w: len(tokenizer.tokenize(w)) or 1, 48, 24
+    )
+    assert len(passages) > len(corpus)  # long paragraphs were cut
+    assert f"0 passages already in the store, {len(passages)} to embed" in first.stderr
+    results = _read_results(out / "eval_results.txt")
+    assert list(results) == [
+        "recall@1",
+        "recall@5",
+        "recall@10",
+        "recall@100",
+        "mrr@10",
+        "ndcg@10",
+        "num_queries",
+    ]
+    run = _read_run(out / "run.tsv")
+    qrels = beir.read_qrels(str(data), "test")
+    assert set(run) == set(qrels) and all(len(r) == NUM_DOCS for r in run.values())
+    # The metrics are those of run.tsv.
+    recomputed = retrieval_metrics(
+        qrels, {q: {d: s for d, _, s in r} for q, r in run.items()}
+    )
+    assert recomputed["mrr@10"] == pytest.approx(results["mrr@10"])
+
+    # The SavedModel answers as the Milvus FLAT path did.
+    queries = beir.read_queries(str(data))
+    some = list(qrels)[:20]
+    loaded = tf.saved_model.load(str(tmp_path / "sm" / "1"))
+    found = loaded.signatures["serving_default"](
+        query=tf.constant([queries[q].text for q in some]), top_k=tf.constant(10)
+    )
+    ids = found["ids"].numpy().astype(str)
+    assert ids.shape == (20, 10)
+    for row, q in enumerate(some):
+        assert list(ids[row]) == [d for d, _, _ in run[q][:10]]
+        np.testing.assert_allclose(
+            found["scores"].numpy()[row], [s for _, _, s in run[q][:10]], atol=1e-4
+        )
+    embeddings = loaded.signatures["query_embedding"](query=tf.constant(["who won?"]))
+    assert embeddings["embeddings"].shape == (1, 32)
+
+    # Rerun: nothing to embed, no duplicates.
+    again = run_script(SCRIPT, *common, "--do_index")
+    assert f"{len(passages)} passages already in the store, 0 to embed" in again.stderr
+    # One document changed, one added, one removed: only those are touched.
+    docs = [json.loads(line) for line in open(data / "corpus.jsonl")]
+    docs[0]["text"] = "Denver won the game."  # one passage now
+    removed = docs.pop(1)
+    docs.append({"_id": "new_doc", "title": "", "text": "A new short document."})
+    _write_jsonl(data / "corpus.jsonl", docs)
+    with open(data / "qrels/test.tsv") as f:
+        kept = [line for line in f if f"\t{removed['_id']}\t" not in line]
+    (data / "qrels/test.tsv").write_text("".join(kept))
+    updated = run_script(SCRIPT, *common, "--do_index", "--do_eval")
+    new_corpus = beir.read_corpus(str(data))
+    new_passages = beir.split_passages(
+        new_corpus, lambda w: len(tokenizer.tokenize(w)) or 1, 48, 24
+    )
+    unchanged = len(
+        [p for p in new_passages if p.doc_id not in (docs[0]["_id"], "new_doc")]
+    )
+    assert f"{unchanged} passages already in the store, 2 to embed" in updated.stderr
+    assert sorted(_stored_ids(out)) == sorted(p.id for p in new_passages)
+
+    # Another model cannot write into (or search) this index: one line, exit 2.
+    other = run_script(
+        SCRIPT,
+        *common[:2],
+        f"--init_checkpoint={tiny_encoders[1]}",
+        "--do_eval",
+        check=False,
+    )
+    assert other.returncode == 2
+    # One error line (Milvus Lite's own shutdown log may follow it).
+    errors = [
+        line for line in other.stderr.splitlines() if line.startswith("run_retrieval:")
+    ]
+    assert len(errors) == 1 and errors[0].startswith(
+        "run_retrieval: error: --milvus_uri="
+    )
+    assert "indexed with another model" in errors[0]
+
+
+def _stored_ids(out):
+    """The passage ids stored in out/index.db, whatever model filled it, read
+    in a child process (a Milvus Lite file is open to one process at a time)."""
+    code = textwrap.dedent(
+        f"""
+        import json
+        from pymilvus import MilvusClient
+        client = MilvusClient({str(out / "index.db")!r})
+        client.load_collection("bert_tf")
+        rows = client.query("bert_tf", filter='id != ""', output_fields=["id"], limit=16384)
+        print(json.dumps([r["id"] for r in rows]))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
+    child = textwrap.dedent(
+        f"""
+        import time
+        from bert_tf.data_prep import beir
+        from bert_tf.retrieval.retrieval_options import RetrievalOptions
+        from bert_tf.tasks import retrieval
+
+        retrieval.INDEX_CHUNK = 16
+        options = RetrievalOptions(data_dir={small_beir!r}, output_dir={str(tmp_path)!r},
+                                   init_checkpoint={tiny_encoders[0]!r}, do_index=True)
+        towers = retrieval.load_dual_encoder(options)
+        passages = retrieval.passages_of(beir.read_corpus({small_beir!r}), towers, options)
+        store = retrieval.open_store(options, towers)
+        upsert = store.upsert
+
+        def slow_upsert(rows, vectors):
+            upsert(rows, vectors)
+            print("wrote", len(rows), flush=True)
+            time.sleep(1.0)
+
+        store.upsert = slow_upsert
+        retrieval.index_corpus(towers, passages, store)
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", child],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=script_env(),
+    )
+    written = 0
+    while written < 2:  # two chunks durably written (the progress bar aside)
+        line = process.stdout.readline()
+        assert line, "the indexing child ended early"
+        written += line.startswith("wrote")
+    process.kill()
+    process.wait()
+
+    from bert_tf.data_prep import beir as beir_module
+    from bert_tf.tasks import retrieval
+
+    options = RetrievalOptions(
+        data_dir=small_beir,
+        output_dir=str(tmp_path),
+        init_checkpoint=tiny_encoders[0],
+        do_index=True,
+    )
+    towers = retrieval.load_dual_encoder(options)
+    passages = retrieval.passages_of(
+        beir_module.read_corpus(small_beir), towers, options
+    )
+    with retrieval.open_store(options, towers) as store:
+        counts = retrieval.index_corpus(towers, passages, store)
+        assert (
+            counts["kept"] >= 32
+            and counts["embedded"] == len(passages) - counts["kept"]
+        )
+        assert sorted(store.stored_passages()) == sorted(p.id for p in passages)
+    # The resumed index holds exactly the vectors of a clean run.
+    clean = towers.encode_documents([p.text for p in passages])
+    order = {p.id: i for i, p in enumerate(passages)}
+    with retrieval.open_store(options, towers) as store:
+        stored, vectors = store.vectors()
+    np.testing.assert_allclose(vectors, clean[[order[p.id] for p in stored]], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_training_separate_towers_with_hard_negatives(
+    small_beir, tiny_encoders, tmp_path
+):
+    common = [
+        f"--data_dir={small_beir}",
+        "--eval_split=train",
+        "--do_index",
+        "--do_eval",
+    ]
+    run_script(
+        SCRIPT,
+        *common,
+        f"--output_dir={tmp_path / 'zero'}",
+        f"--init_checkpoint={tiny_encoders[0]}",
+    )
+    before = _read_results(tmp_path / "zero" / "eval_results.txt")
+    run_script(
+        SCRIPT,
+        *common,
+        f"--output_dir={tmp_path / 'tuned'}",
+        f"--init_checkpoint={tiny_encoders[0]}",
+        "--do_train",
+        "--noshared_towers",
+        "--hard_negatives=2",
+        "--train_batch_size=16",
+        "--learning_rate=1e-3",
+        "--num_train_epochs=3",
+        timeout=600,
+    )
+    after = _read_results(tmp_path / "tuned" / "eval_results.txt")
+    assert after["mrr@10"] > before["mrr@10"] + 0.05, (before, after)
+    for tower in ("query_encoder", "document_encoder"):
+        assert os.path.isfile(tmp_path / "tuned" / tower / "model.safetensors")
+    assert os.listdir(tmp_path / "tuned" / "train")  # TensorBoard logs
