@@ -19,7 +19,6 @@ COMMANDS = (
     "embed",
     "run_similarity",
     "run_retrieval",
-    "run_reranker",
     "export_litert",
 )
 
