@@ -29,10 +29,14 @@ LOADER = textwrap.dedent(
     for i, call in enumerate(calls):
         model = tf.saved_model.load(call["dir"])
         signature = model.signatures[call["signature"]]
-        kwargs = {
-            k: tf.constant(v, dtype=tf.string if isinstance(v[0], str) else tf.int32)
-            for k, v in call["inputs"].items()
-        }
+        kwargs = {}
+        for k, v in call["inputs"].items():
+            first = v
+            while isinstance(first, list):  # [B] or [B, N] inputs
+                first = first[0]
+            kwargs[k] = tf.constant(
+                v, dtype=tf.string if isinstance(first, str) else tf.int32
+            )
         for name, value in signature(**kwargs).items():
             results[f"{i}/{name}"] = value.numpy()
     np.savez(sys.argv[2], **results)

@@ -68,6 +68,13 @@ BLOCKS = [
         "static: indexes 2,067 paragraphs with MiniLM (minutes); "
         "tests/test_run_retrieval.py runs the same command on 40",
     ),
+    ("python", "BertReranker.from_checkpoint", "static: needs a cross-encoder"),
+    (
+        "bash",
+        "--model_type=reranker",
+        "static: flags checked; tests/test_reranker.py runs it on a MiniLM "
+        "cross-encoder",
+    ),
     (
         "bash",
         "python export_saved_model.py --model_type=classifier",
@@ -551,6 +558,7 @@ def test_install_blocks_run_the_documented_commands():
         ("--output_dir=/tmp/pretraining_output", "run_pretraining"),
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
         ("python run_retrieval.py", "run_retrieval"),
+        ("--model_type=reranker", "export_saved_model"),
     ],
 )
 def test_unrunnable_commands_use_real_flags(marker, module):

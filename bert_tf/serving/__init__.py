@@ -4,8 +4,8 @@
   model family serves: the raw-text endpoint (`serving_default`), the
   tokenized endpoint (`serve_tokenized`), warmup requests and metadata.
 * One implementation per family: `ClassifierSignatures`,
-  `EncoderSignatures`, `EmbeddingSignatures`, `SpanSignatures` (with `DocumentAnswers` and
-  `SpanOptions`), `TaggerSignatures`.
+  `EncoderSignatures`, `EmbeddingSignatures`, `RerankerSignatures`,
+  `SpanSignatures` (with `DocumentAnswers` and `SpanOptions`), `TaggerSignatures`.
 * registry.py: model class -> family; a new family adds one entry with
   `register(ModelClass, SignatureModuleClass)` (or a line in its table).
 * `export_saved_model` (saved_model_exporter.py): the TF Serving SavedModel.
@@ -26,6 +26,7 @@ _EXPORTS = {
     "DocumentAnswers": "bert_tf.serving.document_answers",
     "EmbeddingSignatures": "bert_tf.serving.embedding_signatures",
     "EncoderSignatures": "bert_tf.serving.encoder_signatures",
+    "RerankerSignatures": "bert_tf.serving.reranker_signatures",
     "SignatureModule": "bert_tf.serving.signature_module",
     "SpanOptions": "bert_tf.serving.span_options",
     "SpanSignatures": "bert_tf.serving.span_signatures",
