@@ -86,6 +86,8 @@ BLOCKS = [
     ("json", '"serve_tokenized"', "check against the exported signature"),
     ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
     ("bash", "saved_model_cli show", "run"),
+    ("bash", "python export_litert.py", "run"),
+    ("python", "from bert_tf.litert import LiteRTModel", "run"),
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("", "tokenization.py     the original WordPiece", "the layout: files exist"),
@@ -448,6 +450,19 @@ def test_saved_model_cli_commands(workspace, mrpc_export):
     assert "serve_tokenized" in result.stdout and "text_b" in result.stdout
     result = run_shell(workspace, small(workspace, run), quiet=False)
     assert "probabilities" in result.stdout
+
+
+def test_litert_export_command_and_snippet(workspace, mrpc_output):
+    pytest.importorskip("ai_edge_litert", reason="ai-edge-litert ([litert])")
+    (command,) = commands(block("python export_litert.py"))
+    command = small(workspace, command).replace(
+        "--max_seq_length=128", f"--max_seq_length={TINY_POSITIONS}"
+    )
+    run_shell(workspace, command)
+    code = small(workspace, block("from bert_tf.litert import LiteRTModel"))
+    printed = run_python(workspace, code, "litert_api.py").stdout.splitlines()
+    assert printed[0] == "['0', '1'] ['text_a', 'text_b']"
+    assert printed[1] in ("[b'0']", "[b'1']")
 
 
 def test_text_classifier_snippet(workspace, shared_data):

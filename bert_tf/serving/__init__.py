@@ -9,6 +9,8 @@
 * registry.py: model class -> family; a new family adds one entry with
   `register(ModelClass, SignatureModuleClass)` (or a line in its table).
 * `export_saved_model` (saved_model_exporter.py): the TF Serving SavedModel.
+* `export_litert` (litert_exporter.py): one LiteRT (.tflite) file that takes
+  raw text (tokenizer inside, int8 weights by default).
 
 `import bert_tf.serving` does not import TensorFlow; the names below are
 imported on first use (`SpanOptions` never needs it).
@@ -32,6 +34,7 @@ _EXPORTS = {
     "SpanSignatures": "bert_tf.serving.span_signatures",
     "TaggerSignatures": "bert_tf.serving.tagger_signatures",
     "TextPairSignatures": "bert_tf.serving.text_pair_signatures",
+    "export_litert": "bert_tf.serving.litert_exporter",
     "export_saved_model": "bert_tf.serving.saved_model_exporter",
     "register": "bert_tf.serving.registry",
     "signature_module_class": "bert_tf.serving.registry",
