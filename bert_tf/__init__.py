@@ -27,6 +27,7 @@ _EXPORTS = {
     "BertEncoder": "bert_tf.models",
     "BertPreprocessor": "bert_tf.preprocessing",
     "BertPretrainer": "bert_tf.models",
+    "BertReranker": "bert_tf.models",
     "BertSentenceEncoder": "bert_tf.models",
     "BertSpanLabeler": "bert_tf.models",
     "BertTextClassifier": "bert_tf.models",

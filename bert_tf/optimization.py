@@ -29,6 +29,14 @@ A loop that sums and clips itself turns the optimizer's own cross-replica sum
 off with `set_gradient_aggregation(optimizer, False)`, so each step moves the
 gradient over the network once.
 
+Per-variable learning rates: `learning_rate_multipliers` maps regexes to
+factors. A variable whose original name (or Keras path) matches one is updated
+with `learning_rate * factor`, decay included, as a PyTorch parameter group
+with its own lr would be. The usual BERT-CRF recipe trains the CRF transitions
+(`cls/crf/`) at a much larger learning rate than the encoder: they start at 0
+and Adam moves each by about one learning rate per step, so at 1e-4 they
+hardly leave 0 in a fine-tuning run.
+
 First step: the optimizer's learning rate is `schedule(optimizer.iterations)`,
 and `iterations` is 0 during the first update. It is incremented only after
 the update. The original's `global_step` behaves the same way, so the first
@@ -190,6 +198,7 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         exclude_from_weight_decay,
         variable_names,
         name,
+        learning_rate_multipliers=None,
         **kwargs,
     ):
         if kwargs.pop("weight_decay", None) is not None:
@@ -211,7 +220,9 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         # A read-only view is not wrapped by TF's attribute tracking, which
         # would otherwise make the name map part of the optimizer's checkpoint.
         self._variable_names = types.MappingProxyType(dict(variable_names or {}))
+        self._lr_multipliers = _checked_multipliers(learning_rate_multipliers)
         self._decay_flags = ()
+        self._lr_factors = ()
 
     def original_name(self, variable):
         """The name the exclusion regexes see: the original name if mapped."""
@@ -245,6 +256,25 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             return False
         return not _matches(self._weight_decay_patterns, name)
 
+    def _multiplier_for(self, variable):
+        names = (self.original_name(variable), _variable_path(variable))
+        for pattern, multiplier in self._lr_multipliers:
+            if any(re.search(pattern, name) for name in names):
+                return multiplier
+        return 1.0
+
+    def learning_rate_multiplier(self, variable):
+        """The factor on `variable`'s learning rate (1.0 unless a
+        `learning_rate_multipliers` regex matched). The optimizer must be built."""
+        return self._lr_factors[self._get_variable_index(variable)]
+
+    def _variable_learning_rate(self, learning_rate, index, dtype):
+        learning_rate = tf.cast(learning_rate, dtype)
+        factor = self._lr_factors[index]
+        if factor == 1.0:
+            return learning_rate
+        return learning_rate * tf.cast(factor, dtype)
+
     def uses_weight_decay(self, variable):
         """Whether `variable` is decayed. The optimizer must be built."""
         return self._decay_flags[self._get_variable_index(variable)]
@@ -258,6 +288,7 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         # Decided once per variable, in Python, so the update step has no
         # string matching in it and a traced step has no branches.
         self._decay_flags = tuple(self._decay_applies(v) for v in var_list)
+        self._lr_factors = tuple(self._multiplier_for(v) for v in var_list)
 
     def get_slot(self, variable, slot_name):
         """The `"m"` or `"v"` slot of `variable` (a Keras Variable)."""
@@ -315,6 +346,7 @@ class _BertOptimizer(keras.optimizers.Optimizer):
                 "beta_2": self.beta_2,
                 "epsilon": self.epsilon,
                 "exclude_from_weight_decay": list(self._weight_decay_patterns),
+                "learning_rate_multipliers": dict(self._lr_multipliers),
             }
         )
         return config
@@ -361,6 +393,10 @@ class AdamWeightDecay(_BertOptimizer):
             paths (`.../layer_norm/gamma`, `.../bias`) give the same decisions,
             so an optimizer revived from a `.keras` file still decays the same
             variables.
+        learning_rate_multipliers: optional `{regex: factor}`. A variable
+            whose original name or Keras path matches a regex (`re.search`,
+            first match in order) is updated with `learning_rate * factor`;
+            the weight decay term is scaled with it. Others use factor 1.
         name: optimizer name.
         **kwargs: other Keras optimizer arguments (`use_ema`,
             `gradient_accumulation_steps`, ...). `weight_decay` is rejected.
@@ -384,6 +420,7 @@ class AdamWeightDecay(_BertOptimizer):
         exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
         bias_correction=False,
         variable_names=None,
+        learning_rate_multipliers=None,
         name="AdamWeightDecay",
         **kwargs,
     ):
@@ -395,6 +432,7 @@ class AdamWeightDecay(_BertOptimizer):
             epsilon=epsilon,
             exclude_from_weight_decay=exclude_from_weight_decay,
             variable_names=variable_names,
+            learning_rate_multipliers=learning_rate_multipliers,
             name=name,
             **kwargs,
         )
@@ -413,7 +451,7 @@ class AdamWeightDecay(_BertOptimizer):
         decay = self.weight_decay_rate if self._decay_flags[index] else 0.0
         arguments = (
             _dense_gradient(gradient, dtype),
-            tf.cast(learning_rate, dtype),
+            self._variable_learning_rate(learning_rate, index, dtype),
             tf.cast(decay, dtype),
             *self._betas(dtype),
             tf.cast(self.epsilon, dtype),
@@ -471,6 +509,8 @@ class Lamb(_BertOptimizer):
             empty list excludes nothing. Model Garden treats an empty list like
             None.
         variable_names: as in `AdamWeightDecay`; not part of `get_config`.
+        learning_rate_multipliers: as in `AdamWeightDecay` (the factor scales
+            the step before the trust ratio).
         name: optimizer name.
         **kwargs: other Keras optimizer arguments. `weight_decay` is rejected.
 
@@ -492,6 +532,7 @@ class Lamb(_BertOptimizer):
         exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
         exclude_from_layer_adaptation=None,
         variable_names=None,
+        learning_rate_multipliers=None,
         name="Lamb",
         **kwargs,
     ):
@@ -503,6 +544,7 @@ class Lamb(_BertOptimizer):
             epsilon=epsilon,
             exclude_from_weight_decay=exclude_from_weight_decay,
             variable_names=variable_names,
+            learning_rate_multipliers=learning_rate_multipliers,
             name=name,
             **kwargs,
         )
@@ -531,7 +573,7 @@ class Lamb(_BertOptimizer):
         update = m_hat / (tf.sqrt(v_hat) + tf.cast(self.epsilon, dtype))
         if self._decay_flags[index]:
             update += tf.cast(self.weight_decay_rate, dtype) * variable
-        step = tf.cast(learning_rate, dtype) * update
+        step = self._variable_learning_rate(learning_rate, index, dtype) * update
         if self._adapt_flags[index]:
             param_norm = tf.norm(variable)
             update_norm = tf.norm(update)
@@ -559,6 +601,7 @@ def create_optimizer(
     num_warmup_steps,
     model=None,
     weight_decay_rate=0.01,
+    learning_rate_multipliers=None,
 ):
     """The optimizer of the original `create_optimizer`, or a variant of it.
 
@@ -578,6 +621,9 @@ def create_optimizer(
             decide the exclusions (`original_variable_names`). Without it,
             Keras paths are matched.
         weight_decay_rate: float.
+        learning_rate_multipliers: optional `{regex: factor}`: variables whose
+            original name matches train at `factor` times the schedule's LR
+            (e.g. `{r"^cls/crf/": 100.0}` for a CRF head).
 
     Returns:
         A Keras optimizer. Create it inside `strategy.scope()` when
@@ -604,10 +650,30 @@ def create_optimizer(
         epsilon=1e-6,
         exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
         variable_names=variable_names,
+        learning_rate_multipliers=learning_rate_multipliers,
     )
     if name == "lamb":
         return Lamb(schedule, **common)
     return AdamWeightDecay(schedule, bias_correction=(name == "adamw"), **common)
+
+
+def _checked_multipliers(multipliers):
+    """`{regex: factor}` as a tuple of (regex, float) pairs, in the given order
+    (the first match wins); each regex compiled and each factor > 0."""
+    pairs = []
+    for pattern, factor in dict(multipliers or {}).items():
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(
+                f"learning_rate_multipliers: {pattern!r} is not a regex ({error})"
+            ) from None
+        if not float(factor) > 0:
+            raise ValueError(
+                f"learning_rate_multipliers[{pattern!r}] must be positive, got {factor}"
+            )
+        pairs.append((pattern, float(factor)))
+    return tuple(pairs)
 
 
 def _next_moments(m, v, gradient, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2):

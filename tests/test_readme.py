@@ -68,6 +68,13 @@ BLOCKS = [
         "static: indexes 2,067 paragraphs with MiniLM (minutes); "
         "tests/test_run_retrieval.py runs the same command on 40",
     ),
+    ("python", "BertReranker.from_checkpoint", "static: needs a cross-encoder"),
+    (
+        "bash",
+        "--model_type=reranker",
+        "static: flags checked; tests/test_reranker.py runs it on a MiniLM "
+        "cross-encoder",
+    ),
     (
         "bash",
         "python export_saved_model.py --model_type=classifier",
@@ -79,6 +86,8 @@ BLOCKS = [
     ("json", '"serve_tokenized"', "check against the exported signature"),
     ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
     ("bash", "saved_model_cli show", "run"),
+    ("bash", "python export_litert.py", "run"),
+    ("python", "from bert_tf.litert import LiteRTModel", "run"),
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("", "tokenization.py     the original WordPiece", "the layout: files exist"),
@@ -443,6 +452,19 @@ def test_saved_model_cli_commands(workspace, mrpc_export):
     assert "probabilities" in result.stdout
 
 
+def test_litert_export_command_and_snippet(workspace, mrpc_output):
+    pytest.importorskip("ai_edge_litert", reason="ai-edge-litert ([litert])")
+    (command,) = commands(block("python export_litert.py"))
+    command = small(workspace, command).replace(
+        "--max_seq_length=128", f"--max_seq_length={TINY_POSITIONS}"
+    )
+    run_shell(workspace, command)
+    code = small(workspace, block("from bert_tf.litert import LiteRTModel"))
+    printed = run_python(workspace, code, "litert_api.py").stdout.splitlines()
+    assert printed[0] == "['0', '1'] ['text_a', 'text_b']"
+    assert printed[1] in ("[b'0']", "[b'1']")
+
+
 def test_text_classifier_snippet(workspace, shared_data):
     with open(
         os.path.join(shared_data, "glue", "MRPC", "train.tsv"), encoding="utf-8"
@@ -526,14 +548,18 @@ def test_install_blocks_run_the_documented_commands():
     with open(os.path.join(REPO, "tests", "test_demo.py")) as f:
         assert '"-m", "bert_tf.demo"' in f.read()
     test = commands(block("python -m pytest -q"))[0].split(" && ")
-    assert test[-1] == "python -m pytest -q"
+    # Two workers, a test file per worker (module fixtures train once), from
+    # pytest-xdist, which the test extra installs.
+    assert test[-1] == "python -m pytest -q -n 2 --dist loadfile"
     for command in demo[:-1] + test[:-1]:
         assert command.startswith("pip install ")
     # torch comes first, from PyTorch's CPU index only (--index-url: no fallback to
     # PyPI's CUDA build), pinned as the test extra pins it, which it then satisfies.
     cpu_index = "--index-url https://download.pytorch.org/whl/cpu"
     with open(SETUP) as f:
-        (torch_pin,) = re.findall(r'"(torch==[^"]+)"', f.read())
+        setup = f.read()
+    (torch_pin,) = re.findall(r'"(torch==[^"]+)"', setup)
+    assert '"pytest-xdist"' in setup
     assert test[0] == f"pip install {torch_pin} {cpu_index}"
     assert test[1] == 'pip install -e ".[test]"'
     assert "--extra-index-url" not in " ".join(demo + test)
@@ -551,6 +577,7 @@ def test_install_blocks_run_the_documented_commands():
         ("--output_dir=/tmp/pretraining_output", "run_pretraining"),
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
         ("python run_retrieval.py", "run_retrieval"),
+        ("--model_type=reranker", "export_saved_model"),
     ],
 )
 def test_unrunnable_commands_use_real_flags(marker, module):

@@ -18,6 +18,8 @@ def test_each_model_class_gets_its_family_and_subclasses_their_base():
         bert_tf.BertSpanLabeler: serving.SpanSignatures,
         bert_tf.BertTokenClassifier: serving.TaggerSignatures,
         bert_tf.BertEncoder: serving.EncoderSignatures,
+        # Its own family before its base BertClassifier's.
+        bert_tf.BertReranker: serving.RerankerSignatures,
     }
     for model_class, module_class in expected.items():
         assert serving.signature_module_class(model_class) is module_class

@@ -30,7 +30,11 @@ def define_flags():
         "(run_ner output), encoder, or embedding (a sentence encoder: a "
         "sentence-transformers directory such as run_similarity's "
         "output_dir/sentence_transformers, or a BERT checkpoint with --pooling; "
-        "its own max_seq_length and lower-casing are used).",
+        "its own max_seq_length and lower-casing are used), or reranker (a "
+        "cross-encoder: a sentence-transformers CrossEncoder / one-label Hugging "
+        "Face BertForSequenceClassification directory, or our checkpoint of one; "
+        "its own max_seq_length, lower-casing and "
+        "activation are used).",
     )
     flags.DEFINE_string(
         "init_checkpoint",

@@ -59,7 +59,9 @@ class SentencePooling(keras.layers.Layer):
 
     def call(self, sequence_output, input_mask):
         vectors = ops.cast(sequence_output, "float32")
-        mask = ops.cast(input_mask, "float32")[:, :, None]
+        # expand_dims, not [:, :, None]: LiteRT's builtin StridedSlice has no
+        # new axes, so the slice would not convert for bert_tf.litert.
+        mask = ops.expand_dims(ops.cast(input_mask, "float32"), -1)
         outputs = []
         for mode in self.modes:
             if mode == "cls":

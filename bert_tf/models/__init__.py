@@ -3,6 +3,7 @@
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.models.bert_reranker import BertReranker
 from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_text_classifier import BertTextClassifier
@@ -12,6 +13,7 @@ __all__ = [
     "BertClassifier",
     "BertEncoder",
     "BertPretrainer",
+    "BertReranker",
     "BertSentenceEncoder",
     "BertSpanLabeler",
     "BertTextClassifier",

@@ -181,7 +181,11 @@ def run_layers(embeddings, blocks, inputs, query_positions=None):
     `query_positions` when given (see `TransformerBlock`)."""
     hidden_states = embeddings(inputs["input_ids"], inputs["segment_ids"])
     # [batch, 1, 1, seq]: masks padded keys for every head and query.
-    visible = ops.cast(inputs["input_mask"], "float32")[:, None, None, :]
+    # (expand_dims, not [:, None, None, :]: LiteRT's builtin StridedSlice
+    # cannot add two axes, so that slice would need TensorFlow ops.)
+    visible = ops.expand_dims(
+        ops.expand_dims(ops.cast(inputs["input_mask"], "float32"), 1), 1
+    )
     attention_bias = (1.0 - visible) * MASK_ADDER
     outputs = []
     for index, block in enumerate(blocks):

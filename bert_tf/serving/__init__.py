@@ -4,11 +4,13 @@
   model family serves: the raw-text endpoint (`serving_default`), the
   tokenized endpoint (`serve_tokenized`), warmup requests and metadata.
 * One implementation per family: `ClassifierSignatures`,
-  `EncoderSignatures`, `EmbeddingSignatures`, `SpanSignatures` (with `DocumentAnswers` and
-  `SpanOptions`), `TaggerSignatures`.
+  `EncoderSignatures`, `EmbeddingSignatures`, `RerankerSignatures`,
+  `SpanSignatures` (with `DocumentAnswers` and `SpanOptions`), `TaggerSignatures`.
 * registry.py: model class -> family; a new family adds one entry with
   `register(ModelClass, SignatureModuleClass)` (or a line in its table).
 * `export_saved_model` (saved_model_exporter.py): the TF Serving SavedModel.
+* `export_litert` (litert_exporter.py): one LiteRT (.tflite) file that takes
+  raw text (tokenizer inside, int8 weights by default).
 
 `import bert_tf.serving` does not import TensorFlow; the names below are
 imported on first use (`SpanOptions` never needs it).
@@ -26,11 +28,13 @@ _EXPORTS = {
     "DocumentAnswers": "bert_tf.serving.document_answers",
     "EmbeddingSignatures": "bert_tf.serving.embedding_signatures",
     "EncoderSignatures": "bert_tf.serving.encoder_signatures",
+    "RerankerSignatures": "bert_tf.serving.reranker_signatures",
     "SignatureModule": "bert_tf.serving.signature_module",
     "SpanOptions": "bert_tf.serving.span_options",
     "SpanSignatures": "bert_tf.serving.span_signatures",
     "TaggerSignatures": "bert_tf.serving.tagger_signatures",
     "TextPairSignatures": "bert_tf.serving.text_pair_signatures",
+    "export_litert": "bert_tf.serving.litert_exporter",
     "export_saved_model": "bert_tf.serving.saved_model_exporter",
     "register": "bert_tf.serving.registry",
     "signature_module_class": "bert_tf.serving.registry",

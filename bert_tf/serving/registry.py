@@ -23,6 +23,9 @@ _BUILTIN = {
     "bert_tf.models.bert_classifier:BertClassifier": (
         "bert_tf.serving.classifier_signatures:ClassifierSignatures"
     ),
+    "bert_tf.models.bert_reranker:BertReranker": (
+        "bert_tf.serving.reranker_signatures:RerankerSignatures"
+    ),
     "bert_tf.models.bert_span_labeler:BertSpanLabeler": (
         "bert_tf.serving.span_signatures:SpanSignatures"
     ),

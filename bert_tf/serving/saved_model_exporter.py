@@ -25,6 +25,10 @@ model               serving_default inputs       outputs
                                                  `start_logits`, `end_logits` [B, L]
 `BertEncoder`       `text_a` (+ `text_b`)        `pooled_output` [B, H],
                                                  `sequence_output` [B, L, H]
+`BertReranker`      `query` [B], `passages`      `scores`, `logits` [B, N] float32,
+                    [B, N] ("" pads)             `ranking` [B, N] int32 (see
+                                                 `RerankerSignatures`); serve_tokenized:
+                                                 `scores`, `logits` [B]
 `BertTokenClassi-   `text`                       `logits`, `tag_ids`, `tags` [B, L];
 fier` (tagger)                                   raw text only: `token_start`,
                                                  `token_end`, `entity_type`,

@@ -17,6 +17,7 @@ from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
+from bert_tf.models import BertReranker
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
@@ -93,6 +94,13 @@ def run(options):
             init, config=config, pooling=options.pooling, vocab_file=vocab_file
         )
         # The tokenization the encoder was trained with: its checkpoint's.
+        do_lower_case = model.preprocessor.do_lower_case
+        max_seq_length = model.preprocessor.seq_length
+        serving = {}
+    elif options.model_type == "reranker":
+        # Strict: a checkpoint without the one-label score head is an error.
+        model = BertReranker.from_checkpoint(init, config=config, vocab_file=vocab_file)
+        # The tokenization the cross-encoder was trained with: its directory's.
         do_lower_case = model.preprocessor.do_lower_case
         max_seq_length = model.preprocessor.seq_length
         serving = {}

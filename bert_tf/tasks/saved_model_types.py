@@ -9,7 +9,9 @@ builds the model of each type:
 - encoder: any checkpoint, sequence and pooled outputs (`BertEncoder`);
 - tagger: a run_ner output (`BertTokenClassifier`);
 - embedding: a sentence encoder (`BertSentenceEncoder`: a sentence-transformers
-  directory, e.g. a run_similarity output's, or a BERT checkpoint with --pooling).
+  directory, e.g. a run_similarity output's, or a BERT checkpoint with --pooling);
+- reranker: a cross-encoder (`BertReranker`: a sentence-transformers CrossEncoder /
+  one-label BertForSequenceClassification directory, or our checkpoint of one).
 """
 
-MODEL_TYPES = ("classifier", "span", "encoder", "tagger", "embedding")
+MODEL_TYPES = ("classifier", "span", "encoder", "tagger", "embedding", "reranker")

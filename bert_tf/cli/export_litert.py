@@ -1,0 +1,110 @@
+r"""Exports a trained BERT checkpoint as a LiteRT (TFLite) file that takes raw text.
+
+The tokenizer is inside the file (tensorflow-text's fast BERT tokenizer,
+whose LiteRT kernels `bert_tf.litert.LiteRTModel` registers); weights are
+int8 by default. See README.md ("LiteRT").
+
+    python export_litert.py --model_type=classifier --task_name=MRPC \
+      --init_checkpoint=/tmp/mrpc_output --do_lower_case=True \
+      --max_seq_length=128 --output_file=/tmp/mrpc.tflite
+
+Installed as `bert-tf-export-litert` (needs `pip install ".[litert]"` to run
+the file); also `python -m bert_tf.cli.export_litert` and
+`python export_litert.py`.
+"""
+
+from absl import flags
+
+from bert_tf.cli.command import Command
+
+# Importable without TensorFlow (for --help); bert_tf.serving.litert_exporter checks
+# the same names.
+LITERT_MODEL_TYPES = ("classifier", "tagger", "span", "embedding", "encoder")
+QUANTIZATIONS = ("dynamic_int8", "float16", "none")
+
+
+def define_flags():
+    flags.DEFINE_enum(
+        "model_type",
+        None,
+        list(LITERT_MODEL_TYPES),
+        "classifier (run_classifier output), tagger (run_ner output), span "
+        "(run_squad output, one window per question/context), embedding "
+        "(run_similarity output or a sentence-transformers directory) or encoder.",
+    )
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "The trained model: a run_* --output_dir, a checkpoint prefix, or a Google "
+        "or Hugging Face model directory.",
+    )
+    flags.DEFINE_string(
+        "bert_config_file",
+        None,
+        "bert_config.json; default: the one beside the checkpoint.",
+    )
+    flags.DEFINE_string(
+        "vocab_file", None, "vocab.txt; default: the one beside the checkpoint."
+    )
+    flags.DEFINE_bool(
+        "do_lower_case",
+        True,
+        "Whether to lower case the input text (as the model was trained).",
+    )
+    flags.DEFINE_integer(
+        "max_seq_length",
+        128,
+        "Longest packed input (each request is padded to its longest row, up to "
+        "this); span: the window length.",
+    )
+    flags.DEFINE_string("output_file", None, "The .tflite file to write.")
+    flags.DEFINE_enum(
+        "quantization",
+        "dynamic_int8",
+        list(QUANTIZATIONS),
+        "dynamic_int8: int8 weights and int8 matrix products (fastest on CPU, "
+        "~1/4 of the float32 size); float16: float16 weights; none: float32.",
+    )
+    flags.DEFINE_string(
+        "task_name",
+        None,
+        "classifier: a run_classifier task (e.g. MRPC) for the label names and "
+        "whether it takes text pairs.",
+    )
+    flags.DEFINE_list(
+        "labels",
+        None,
+        "classifier: label names in label-id order (instead of --task_name); "
+        "tagger: its IOB2 tags (default: the label_list.json run_ner.py saved "
+        "beside the checkpoint).",
+    )
+    flags.DEFINE_bool(
+        "text_pair",
+        None,
+        "classifier/encoder: serving_default takes text_b too (default: from "
+        "--task_name; else false).",
+    )
+    flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
+
+
+def export(flags_obj):
+    """Exports, then prints the file's path (TensorFlow imported now)."""
+    from bert_tf.tasks import litert_export
+
+    print(litert_export.run(flags_obj))
+
+
+COMMAND = Command(
+    "export_litert",
+    __doc__,
+    define_flags,
+    export,
+    required=("model_type", "init_checkpoint", "output_file"),
+)
+
+
+main = COMMAND.main
+
+
+if __name__ == "__main__":
+    main()

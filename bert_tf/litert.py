@@ -1,0 +1,127 @@
+"""Runs a bert_tf LiteRT file: raw text in, predictions out.
+
+Needs only ai-edge-litert and tensorflow-text (`pip install ".[litert]"`);
+the file comes from `bert-tf-export-litert` (`bert_tf.serving.litert_exporter`).
+
+Example:
+>>> from bert_tf.litert import LiteRTModel
+>>> model = LiteRTModel("/tmp/mrpc.tflite")
+>>> model(text_a=["He left."], text_b=["He is gone."])["labels"]
+array([b'1'], dtype=object)
+"""
+
+import json
+
+import numpy as np
+
+METADATA_NAME = "bert_tf_export"
+INSTALL_HINT = 'pip install ".[litert]" (ai-edge-litert and tensorflow-text)'
+
+
+def _import_runtime():
+    """(InterpreterWithCustomOps, tensorflow-text's LiteRT op registrars)."""
+    try:
+        from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    except ImportError as error:
+        raise ImportError(
+            f"bert_tf.litert needs the ai-edge-litert package ({error}): {INSTALL_HINT}"
+        ) from error
+    try:
+        import tensorflow_text
+    except ImportError as error:
+        raise ImportError(
+            "bert_tf.litert needs the tensorflow-text package for the tokenizer's "
+            f"LiteRT kernels ({error}): {INSTALL_HINT}"
+        ) from error
+    return InterpreterWithCustomOps, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
+
+
+def read_metadata(model_content):
+    """The `bert_tf_export` JSON entry of a .tflite file's bytes (or None)."""
+    try:
+        from ai_edge_litert import schema_py_generated as schema
+    except ImportError as error:
+        raise ImportError(
+            f"bert_tf.litert needs the ai-edge-litert package ({error}): {INSTALL_HINT}"
+        ) from error
+    model = schema.Model.GetRootAs(model_content, 0)
+    for index in range(model.MetadataLength()):
+        entry = model.Metadata(index)
+        if entry.Name().decode() == METADATA_NAME:
+            data = model.Buffers(entry.Buffer()).DataAsNumpy()
+            return json.loads(bytes(data).decode())
+    return None
+
+
+class LiteRTModel:
+    """A bert_tf `.tflite` file, opened with tensorflow-text's LiteRT kernels.
+
+    Calling it runs `serving_default` on raw strings; `tokenized(...)` runs
+    `serve_tokenized`; `metadata` holds what the export stored (model type,
+    labels, seq_length, quantization, ...).
+
+    Args:
+        path: the `.tflite` file.
+        num_threads: CPU threads of the interpreter (default: LiteRT's).
+
+    Example:
+    >>> model = LiteRTModel("/tmp/ner.tflite")
+    >>> model(text=["Angela Merkel visited Paris."])["tags"][0, :4]
+    array([b'', b'B-person', b'I-person', b'O'], dtype=object)
+    """
+
+    def __init__(self, path, num_threads=None):
+        interpreter_class, registrars = _import_runtime()
+        with open(path, "rb") as f:
+            content = f.read()
+        self.path = path
+        self.metadata = read_metadata(content)
+        if self.metadata is None:
+            raise ValueError(
+                f"{path} has no {METADATA_NAME} metadata: not a bert_tf LiteRT export"
+            )
+        self._interpreter = interpreter_class(
+            custom_op_registerers=registrars,
+            model_content=content,
+            num_threads=num_threads,
+        )
+        self._runners = {}
+
+    @property
+    def input_names(self):
+        """The raw-text inputs of `serving_default`."""
+        return list(self.metadata["signatures"]["serving_default"])
+
+    def _runner(self, name):
+        if name not in self._runners:
+            self._runners[name] = self._interpreter.get_signature_runner(name)
+        return self._runners[name]
+
+    def __call__(self, **texts):
+        """`serving_default` on equally long lists of strings per input."""
+        if sorted(texts) != sorted(self.input_names):
+            raise ValueError(
+                f"{self.path} takes {self.input_names}, got {sorted(texts)}"
+            )
+        arrays = {}
+        for name, values in texts.items():
+            values = [values] if isinstance(values, (str, bytes)) else list(values)
+            arrays[name] = np.array(
+                [v.encode("utf-8") if isinstance(v, str) else v for v in values],
+                dtype=object,
+            )
+        sizes = {len(a) for a in arrays.values()}
+        if len(sizes) != 1:
+            raise ValueError(
+                f"inputs {sorted(arrays)} must have the same number of strings, got "
+                + ", ".join(f"{k}: {len(v)}" for k, v in sorted(arrays.items()))
+            )
+        return self._runner("serving_default")(**arrays)
+
+    def tokenized(self, input_ids, input_mask, segment_ids):
+        """`serve_tokenized` on int32 [batch, length] arrays."""
+        return self._runner("serve_tokenized")(
+            input_ids=np.asarray(input_ids, np.int32),
+            input_mask=np.asarray(input_mask, np.int32),
+            segment_ids=np.asarray(segment_ids, np.int32),
+        )
