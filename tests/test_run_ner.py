@@ -9,16 +9,20 @@ against the Keras model fed by the original tokenizer.
 
 import json
 import os
-import shutil
 import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from cli_script import REPO
 from cli_script import run_script
-from safetensors.numpy import load_file
-from safetensors.numpy import save_file
+from ner_run_fixtures import SCRIPT
+from ner_run_fixtures import SEQ_LENGTH
+from ner_run_fixtures import SERVING_TEXTS
+from ner_run_fixtures import packed_inputs
+from ner_run_fixtures import read_columns
+from ner_run_fixtures import read_results
+from ner_run_fixtures import rerun_flags
+from ner_run_fixtures import trained_ner_run
 from serving_process import call_in_fresh_process
 
 import bert_tf
@@ -30,88 +34,14 @@ from bert_tf.serving import TaggerSignatures
 # End-to-end runs through the command line: the full suite's tier.
 pytestmark = pytest.mark.slow
 
-SEQ_LENGTH = 32
-SCRIPT = os.path.join(REPO, "run_ner.py")
-SERVING_TEXTS = [
-    "Barack Obama met Vanessa Hudgens in Redondo Beach , California .",
-    "",
-    "Ünïcödé Steve Smith's café 🙂 &amp; New York Knicks !",
-    "word " * 300,
-]
-
-
-def _sentences(shared_data):
-    path = os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
-    with open(path, encoding="utf-8") as f:
-        return f.read().strip("\n").split("\n\n")
-
-
-def _first_layers_of(hf_dir, out_dir, layers):
-    """A Hugging Face directory holding the first `layers` layers of `hf_dir`'s
-    model (loading is strict: a 2-layer config on the 6-layer file fails)."""
-    out_dir.mkdir()
-    weights = load_file(os.path.join(hf_dir, "model.safetensors"))
-    kept = {
-        name: value
-        for name, value in weights.items()
-        if not name.startswith("encoder.layer.") or int(name.split(".")[2]) < layers
-    }
-    save_file(kept, str(out_dir / "model.safetensors"))
-    with open(os.path.join(hf_dir, "config.json")) as f:
-        config = json.load(f)
-    config["num_hidden_layers"] = layers
-    (out_dir / "config.json").write_text(json.dumps(config))
-    shutil.copy(os.path.join(hf_dir, "vocab.txt"), out_dir / "vocab.txt")
-    return out_dir
-
 
 @pytest.fixture(scope="module")
 def run_dir(shared_data, minilm_dir, tmp_path_factory):
-    base = tmp_path_factory.mktemp("ner")
-    blocks = _sentences(shared_data)
-    (base / "train.txt").write_text("\n\n".join(blocks[:160]) + "\n", "utf-8")
-    (base / "dev.txt").write_text("\n\n".join(blocks[160:260]) + "\n", "utf-8")
-    tokens_only = [
-        "\n".join(line.split("\t")[0] for line in block.split("\n"))
-        for block in blocks[260:300]
-    ]
-    (base / "test.txt").write_text("\n\n".join(tokens_only) + "\n", "utf-8")
-    checkpoint = _first_layers_of(minilm_dir, base / "minilm_2_layers", 2)
-    shutil.copy(checkpoint / "config.json", base / "bert_config.json")
-    run_script(
-        SCRIPT,
-        f"--data_dir={base}",
-        f"--init_checkpoint={checkpoint}",
-        f"--output_dir={base / 'out'}",
-        f"--export_dir={base / 'export'}",
-        f"--max_seq_length={SEQ_LENGTH}",
-        "--do_train",
-        "--do_eval",
-        "--do_predict",
-        "--train_batch_size=16",
-        "--num_train_epochs=4",
-        "--learning_rate=2e-4",
-        timeout=600,
-    )
-    return base
-
-
-def _read_results(path):
-    with open(path) as f:
-        return {
-            key: float(value)
-            for key, value in (line.strip().split(" = ") for line in f if line.strip())
-        }
-
-
-def _read_columns(path):
-    with open(path, encoding="utf-8") as f:
-        blocks = f.read().strip("\n").split("\n\n")
-    return [[line.split(" ") for line in block.split("\n")] for block in blocks]
+    return trained_ner_run(shared_data, minilm_dir, tmp_path_factory.mktemp("ner"))
 
 
 def test_learns_entities_on_held_out_sentences(run_dir):
-    results = _read_results(run_dir / "out" / "eval_results.txt")
+    results = read_results(run_dir / "out" / "eval_results.txt")
     for key in ("precision", "recall", "f1", "accuracy", "eval_loss", "global_step"):
         assert key in results
     assert {k for k in results if k.startswith("f1_")} >= {"f1_person", "f1_location"}
@@ -127,21 +57,21 @@ def test_prediction_files_have_every_input_word(run_dir):
     labels = set(
         json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
     )
-    dev = _read_columns(run_dir / "dev.txt")
+    dev = read_columns(run_dir / "dev.txt")
     dev = [[row[0].split("\t") for row in block] for block in dev]
-    predicted = _read_columns(run_dir / "out" / "eval_predictions.txt")
+    predicted = read_columns(run_dir / "out" / "eval_predictions.txt")
     assert [[r[:2] for r in block] for block in predicted] == dev
     assert all(r[2] in labels for block in predicted for r in block)
-    test_words = _read_columns(run_dir / "test.txt")
-    test_predicted = _read_columns(run_dir / "out" / "test_predictions.txt")
+    test_words = read_columns(run_dir / "test.txt")
+    test_predicted = read_columns(run_dir / "out" / "test_predictions.txt")
     assert [[r[:1] for r in block] for block in test_predicted] == test_words
     assert all(len(r) == 2 and r[1] in labels for b in test_predicted for r in b)
 
 
 def test_eval_results_are_conlleval_scores_of_the_predictions_file(run_dir):
     seqeval = pytest.importorskip("seqeval.metrics", reason="seqeval not installed")
-    results = _read_results(run_dir / "out" / "eval_results.txt")
-    blocks = _read_columns(run_dir / "out" / "eval_predictions.txt")
+    results = read_results(run_dir / "out" / "eval_results.txt")
+    blocks = read_columns(run_dir / "out" / "eval_predictions.txt")
     gold = [[r[1] for r in block] for block in blocks]
     predicted = [[r[2] for r in block] for block in blocks]
     assert results["f1"] == pytest.approx(seqeval.f1_score(gold, predicted))
@@ -153,18 +83,14 @@ def test_eval_results_are_conlleval_scores_of_the_predictions_file(run_dir):
 
 
 def test_eval_only_rerun_restores_the_trained_model(run_dir):
-    first = _read_results(run_dir / "out" / "eval_results.txt")
+    first = read_results(run_dir / "out" / "eval_results.txt")
     run_script(
         SCRIPT,
-        f"--data_dir={run_dir}",
-        f"--vocab_file={run_dir / 'out' / 'vocab.txt'}",
-        f"--bert_config_file={run_dir / 'bert_config.json'}",
-        f"--output_dir={run_dir / 'out'}",
-        f"--max_seq_length={SEQ_LENGTH}",
+        *rerun_flags(run_dir),
         "--do_eval",
         "--eval_batch_size=5",
     )
-    again = _read_results(run_dir / "out" / "eval_results.txt")
+    again = read_results(run_dir / "out" / "eval_results.txt")
     assert again.pop("eval_loss") == pytest.approx(first.pop("eval_loss"), rel=1e-4)
     assert again == pytest.approx(first, rel=1e-6)
 
@@ -205,27 +131,10 @@ def test_untagged_dev_file_stops_before_training(run_dir, tmp_path):
     assert not (output / "checkpoints").exists()
 
 
-def _packed(vocab_file, texts):
-    """The original tokenizer's ids and tokens of each text, cut to one window."""
-    tokenizer = tokenization.FullTokenizer(vocab_file, True)
-    ids, tokens = [], []
-    for text in texts:
-        pieces = tokenizer.tokenize(text)[: SEQ_LENGTH - 2]
-        tokens.append(pieces)
-        row = tokenizer.convert_tokens_to_ids(["[CLS]", *pieces, "[SEP]"])
-        ids.append(row + [0] * (SEQ_LENGTH - len(row)))
-    ids = np.array(ids, np.int32)
-    return {
-        "input_ids": ids,
-        "input_mask": (ids > 0).astype(np.int32),
-        "segment_ids": np.zeros_like(ids),
-    }, tokens
-
-
 def test_exported_tagger_answers_raw_text_in_a_fresh_process(run_dir, tmp_path):
     (version,) = [d for d in os.listdir(run_dir / "export") if d.isdigit()]
     vocab_file = str(run_dir / "out" / "vocab.txt")
-    inputs, tokens = _packed(vocab_file, SERVING_TEXTS)
+    inputs, tokens = packed_inputs(vocab_file, SERVING_TEXTS)
     directory = str(run_dir / "export" / version)
     text_out, ids_out = call_in_fresh_process(
         tmp_path,

@@ -8,22 +8,21 @@ the Keras model's logits over the same words.
 
 import json
 import os
-import shutil
 import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from cli_script import run_script
+from ner_run_fixtures import SCRIPT
+from ner_run_fixtures import SEQ_LENGTH
+from ner_run_fixtures import SERVING_TEXTS
+from ner_run_fixtures import packed_inputs
+from ner_run_fixtures import read_columns
+from ner_run_fixtures import read_results
+from ner_run_fixtures import rerun_flags
+from ner_run_fixtures import trained_ner_run
 from serving_process import call_in_fresh_process
-from test_run_ner import SCRIPT
-from test_run_ner import SEQ_LENGTH
-from test_run_ner import SERVING_TEXTS
-from test_run_ner import _first_layers_of
-from test_run_ner import _packed
-from test_run_ner import _read_columns
-from test_run_ner import _read_results
-from test_run_ner import _sentences
 
 import bert_tf
 from bert_tf.entity_metrics import get_entities
@@ -36,47 +35,12 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
 
-def _common(base):
-    return [
-        f"--data_dir={base}",
-        f"--vocab_file={base / 'out' / 'vocab.txt'}",
-        f"--bert_config_file={base / 'bert_config.json'}",
-        f"--output_dir={base / 'out'}",
-        f"--max_seq_length={SEQ_LENGTH}",
-    ]
-
-
 @pytest.fixture(scope="module")
 def run_dir(shared_data, minilm_dir, tmp_path_factory):
     base = tmp_path_factory.mktemp("ner_crf")
-    blocks = _sentences(shared_data)
-    (base / "train.txt").write_text("\n\n".join(blocks[:160]) + "\n", "utf-8")
-    (base / "dev.txt").write_text("\n\n".join(blocks[160:260]) + "\n", "utf-8")
-    tokens_only = [
-        "\n".join(line.split("\t")[0] for line in block.split("\n"))
-        for block in blocks[260:300]
-    ]
-    (base / "test.txt").write_text("\n\n".join(tokens_only) + "\n", "utf-8")
-    checkpoint = _first_layers_of(minilm_dir, base / "minilm_2_layers", 2)
-    shutil.copy(checkpoint / "config.json", base / "bert_config.json")
-    run_script(
-        SCRIPT,
-        f"--data_dir={base}",
-        f"--init_checkpoint={checkpoint}",
-        f"--output_dir={base / 'out'}",
-        f"--max_seq_length={SEQ_LENGTH}",
-        f"--export_dir={base / 'export'}",
-        "--use_crf",
-        "--crf_constrained",
-        "--do_train",
-        "--do_eval",
-        "--do_predict",
-        "--train_batch_size=16",
-        "--num_train_epochs=4",
-        "--learning_rate=2e-4",
-        timeout=600,
+    return trained_ner_run(
+        shared_data, minilm_dir, base, "--use_crf", "--crf_constrained"
     )
-    return base
 
 
 def _labels(run_dir):
@@ -84,7 +48,7 @@ def _labels(run_dir):
 
 
 def test_learns_transitions_and_predicts_well_formed_iob2(run_dir):
-    results = _read_results(run_dir / "out" / "eval_results.txt")
+    results = read_results(run_dir / "out" / "eval_results.txt")
     assert results["f1"] > 0.2 and results["eval_loss"] < 0.8
     labels = _labels(run_dir)
     (final,) = [f for f in os.listdir(run_dir / "out") if f.endswith(".index")]
@@ -99,7 +63,7 @@ def test_learns_transitions_and_predicts_well_formed_iob2(run_dir):
     assert np.abs(transitions).max() > 1e-3
     assert transitions[~allowed].mean() < transitions[allowed].mean()
     for name in ("eval_predictions.txt", "test_predictions.txt"):
-        for block in _read_columns(run_dir / "out" / name):
+        for block in read_columns(run_dir / "out" / name):
             previous = "O"
             for row in block:
                 tag = row[-1]
@@ -109,15 +73,17 @@ def test_learns_transitions_and_predicts_well_formed_iob2(run_dir):
 
 
 def test_eval_needs_the_same_crf_flag(run_dir):
-    first = _read_results(run_dir / "out" / "eval_results.txt")
-    run_script(SCRIPT, *_common(run_dir), "--do_eval", "--use_crf", "--crf_constrained")
-    again = _read_results(run_dir / "out" / "eval_results.txt")
+    first = read_results(run_dir / "out" / "eval_results.txt")
+    run_script(
+        SCRIPT, *rerun_flags(run_dir), "--do_eval", "--use_crf", "--crf_constrained"
+    )
+    again = read_results(run_dir / "out" / "eval_results.txt")
     assert again == pytest.approx(first, rel=1e-4)
-    result = run_script(SCRIPT, *_common(run_dir), "--do_eval", check=False)
+    result = run_script(SCRIPT, *rerun_flags(run_dir), "--do_eval", check=False)
     assert result.returncode == 2
     assert "holds a CRF tagger (cls/crf/transitions): add --use_crf" in result.stderr
     # Training on with other CRF flags is another run, not a resume.
-    result = run_script(SCRIPT, *_common(run_dir), "--do_train", check=False)
+    result = run_script(SCRIPT, *rerun_flags(run_dir), "--do_train", check=False)
     assert result.returncode == 2
     assert "use_crf" in result.stderr and "other settings" in result.stderr
 
@@ -126,7 +92,7 @@ def test_export_decodes_with_viterbi_in_a_fresh_process(run_dir, tmp_path):
     (version,) = [d for d in os.listdir(run_dir / "export") if d.isdigit()]
     directory = str(run_dir / "export" / version)
     vocab_file = str(run_dir / "out" / "vocab.txt")
-    inputs, tokens = _packed(vocab_file, SERVING_TEXTS)
+    inputs, tokens = packed_inputs(vocab_file, SERVING_TEXTS)
     text_out, ids_out = call_in_fresh_process(
         tmp_path,
         [
