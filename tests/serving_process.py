@@ -37,6 +37,8 @@ LOADER = textwrap.dedent(
             kwargs[k] = tf.constant(
                 v, dtype=tf.string if isinstance(first, str) else tf.int32
             )
+        for k, v in call.get("scalars", {}).items():  # e.g. top_k
+            kwargs[k] = tf.constant(v, tf.int32)
         for name, value in signature(**kwargs).items():
             results[f"{i}/{name}"] = value.numpy()
     np.savez(sys.argv[2], **results)
@@ -45,7 +47,8 @@ LOADER = textwrap.dedent(
 
 
 def call_in_fresh_process(tmp_path, calls):
-    """Each call {"dir", "signature", "inputs": {name: list}} → {output: array}."""
+    """Each call {"dir", "signature", "inputs": {name: list}, optional
+    "scalars": {name: int}} → {output: array}."""
     script = tmp_path / "load.py"
     script.write_text(LOADER)
     (tmp_path / "calls.json").write_text(json.dumps(calls))

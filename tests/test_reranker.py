@@ -309,6 +309,10 @@ def test_signature_scores_real_pairs_and_ranks_padding_last(tiny_reranker):
     )
     with pytest.raises(tf.errors.InvalidArgumentError, match="as many rows"):
         serve(tf.constant(queries[:1]), tf.constant(passages))
+    # Nothing to score: every slot is padding.
+    empty = serve(tf.constant(["who?"]), tf.constant([["", ""]]))
+    assert (empty["scores"].numpy() == np.finfo(np.float32).min).all()
+    assert empty["ranking"].numpy().tolist() == [[0, 1]]
 
 
 @pytest.mark.slow

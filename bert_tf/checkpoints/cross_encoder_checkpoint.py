@@ -99,9 +99,13 @@ def _transformer_dir(path):
     return directory
 
 
-def read_cross_encoder(path):
+def read_cross_encoder(path, new_head=False):
     """The checkpoint and settings at `path` (a cross-encoder directory, or
     any checkpoint `find_checkpoint` reads).
+
+    With `new_head`, `path` only supplies an encoder (e.g. a
+    sentence-transformers embedding model): its modules and labels are not
+    checked.
 
     Raises:
         UserInputError: more than one label, an activation other than Sigmoid
@@ -111,7 +115,7 @@ def read_cross_encoder(path):
     if not os.path.isdir(path):
         return CrossEncoderFiles(find_checkpoint(path), None, None, None)
     activation = None
-    if os.path.exists(os.path.join(path, MODULES_FILE)):
+    if os.path.exists(os.path.join(path, MODULES_FILE)) and not new_head:
         directory = _transformer_dir(path)
         st_config = os.path.join(path, ST_CONFIG_FILE)
         if os.path.exists(st_config):
@@ -129,7 +133,7 @@ def read_cross_encoder(path):
     )
     labels = hf_config.get("id2label")
     num_labels = len(labels) if labels else hf_config.get("num_labels", 1)
-    if num_labels != 1:
+    if num_labels != 1 and not new_head:
         raise UserInputError(
             f"{config_file}: {num_labels} labels; a re-ranker (cross-encoder) "
             "scores each pair with one label"
@@ -149,8 +153,12 @@ def read_cross_encoder(path):
         if settings.get("do_lower_case"):  # lower-cases before the tokenizer
             do_lower_case = True
     tokenizer_config = os.path.join(directory, "tokenizer_config.json")
-    if max_seq_length is None and os.path.exists(tokenizer_config):
-        max_seq_length = _read_json(tokenizer_config).get("model_max_length")
+    if os.path.exists(tokenizer_config):
+        settings = _read_json(tokenizer_config)
+        if max_seq_length is None:
+            max_seq_length = settings.get("model_max_length")
+        if do_lower_case is None:  # e.g. a TF1 checkpoint with this file beside it
+            do_lower_case = settings.get("do_lower_case")
     return CrossEncoderFiles(files, activation, max_seq_length, do_lower_case)
 
 

@@ -131,6 +131,16 @@ def define_flags():
         ["float32", "bfloat16"],
         "How the SavedModel stores the corpus embeddings.",
     )
+    flags.DEFINE_string(
+        "rerank_checkpoint",
+        None,
+        "With --export_dir: a cross-encoder (a CrossEncoder directory, or our "
+        "checkpoint of one) that re-orders each query's --rerank_top_k best passages in "
+        "the SavedModel (both stages in one graph).",
+    )
+    flags.DEFINE_integer(
+        "rerank_top_k", 20, "Candidate passages per query for --rerank_checkpoint."
+    )
     flags.DEFINE_integer("seed", 12345, "Random seed (shuffling, initialisation).")
 
 

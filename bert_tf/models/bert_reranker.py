@@ -231,7 +231,7 @@ class BertReranker(BertTextTask, BertClassifier):
                 `new_head`), unused entries, more than one label, or an
                 activation other than sigmoid/identity.
         """
-        files = read_cross_encoder(path)
+        files = read_cross_encoder(path, new_head=new_head)
         checkpoint = files.checkpoint
         if config is None:
             config = checkpoint.load_config()

@@ -35,6 +35,8 @@ class RetrievalOptions:
     do_eval: bool = False
     export_dir: str | None = None
     serving_dtype: str = "float32"
+    rerank_checkpoint: str | None = None
+    rerank_top_k: int = 20
     train_split: str = "train"
     eval_split: str = "test"
     pooling: str | None = None
@@ -117,6 +119,16 @@ class RetrievalOptions:
             raise UserInputError(
                 f"--num_train_epochs={self.num_train_epochs}: must be > 0"
             )
+        if self.rerank_checkpoint and not self.export_dir:
+            raise UserInputError(
+                "--rerank_checkpoint: the two-stage SavedModel needs --export_dir"
+            )
+        if self.rerank_checkpoint and not os.path.exists(self.rerank_checkpoint):
+            raise UserInputError(
+                f"--rerank_checkpoint={self.rerank_checkpoint}: does not exist"
+            )
+        if self.rerank_top_k < 1:
+            raise UserInputError(f"--rerank_top_k={self.rerank_top_k}: must be >= 1")
         if self.serving_dtype not in ("float32", "bfloat16"):
             raise UserInputError(
                 f"--serving_dtype={self.serving_dtype}: expected float32 or bfloat16"

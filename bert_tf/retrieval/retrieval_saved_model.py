@@ -109,7 +109,15 @@ def _next_version(export_dir):
 
 
 def export_retrieval_saved_model(
-    query_encoder, passages, vectors, export_dir, metric="IP", dtype="float32"
+    query_encoder,
+    passages,
+    vectors,
+    export_dir,
+    metric="IP",
+    dtype="float32",
+    reranker=None,
+    passage_texts=None,
+    rerank_top_k=20,
 ):
     """Writes the retrieval SavedModel into ``export_dir/<next version>``;
     returns that directory.
@@ -120,8 +128,25 @@ def export_retrieval_saved_model(
       export_dir: TF Serving's model base path.
       metric: the store's metric.
       dtype: ``"float32"`` or ``"bfloat16"`` corpus embeddings.
+      reranker: optional `BertReranker`: a second stage that re-orders the
+        best `rerank_top_k` passages of each query (see
+        `TwoStageRetrievalSignatures`); needs `passage_texts`.
     """
-    module = RetrievalSignatures(query_encoder, passages, vectors, metric, dtype)
+    if reranker is None:
+        module = RetrievalSignatures(query_encoder, passages, vectors, metric, dtype)
+    else:
+        from bert_tf.retrieval.two_stage_signatures import TwoStageRetrievalSignatures
+
+        module = TwoStageRetrievalSignatures(
+            query_encoder,
+            passages,
+            vectors,
+            metric,
+            dtype,
+            reranker=reranker,
+            passage_texts=passage_texts,
+            rerank_top_k=rerank_top_k,
+        )
     os.makedirs(export_dir, exist_ok=True)
     final_dir = os.path.join(export_dir, str(_next_version(export_dir)))
     temp_dir = final_dir + ".tmp"

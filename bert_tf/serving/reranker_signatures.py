@@ -62,10 +62,17 @@ class RerankerSignatures(SignatureModule):
             # the batch (and of its padded length).
             real = tf.where(tf.not_equal(flat, ""))
             rows = real[:, 0] // tf.maximum(shape[1], 1)
-            pairs = self.preprocessor(
-                (tf.gather(query, rows), tf.gather(flat, real[:, 0]))
+
+            def score_real_pairs():
+                pairs = self.preprocessor(
+                    (tf.gather(query, rows), tf.gather(flat, real[:, 0]))
+                )
+                return tf.cast(self.model(pairs, training=False), tf.float32)
+
+            # A request of padding only has nothing to run the model on.
+            logits = tf.cond(
+                tf.size(rows) > 0, score_real_pairs, lambda: tf.zeros([0], tf.float32)
             )
-            logits = tf.cast(self.model(pairs, training=False), tf.float32)
             padded = tf.fill(tf.shape(flat, out_type=tf.int64), PADDING_SCORE)
             all_logits = tf.tensor_scatter_nd_update(padded, real, logits)
             all_scores = tf.tensor_scatter_nd_update(padded, real, self._scores(logits))

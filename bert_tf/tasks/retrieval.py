@@ -22,7 +22,8 @@
   value``: recall@1/5/10/100, mrr@10, ndcg@10) and ``run.tsv`` (TREC run
   format: ``qid Q0 docid rank score run_name``).
 - ``export_dir``: the retrieval SavedModel (`bert_tf.retrieval.retrieval_saved_model`)
-  over the vectors of the store.
+  over the vectors of the store; with ``rerank_checkpoint``, a cross-encoder
+  re-orders each query's ``rerank_top_k`` best passages in the same graph.
 
 The encoder is the one trained in ``output_dir`` when there is one, else
 ``init_checkpoint``.
@@ -366,10 +367,20 @@ def train_dual_encoder(towers, queries, qrels, passages, options):
 # --- the run --------------------------------------------------------------------
 
 
-def _export(options, towers, store):
+def _export(options, towers, store, passages):
     from bert_tf.retrieval.retrieval_saved_model import export_retrieval_saved_model
 
     stored, vectors = store.vectors()
+    second_stage = {}
+    if options.rerank_checkpoint:
+        from bert_tf.models.bert_reranker import BertReranker
+
+        text_of = {p.id: p.text for p in passages}
+        second_stage = {
+            "reranker": BertReranker.from_checkpoint(options.rerank_checkpoint),
+            "passage_texts": [text_of[p.id] for p in stored],
+            "rerank_top_k": options.rerank_top_k,
+        }
     export_retrieval_saved_model(
         towers.query_encoder,
         stored,
@@ -377,6 +388,7 @@ def _export(options, towers, store):
         options.export_dir,
         metric=options.metric_type,
         dtype=options.serving_dtype,
+        **second_stage,
     )
 
 
@@ -437,5 +449,5 @@ def run_retrieval(options):
                     options,
                 )
             if options.export_dir:
-                _export(options, towers, store)
+                _export(options, towers, store, passages)
     return metrics
