@@ -72,6 +72,13 @@ def define_flags():
         "With --use_crf: decode only well-formed IOB2 tag sequences (no I-X after "
         "O or another type, none first).",
     )
+    flags.DEFINE_float(
+        "crf_learning_rate_multiplier",
+        None,
+        "With --use_crf: the CRF transitions train at this times --learning_rate "
+        "(the same warmup and decay). Default 100: at the encoder's rate they "
+        "hardly leave 0 in a fine-tuning run.",
+    )
     common_flags.define_eval_and_batching_flags()
     common_flags.define_common_flags(max_seq_length=128)
     common_flags.define_finetuning_flags()
@@ -93,6 +100,7 @@ def options(flags_obj):
         tfds=common_flags.tfds_options(f),
         use_crf=f.use_crf,
         crf_constrained=f.crf_constrained,
+        crf_learning_rate_multiplier=f.crf_learning_rate_multiplier,
     )
     run = common_flags.run_options(f)
     ner.check(run)

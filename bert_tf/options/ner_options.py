@@ -10,6 +10,13 @@ from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import required
 from bert_tf.options.tfds_options import TfdsOptions
 
+# The CRF transitions' learning rate over the encoder's (--use_crf). They
+# start at 0 and Adam moves each by about one learning rate per step: at 1e-4
+# they stay near 0 in a fine-tuning run (the CRF then decodes like argmax). At
+# 100x they learn IOB2's grammar within the run (benchmarks/ner_minilm.py:
+# README); 100x is also the usual BERT-CRF recipe (encoder 5e-5, CRF 5e-3).
+CRF_LEARNING_RATE_MULTIPLIER = 100.0
+
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 # The run option that asks for each split.
 SPLIT_RUN_OPTIONS = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}
@@ -30,6 +37,9 @@ class NerOptions:
       tfds: the `TfdsOptions` (conll2003).
       use_crf: a linear-chain CRF over the tag logits (Viterbi predictions).
       crf_constrained: only well-formed IOB2 paths at decoding (needs use_crf).
+      crf_learning_rate_multiplier: the CRF transitions (`cls/crf/*`) train at
+        this times --learning_rate (needs use_crf; None: 100 with use_crf,
+        `CRF_LEARNING_RATE_MULTIPLIER`).
 
     Example:
 
@@ -45,7 +55,10 @@ class NerOptions:
         "doc_stride",
         "use_crf",
         "crf_constrained",
+        "crf_learning_rate_multiplier",
     )
+    # Softmax runs have no CRF factor: their identity stays as it was.
+    ABSENT_WHEN_NONE = ("crf_learning_rate_multiplier",)
 
     data_dir: str | None = None
     train_file: str | None = None
@@ -58,10 +71,26 @@ class NerOptions:
     tfds: TfdsOptions = dataclasses.field(default_factory=TfdsOptions)
     use_crf: bool = False
     crf_constrained: bool = False
+    crf_learning_rate_multiplier: float | None = None
 
     def __post_init__(self):
         if self.crf_constrained and not self.use_crf:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
+        multiplier = self.crf_learning_rate_multiplier
+        if multiplier is not None and not self.use_crf:
+            raise UserInputError(
+                "--crf_learning_rate_multiplier sets the CRF's learning rate: "
+                "add --use_crf"
+            )
+        if multiplier is not None and not multiplier > 0:
+            raise UserInputError(
+                f"--crf_learning_rate_multiplier: must be positive, got {multiplier}"
+            )
+        if self.use_crf and multiplier is None:
+            # Resolved here, so run_settings.json records the value trained with.
+            object.__setattr__(
+                self, "crf_learning_rate_multiplier", CRF_LEARNING_RATE_MULTIPLIER
+            )
         if self.tag_scheme not in conll.TAG_SCHEMES:
             raise UserInputError(
                 f"--tag_scheme={self.tag_scheme!r} is not one of "

@@ -34,6 +34,7 @@ from absl import logging
 from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.checkpoints.name_map import CRF_SCOPE
 from bert_tf.data_prep import conll
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep.label_list_file import LABEL_LIST_FILE
@@ -93,6 +94,14 @@ def crf_arguments(options, label_list):
         return {}
     constrained = options.crf_constrained
     return {"crf": True, "crf_iob2_labels": list(label_list) if constrained else None}
+
+
+def crf_learning_rate_multipliers(options):
+    """The optimizer's `learning_rate_multipliers` of --use_crf: the CRF
+    transitions (`cls/crf/*`) at --crf_learning_rate_multiplier."""
+    if not options.use_crf:
+        return None
+    return {f"^{CRF_SCOPE}/": options.crf_learning_rate_multiplier}
 
 
 def has_crf_variables(names):
@@ -369,6 +378,7 @@ class NerTask(Task):
             dataset_fn,
             num_train_steps,
             [file_fingerprint(self.options.data_file(run, "train"))],
+            learning_rate_multipliers=crf_learning_rate_multipliers(self.options),
         )
 
     def loss(self, batch, outputs):

@@ -17,6 +17,10 @@ class TrainingData:
       fingerprints: what the run trains on, recorded in run_settings.json
         (`file_fingerprint` of input files or `examples_fingerprint` of
         parsed examples; never of records the run writes itself).
+      learning_rate_multipliers: `{regex: factor}` for the optimizer
+        (`bert_tf.optimization.create_optimizer`): variables whose original
+        name matches train at `factor` times --learning_rate (e.g. run_ner's
+        CRF transitions, `{"^cls/crf/": 100.0}`). None: one learning rate.
 
     Example:
 
@@ -28,3 +32,4 @@ class TrainingData:
     dataset_fn: Callable
     num_train_steps: int
     fingerprints: list = dataclasses.field(default_factory=list)
+    learning_rate_multipliers: dict | None = None

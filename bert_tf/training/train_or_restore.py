@@ -40,8 +40,11 @@ def training_steps(num_examples, train_batch_size, num_train_epochs):
     return steps
 
 
-def make_optimizer(run, strategy, model, num_train_steps):
-    """--optimizer with the original's schedule, loss-scaled for mixed_float16."""
+def make_optimizer(
+    run, strategy, model, num_train_steps, learning_rate_multipliers=None
+):
+    """--optimizer with the original's schedule, loss-scaled for mixed_float16;
+    `learning_rate_multipliers` as `create_optimizer`'s."""
     training = run.training
     with strategy.scope():
         optimizer = create_optimizer(
@@ -50,6 +53,7 @@ def make_optimizer(run, strategy, model, num_train_steps):
             num_train_steps,
             training.warmup_steps(num_train_steps),
             model,
+            learning_rate_multipliers=learning_rate_multipliers,
         )
         if run.dtype == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
@@ -95,7 +99,13 @@ def train_or_restore(
             overwrite=training.overwrite_output_dir
         )
     num_train_steps = training_data.num_train_steps
-    optimizer = make_optimizer(run, strategy, model, num_train_steps)
+    optimizer = make_optimizer(
+        run,
+        strategy,
+        model,
+        num_train_steps,
+        training_data.learning_rate_multipliers,
+    )
     trainer = Trainer(
         strategy,
         model,
