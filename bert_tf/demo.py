@@ -66,41 +66,44 @@ def main(argv=None):
     sentences = args or list(DEFAULT_SENTENCES)
     minilm = minilm_directory()
 
-    from absl import flags
-
-    from bert_tf.cli import run_classifier  # noqa: F401 (defines its flags)
     from bert_tf.cli.command import import_tensorflow
 
     import_tensorflow()  # without its start-up messages
 
     import bert_tf
+    from bert_tf.options import ClassifierOptions
+    from bert_tf.options import RunOptions
+    from bert_tf.options import TrainingOptions
     from bert_tf.tasks import classification
 
     output_dir = tempfile.mkdtemp(prefix="bert_tf_demo_")
-    flags.FLAGS(
-        [
-            "demo",
-            "--task_name=custom",
-            f"--data_dir={DATA_DIR}",
-            "--train_file=train.tsv",
-            "--dev_file=dev.tsv",
-            "--text_a_column=sentence",
-            "--label_column=label",
-            f"--vocab_file={os.path.join(minilm, 'vocab.txt')}",
-            f"--init_checkpoint={minilm}",
-            "--do_train=true",
-            "--do_eval=true",
-            "--max_seq_length=64",
-            "--train_batch_size=16",
-            "--learning_rate=5e-5",
-            "--num_train_epochs=3",
-            f"--output_dir={output_dir}",
-        ]
+    task_options = ClassifierOptions(
+        task_name="custom",
+        data_dir=DATA_DIR,
+        train_file="train.tsv",
+        dev_file="dev.tsv",
+        text_a_column="sentence",
+        label_column="label",
+    )
+    run_options = RunOptions(
+        output_dir=output_dir,
+        vocab_file=os.path.join(minilm, "vocab.txt"),
+        init_checkpoint=minilm,
+        do_train=True,
+        do_eval=True,
+        max_seq_length=64,
+        pad_to_longest=True,
+        training=TrainingOptions(
+            train_batch_size=16,
+            learning_rate=5e-5,
+            num_train_epochs=3,
+            length_bucketing=True,
+        ),
     )
     print(f"Fine-tuning MiniLM ({minilm}) on {DATA_DIR} ...")
-    results = classification.run(flags.FLAGS)
+    results = classification.run(run_options, task_options)
 
-    labels = classification.make_processor(flags.FLAGS).get_labels(DATA_DIR)
+    labels = classification.make_processor(task_options).get_labels(DATA_DIR)
     model = bert_tf.BertClassifier.from_checkpoint(output_dir, num_labels=len(labels))
     tokenizer = bert_tf.tokenization.FullTokenizer(
         os.path.join(output_dir, "vocab.txt")

@@ -111,12 +111,11 @@ def test_masks_follow_the_original_rule(records):
 @pytest.mark.slow
 def test_new_masks_each_epoch_and_the_same_after_a_resume(records):
     path, vocab, parsed = records
+    from bert_tf.options import PretrainingOptions
+
     options = pretraining.dynamic_masking_options(
-        type(
-            "Flags",
-            (),
-            {"dynamic_masking": True, "vocab_file": vocab, "masked_lm_prob": 0.15},
-        ),
+        PretrainingOptions(dynamic_masking=True, masked_lm_prob=0.15),
+        vocab,
         type("Config", (), {"vocab_size": 30522}),
     )
     batch = 8

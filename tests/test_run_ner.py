@@ -9,7 +9,6 @@ against the Keras model fed by the original tokenizer.
 
 import json
 import os
-import types
 
 import numpy as np
 import pytest
@@ -275,24 +274,20 @@ def test_in_graph_entities_read_ill_formed_tags_as_conlleval(minilm_dir):
 def test_export_saved_model_script_exports_the_tagger(run_dir, tmp_path):
     """export_saved_model.py --model_type=tagger on run_ner's output_dir: the
     labels come from its label_list.json; the model answers as --export_dir's."""
+    import dataclasses
+
+    from bert_tf.options import ExportOptions
+    from bert_tf.options.saved_model_export_options import SavedModelExportOptions
     from bert_tf.tasks import saved_model_export
 
-    options = types.SimpleNamespace(
+    options = SavedModelExportOptions(
         model_type="tagger",
         init_checkpoint=str(run_dir / "out"),
-        export_dir=str(tmp_path / "export"),
-        vocab_file=None,
-        bert_config_file=None,
-        do_lower_case=True,
-        labels=None,
+        export=ExportOptions(str(tmp_path / "export"), export_version=7),
         max_seq_length=SEQ_LENGTH,
-        serving_tokenizer="bert",
-        serving_dtype="float32",
-        export_version=7,
     )
-    misspelt = types.SimpleNamespace(**{**vars(options), "model_type": "taggr"})
     with pytest.raises(bert_tf.UserInputError, match="--model_type=taggr"):
-        saved_model_export.run(misspelt)
+        dataclasses.replace(options, model_type="taggr")
     path = saved_model_export.run(options)
     labels = json.loads((run_dir / "out" / "label_list.json").read_text())["labels"]
     with open(os.path.join(path, "assets.extra", "bert_tf_export.json")) as f:

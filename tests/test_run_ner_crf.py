@@ -8,7 +8,6 @@ the Keras model's logits over the same words.
 
 import json
 import os
-import types
 
 import numpy as np
 import pytest
@@ -155,26 +154,21 @@ def test_export_decodes_with_viterbi_in_a_fresh_process(run_dir, tmp_path):
 
 
 def test_export_script_needs_the_crf_flag(run_dir, tmp_path):
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
     from bert_tf.tasks import saved_model_export
 
-    options = dict(
-        model_type="tagger",
-        init_checkpoint=str(run_dir / "out"),
-        export_dir=str(tmp_path / "export"),
-        vocab_file=None,
-        bert_config_file=None,
-        do_lower_case=True,
-        labels=None,
-        max_seq_length=SEQ_LENGTH,
-        serving_tokenizer="bert",
-        serving_dtype="float32",
-        export_version=1,
-        use_crf=False,
-        crf_constrained=False,
-    )
+    def options(**crf):
+        return SavedModelExportOptions(
+            model_type="tagger",
+            init_checkpoint=str(run_dir / "out"),
+            export=ExportOptions(export_dir=str(tmp_path / "export")),
+            max_seq_length=SEQ_LENGTH,
+            **crf,
+        )
+
     with pytest.raises(bert_tf.UserInputError, match="add --use_crf"):
-        saved_model_export.run(types.SimpleNamespace(**options))
-    options.update(use_crf=True, crf_constrained=True)
-    path = saved_model_export.run(types.SimpleNamespace(**options))
+        saved_model_export.run(options(use_crf=False))
+    path = saved_model_export.run(options(use_crf=True, crf_constrained=True))
     with open(os.path.join(path, "assets.extra", "bert_tf_export.json")) as f:
         assert json.load(f)["decoding"] == "viterbi_iob2"

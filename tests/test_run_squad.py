@@ -3,7 +3,6 @@
 import json
 import os
 import random
-import types
 
 import pytest
 from cli_script import run_script
@@ -270,7 +269,9 @@ def test_squad_v2_writes_null_odds_and_scores_them(tmp_path):
     ],
 )
 def test_validate_flags_or_throw(overrides, expected):
-    from bert_tf.tasks import squad
+    from bert_tf.options import RunOptions
+    from bert_tf.options import SquadOptions
+    from bert_tf.options import TrainingOptions
 
     values = {
         "do_lower_case": True,
@@ -286,10 +287,23 @@ def test_validate_flags_or_throw(overrides, expected):
         "max_query_length": 8,
         "train_batch_size": 8,
         "gradient_accumulation_steps": 1,
-        "export_dir": None,
     }
     values.update(overrides)
     config = bert_tf.BertConfig(vocab_size=10, max_position_embeddings=64)
+
+    def check():
+        training = {
+            k: values.pop(k)
+            for k in ("train_batch_size", "gradient_accumulation_steps")
+        }
+        squad = {
+            k: values.pop(k) for k in ("train_file", "predict_file", "max_query_length")
+        }
+        run = RunOptions(training=TrainingOptions(**training), **values)
+        options = SquadOptions(**squad)
+        run.check_config(config)
+        options.check(run)
+
     with pytest.raises(ValueError) as error:
-        squad.validate_flags_or_throw(types.SimpleNamespace(**values), config)
+        check()
     assert expected in str(error.value)

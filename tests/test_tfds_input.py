@@ -304,21 +304,20 @@ def test_squad_features_equal_the_file(
 
 
 def test_run_squad_reads_tfds_splits_through_the_file_reader(tfds_dirs, tmp_path):
+    from bert_tf.options import RunOptions
+    from bert_tf.options import SquadOptions
+    from bert_tf.options.tfds_options import TfdsOptions
     from bert_tf.tasks import squad
 
-    flags_obj = types.SimpleNamespace(
-        tfds_name="squad/v1.1",
-        tfds_data_dir=tfds_dirs.data_dir,
-        tfds_download=False,
-        tfds_split_train=None,
-        tfds_split_predict=None,
-        train_file=None,
-        predict_file=None,
-        do_train=True,
-        do_predict=True,
-        output_dir=str(tmp_path),
+    options = SquadOptions(
+        tfds=TfdsOptions(
+            tfds_name="squad/v1.1",
+            tfds_data_dir=tfds_dirs.data_dir,
+            tfds_download=False,
+        )
     )
-    train_file, predict_file = squad.input_files(flags_obj)
+    run = RunOptions(output_dir=str(tmp_path), do_train=True, do_predict=True)
+    train_file, predict_file = squad.input_files(options, run)
     assert train_file == str(tmp_path / "tfds_train.json")
     with open(predict_file, encoding="utf-8") as f:
         written = json.load(f)
@@ -397,26 +396,15 @@ def test_bad_names_splits_and_features_name_the_flag(tfds_dirs):
     assert len(sliced.get_train_examples()) == 10
 
 
-def _classifier_flags(**overrides):
-    values = {
-        "do_train": True,
-        "do_eval": False,
-        "do_predict": False,
-        "data_dir": None,
-        "task_name": None,
-        "vocab_file": "vocab.txt",
-        "output_dir": "out",
-        "train_file": None,
-        "dev_file": None,
-        "test_file": None,
-        "train_batch_size": 32,
-        "gradient_accumulation_steps": 1,
-        "do_lower_case": True,
-        "init_checkpoint": None,
-        "tfds_name": "glue/mrpc",
-    }
-    values.update(overrides)
-    return types.SimpleNamespace(**values)
+def _classifier_options(**overrides):
+    from bert_tf.options import ClassifierOptions
+    from bert_tf.options.tfds_options import TfdsOptions
+
+    tfds = {"tfds_name": "glue/mrpc"}
+    task = {}
+    for name, value in overrides.items():
+        (tfds if name.startswith("tfds_") else task)[name] = value
+    return ClassifierOptions(tfds=TfdsOptions(**tfds), **task)
 
 
 @pytest.mark.parametrize(
@@ -429,18 +417,12 @@ def _classifier_flags(**overrides):
     ],
 )
 def test_classifier_tfds_flag_errors(overrides, message):
-    from bert_tf.tasks import classification
-
     with pytest.raises(ValueError, match=message):
-        classification.validate_flags(_classifier_flags(**overrides))
+        _classifier_options(**overrides)
 
 
 def test_classifier_task_name_defaults_to_the_tfds_config():
-    from bert_tf.tasks import classification
-
-    flags_obj = _classifier_flags(tfds_name="glue/mnli")
-    classification.validate_flags(flags_obj)
-    assert flags_obj.task_name == "mnli"
+    assert _classifier_options(tfds_name="glue/mnli").task_name == "mnli"
 
 
 @pytest.mark.parametrize(
@@ -452,28 +434,13 @@ def test_classifier_task_name_defaults_to_the_tfds_config():
     ],
 )
 def test_squad_tfds_flag_errors(overrides, message):
-    from bert_tf.tasks import squad
+    from bert_tf.options import SquadOptions
+    from bert_tf.options.tfds_options import TfdsOptions
 
-    values = {
-        "do_lower_case": True,
-        "init_checkpoint": None,
-        "do_train": True,
-        "do_predict": False,
-        "do_eval": False,
-        "train_file": None,
-        "predict_file": None,
-        "vocab_file": "vocab.txt",
-        "output_dir": "out",
-        "max_seq_length": 32,
-        "max_query_length": 8,
-        "train_batch_size": 8,
-        "gradient_accumulation_steps": 1,
-        "version_2_with_negative": False,
-        "tfds_name": "squad/v1.1",
-    }
-    values.update(overrides)
+    values = {"tfds_name": "squad/v1.1", **overrides}
+    tfds = TfdsOptions(tfds_name=values.pop("tfds_name"))
     with pytest.raises(ValueError, match=message):
-        squad.validate_flags_or_throw(types.SimpleNamespace(**values))
+        SquadOptions(tfds=tfds, **values)
 
 
 def _records(path):
@@ -554,39 +521,38 @@ def test_run_classifier_tfds_writes_the_records_of_the_files(
 
 
 def test_run_ner_reads_conll2003_from_tfds(tfds_dirs, tmp_path):
+    import dataclasses
+
     from bert_tf.data_prep import conll
+    from bert_tf.options import NerOptions
+    from bert_tf.options import RunOptions
+    from bert_tf.options.tfds_options import TfdsOptions
     from bert_tf.tasks import ner
 
-    flags_obj = types.SimpleNamespace(
-        tfds_name="conll2003",
-        tfds_data_dir=tfds_dirs.data_dir,
-        tfds_download=False,
-        tfds_split_train=None,
-        tfds_split_eval="dev",
-        tfds_split_predict=None,
+    options = NerOptions(
+        tfds=TfdsOptions(
+            tfds_name="conll2003",
+            tfds_data_dir=tfds_dirs.data_dir,
+            tfds_download=False,
+            tfds_split_eval="dev",
+        )
+    )
+    run = RunOptions(
         output_dir=str(tmp_path),
+        vocab_file=None,
+        init_checkpoint="x",
         do_train=True,
         do_eval=True,
-        do_predict=False,
-        data_dir=None,
-        train_file=None,
-        dev_file=None,
-        test_file=None,
-        tag_scheme="iob2",
     )
-    ner._validate_tfds_flags(flags_obj)
-    ner.write_tfds_files(flags_obj)
-    assert not os.path.exists(ner.data_file(flags_obj, "test"))
+    options.check(run)
+    ner.write_tfds_files(options, run)
+    assert not os.path.exists(options.data_file(run, "test"))
     for split in ("train", "dev"):
-        sentences = conll.read_conll(ner.data_file(flags_obj, split), "iob2")
+        sentences = conll.read_conll(options.data_file(run, split), "iob2")
         assert sorted((s.words, s.tags) for s in sentences) == sorted(
             tfds_input.conll2003_sentences(split, data_dir=tfds_dirs.data_dir)
         )
     with pytest.raises(ValueError, match="--tag_scheme=iob1: TFDS conll2003"):
-        ner._validate_tfds_flags(
-            types.SimpleNamespace(**{**vars(flags_obj), "tag_scheme": "iob1"})
-        )
+        dataclasses.replace(options, tag_scheme="iob1").check(run)
     with pytest.raises(ValueError, match="drop --train_file"):
-        ner._validate_tfds_flags(
-            types.SimpleNamespace(**{**vars(flags_obj), "train_file": "x.txt"})
-        )
+        dataclasses.replace(options, train_file="x.txt").check(run)

@@ -8,6 +8,9 @@ A `Command` wraps a script's flags and its work:
 * TensorFlow is imported only when the work starts, with its start-up
   messages (oneDNN notice, CUDA probing on machines without a GPU) held back
   and its C++ log at warnings and above; ``--verbosity=1`` shows everything.
+* With ``options``, the flags become typed option objects
+  (`bert_tf.options`) before TensorFlow loads: a bad value or a missing
+  input file is reported in well under a second, naming the flag.
 * Bad input (`bert_tf.errors.UserInputError`, a malformed data row, a missing
   file, a bad flag) prints one line naming the file, line or flag and exits
   2; ``--verbosity=1`` adds the traceback. Any other exception is a bug and
@@ -30,7 +33,7 @@ from bert_tf.tensorflow_import import import_tensorflow
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
 # The original's TPU flags, shared by run_classifier.py, run_squad.py and
-# run_pretraining.py (bert_tf.training.flags defines them).
+# run_pretraining.py (bert_tf.cli.flags defines them).
 ORIGINAL_TPU_FLAGS = (
     "use_tpu",
     "tpu_name",
@@ -127,18 +130,26 @@ class Command:
       doc: the usage text shown first by ``--help``.
       define_flags: defines the script's flags; must not import TensorFlow.
       work: ``work(flags_obj)`` does the job, or ``"module:function"`` naming
-        it, imported only when the job starts.
+        it, imported only when the job starts. With ``options``,
+        ``work(*options(flags_obj))``.
       original_flags: names of the flags the original script has (listed
         first by ``--help``); the rest of what `define_flags` defines is
         listed as added by bert_tf.
       required: flags that must be given.
       uses_tensorflow: import TensorFlow (quietly) before the work starts.
+      options: ``options(flags_obj) -> tuple`` of typed option objects (no
+        TensorFlow: it runs first, and checks every value and input path).
 
     Example:
 
     ```python
     COMMAND = Command(
-        "run_squad", __doc__, define_flags, "bert_tf.tasks.squad:run", ORIGINAL_FLAGS
+        "run_squad",
+        __doc__,
+        define_flags,
+        "bert_tf.tasks.squad:run",
+        ORIGINAL_FLAGS,
+        options=squad_options,
     )
     main = COMMAND.main  # the console command's entry point
     ```
@@ -153,8 +164,10 @@ class Command:
         original_flags=(),
         required=(),
         uses_tensorflow=True,
+        options=None,
     ):
         self.name = name
+        self.options = options
         self.doc = doc
         self.define_flags = define_flags
         self.work = work
@@ -224,21 +237,25 @@ class Command:
         if isinstance(work, str):
             module, function = work.split(":")
 
-            def work(flags_obj):
-                return getattr(importlib.import_module(module), function)(flags_obj)
+            def work(*args):
+                return getattr(importlib.import_module(module), function)(*args)
 
         self.run(work, argv)
 
     def run(self, work, argv=None):
-        """Parses the flags and calls ``work(flags.FLAGS)``."""
+        """Parses the flags and calls ``work(flags.FLAGS)`` (with ``options``:
+        ``work(*options(flags.FLAGS))``)."""
         argv = list(sys.argv if argv is None else argv) or [self.name]
 
         def main(_):
             verbosity = flags.FLAGS.verbosity
             try:
+                args = (flags.FLAGS,)
+                if self.options is not None:
+                    args = tuple(self.options(flags.FLAGS))
                 if self.uses_tensorflow:
                     import_tensorflow(verbosity)
-                work(flags.FLAGS)
+                work(*args)
             except Exception as exc:
                 if not is_user_error(exc):
                     raise

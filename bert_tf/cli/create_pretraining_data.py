@@ -22,9 +22,9 @@ Installed as `bert-tf-create-pretraining-data`; also
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
 from bert_tf.data_prep import pretraining
-from bert_tf.training import flags as common_flags
 
 ORIGINAL_FLAGS = (
     "input_file",

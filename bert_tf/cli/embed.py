@@ -66,11 +66,38 @@ def define_flags():
     )
 
 
+def run(flags_obj):
+    """The model of --init_checkpoint, then `bert_tf.tasks.embed_file.embed_file`
+    (TensorFlow imported now)."""
+    from bert_tf.models import BertSentenceEncoder
+    from bert_tf.tasks.embed_file import embed_file
+
+    f = flags_obj
+    model = BertSentenceEncoder.from_checkpoint(
+        f.init_checkpoint,
+        pooling=f.pooling,
+        normalize=f.normalize,
+        max_seq_length=f.max_seq_length,
+        vocab_file=f.vocab_file,
+        do_lower_case=f.do_lower_case,
+    )
+    return embed_file(
+        model,
+        f.input_file,
+        f.output_file,
+        file_format=f.input_format,
+        text_column=f.text_column,
+        id_column=f.id_column,
+        batch_size=f.batch_size,
+        output_tfrecord=f.output_tfrecord,
+    )
+
+
 COMMAND = Command(
     "embed",
     __doc__,
     define_flags,
-    "bert_tf.tasks.embed_file:run",
+    run,
     required=("init_checkpoint", "input_file", "output_file"),
 )
 

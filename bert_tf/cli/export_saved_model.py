@@ -12,9 +12,13 @@ Installed as `bert-tf-export-saved-model`; also `python -m bert_tf.cli.export_sa
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
+from bert_tf.errors import UserInputError
+from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.saved_model_export_options import SPAN_OPTIONS
+from bert_tf.options.saved_model_export_options import SavedModelExportOptions
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
-from bert_tf.training import flags as common_flags
 
 
 def define_flags():
@@ -117,11 +121,43 @@ def define_flags():
     common_flags.define_serving_flags()
 
 
-def export(flags_obj):
+def options(flags_obj):
+    """(SavedModelExportOptions,) of the parsed flags, checked (no TensorFlow)."""
+    f = flags_obj
+    required = {"model_type": f.model_type, "init_checkpoint": f.init_checkpoint}
+    for name, value in (*required.items(), ("export_dir", f.export_dir)):
+        if not value:
+            raise UserInputError(f"Flag --{name} must be specified.")
+    export = ExportOptions(
+        export_dir=f.export_dir,
+        serving_tokenizer=f.serving_tokenizer,
+        serving_dtype=f.serving_dtype,
+        export_version=f.export_version,
+    )
+    return (
+        SavedModelExportOptions(
+            export=export,
+            bert_config_file=f.bert_config_file,
+            vocab_file=f.vocab_file,
+            do_lower_case=f.do_lower_case,
+            max_seq_length=f.max_seq_length,
+            task_name=f.task_name,
+            labels=f.labels,
+            text_pair=f.text_pair,
+            pooling=f.pooling,
+            use_crf=f.use_crf,
+            crf_constrained=f.crf_constrained,
+            **required,
+            **{name: getattr(f, name) for name in SPAN_OPTIONS},
+        ),
+    )
+
+
+def export(options):
     """Exports, then prints the version directory (TensorFlow imported now)."""
     from bert_tf.tasks import saved_model_export
 
-    print(saved_model_export.run(flags_obj))
+    print(saved_model_export.run(options))
 
 
 COMMAND = Command(
@@ -129,6 +165,7 @@ COMMAND = Command(
     __doc__,
     define_flags,
     export,
+    options=options,
 )
 
 

@@ -11,8 +11,9 @@ Installed as `bert-tf-extract-features`; also `python -m bert_tf.cli.extract_fea
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
+from bert_tf.options.feature_extraction_options import FeatureExtractionOptions
 
 ORIGINAL_FLAGS = (
     "input_file",
@@ -71,6 +72,24 @@ def define_flags():
     )
 
 
+def options(flags_obj):
+    """(FeatureExtractionOptions,) of the parsed flags, checked (no TensorFlow)."""
+    f = flags_obj
+    return (
+        FeatureExtractionOptions(
+            input_file=f.input_file,
+            output_file=f.output_file,
+            init_checkpoint=f.init_checkpoint,
+            vocab_file=f.vocab_file,
+            bert_config_file=f.bert_config_file,
+            do_lower_case=f.do_lower_case,
+            layers=f.layers,
+            max_seq_length=f.max_seq_length,
+            batch_size=f.batch_size,
+        ),
+    )
+
+
 COMMAND = Command(
     "extract_features",
     __doc__,
@@ -83,6 +102,7 @@ COMMAND = Command(
         "init_checkpoint",
         "output_file",
     ),
+    options=options,
 )
 
 

@@ -1,7 +1,7 @@
 r"""BERT finetuning runner: the original run_classifier.py on TF2 / Keras 3.
 
 The original's flags keep their names, defaults and meanings; see
-`bert_tf/training/flags.py` for the added ones (strategy, precision, optimizer,
+`bert_tf/cli/flags.py` for the added ones (strategy, precision, optimizer,
 gradient accumulation, export) and `--task_name=custom` for your own files.
 
     python run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
@@ -16,9 +16,10 @@ Installed as `bert-tf-run-classifier`; also `python -m bert_tf.cli.run_classifie
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
+from bert_tf.options.classifier_options import ClassifierOptions
 
 ORIGINAL_FLAGS = (
     "data_dir",
@@ -101,6 +102,31 @@ def define_flags():
     common_flags.define_tfds_flags(text_features=True)
 
 
+def options(flags_obj):
+    """(RunOptions, ClassifierOptions) of the parsed flags, checked (no TensorFlow)."""
+    f = flags_obj
+    classifier = ClassifierOptions(
+        task_name=f.task_name,
+        data_dir=f.data_dir,
+        xnli_language=f.xnli_language,
+        skip_bad_rows=f.skip_bad_rows,
+        allow_single_class=f.allow_single_class,
+        train_file=f.train_file,
+        dev_file=f.dev_file,
+        test_file=f.test_file,
+        text_a_column=f.text_a_column,
+        text_b_column=f.text_b_column,
+        label_column=f.label_column,
+        has_header=f.has_header,
+        is_regression=f.is_regression,
+        allow_header_like_first_row=f.allow_header_like_first_row,
+        tfds=common_flags.tfds_options(f),
+    )
+    run = common_flags.run_options(f)
+    classifier.check(run)
+    return run, classifier
+
+
 COMMAND = Command(
     "run_classifier",
     __doc__,
@@ -109,6 +135,7 @@ COMMAND = Command(
     original_flags=ORIGINAL_FLAGS,
     # --task_name is required unless --tfds_name names the task (checked in run).
     required=("output_dir",),
+    options=options,
 )
 
 

@@ -17,9 +17,10 @@ Installed as `bert-tf-run-ner`; also `python -m bert_tf.cli.run_ner` and
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
 from bert_tf.data_prep import conll
-from bert_tf.training import flags as common_flags
+from bert_tf.options.ner_options import NerOptions
 
 
 def define_flags():
@@ -77,12 +78,34 @@ def define_flags():
     common_flags.define_tfds_flags(text_features=False, eval_split=True)
 
 
+def options(flags_obj):
+    """(RunOptions, NerOptions) of the parsed flags, checked (no TensorFlow)."""
+    f = flags_obj
+    ner = NerOptions(
+        data_dir=f.data_dir,
+        train_file=f.train_file,
+        dev_file=f.dev_file,
+        test_file=f.test_file,
+        tag_scheme=f.tag_scheme,
+        strict_tags=f.strict_tags,
+        labels=f.labels,
+        doc_stride=f.doc_stride,
+        tfds=common_flags.tfds_options(f),
+        use_crf=f.use_crf,
+        crf_constrained=f.crf_constrained,
+    )
+    run = common_flags.run_options(f)
+    ner.check(run)
+    return run, ner
+
+
 COMMAND = Command(
     "run_ner",
     __doc__,
     define_flags,
     "bert_tf.tasks.ner:run",
     required=("output_dir",),
+    options=options,
 )
 
 

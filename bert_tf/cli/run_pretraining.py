@@ -2,7 +2,7 @@ r"""Masked LM and next sentence prediction pre-training: the original
 run_pretraining.py on TF2 / Keras 3.
 
 The original's flags keep their names, defaults and meanings; see
-`bert_tf/training/flags.py` for the added ones (strategy, precision, optimizer,
+`bert_tf/cli/flags.py` for the added ones (strategy, precision, optimizer,
 gradient accumulation). Records come from create_pretraining_data.py.
 
     python run_pretraining.py --input_file=/tmp/tf_examples.tfrecord \
@@ -17,9 +17,10 @@ Installed as `bert-tf-run-pretraining`; also `python -m bert_tf.cli.run_pretrain
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
+from bert_tf.options.pretraining_options import PretrainingOptions
 
 ORIGINAL_FLAGS = (
     "bert_config_file",
@@ -78,6 +79,24 @@ def define_flags():
     common_flags.define_common_flags(max_seq_length=128)
 
 
+def options(flags_obj):
+    """(RunOptions, PretrainingOptions) of the parsed flags, checked (no
+    TensorFlow)."""
+    f = flags_obj
+    pretraining = PretrainingOptions(
+        input_file=f.input_file,
+        max_predictions_per_seq=f.max_predictions_per_seq,
+        max_eval_steps=f.max_eval_steps,
+        dynamic_masking=f.dynamic_masking,
+        masked_lm_prob=f.masked_lm_prob,
+    )
+    run = common_flags.run_options(
+        f, lower_case=False, batching=False, schedule="steps"
+    )
+    pretraining.check(run)
+    return run, pretraining
+
+
 COMMAND = Command(
     "run_pretraining",
     __doc__,
@@ -89,6 +108,7 @@ COMMAND = Command(
         "bert_config_file",
         "output_dir",
     ),
+    options=options,
 )
 
 

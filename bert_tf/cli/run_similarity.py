@@ -19,8 +19,9 @@ and `python run_similarity.py`.
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
+from bert_tf.options.similarity_options import SimilarityOptions
 
 LOSSES = ("cosine", "cosent", "mnr", "mnr_symmetric")
 
@@ -74,12 +75,34 @@ def define_flags():
     common_flags.define_finetuning_flags()
 
 
+def options(flags_obj):
+    """(RunOptions, SimilarityOptions) of the parsed flags, checked."""
+    f = flags_obj
+    similarity = SimilarityOptions(
+        train_file=f.train_file,
+        dev_file=f.dev_file,
+        text_a_column=f.text_a_column,
+        text_b_column=f.text_b_column,
+        score_column=f.score_column or None,
+        negative_column=f.negative_column or None,
+        loss=f.loss,
+        score_scale=f.score_scale,
+        similarity_scale=f.similarity_scale,
+        pooling=f.pooling,
+        normalize=f.normalize,
+    )
+    run = common_flags.run_options(f, batching=False)
+    similarity.check(run)
+    return run, similarity
+
+
 COMMAND = Command(
     "run_similarity",
     __doc__,
     define_flags,
     "bert_tf.tasks.similarity:run",
     required=("output_dir", "init_checkpoint"),
+    options=options,
 )
 
 

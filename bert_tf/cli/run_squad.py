@@ -1,7 +1,7 @@
 r"""BERT SQuAD runner: the original run_squad.py on TF2 / Keras 3.
 
 The original's flags keep their names, defaults and meanings; see
-`bert_tf/training/flags.py` for the added ones (strategy, precision, optimizer,
+`bert_tf/cli/flags.py` for the added ones (strategy, precision, optimizer,
 gradient accumulation) and `--do_eval` to score the predictions as
 evaluate-v1.1.py / evaluate-v2.0.py do (eval_results.json).
 
@@ -18,9 +18,10 @@ Installed as `bert-tf-run-squad`; also `python -m bert_tf.cli.run_squad` and `py
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
-from bert_tf.training import flags as common_flags
+from bert_tf.options.squad_options import SquadOptions
 
 ORIGINAL_FLAGS = (
     "bert_config_file",
@@ -122,6 +123,27 @@ def define_flags():
     common_flags.define_tfds_flags(text_features=False)
 
 
+def options(flags_obj):
+    """(RunOptions, SquadOptions) of the parsed flags, checked (no TensorFlow)."""
+    f = flags_obj
+    squad = SquadOptions(
+        train_file=f.train_file,
+        predict_file=f.predict_file,
+        doc_stride=f.doc_stride,
+        max_query_length=f.max_query_length,
+        n_best_size=f.n_best_size,
+        max_answer_length=f.max_answer_length,
+        verbose_logging=f.verbose_logging,
+        version_2_with_negative=f.version_2_with_negative,
+        null_score_diff_threshold=f.null_score_diff_threshold,
+        train_answer=f.train_answer,
+        tfds=common_flags.tfds_options(f),
+    )
+    run = common_flags.run_options(f, batching=False)
+    squad.check(run)
+    return run, squad
+
+
 COMMAND = Command(
     "run_squad",
     __doc__,
@@ -132,6 +154,7 @@ COMMAND = Command(
         "vocab_file",
         "output_dir",
     ),
+    options=options,
 )
 
 

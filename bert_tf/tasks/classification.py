@@ -7,6 +7,9 @@ The steps and files are the original's (docs/original_bert.md §1, §4): feature
 any tf.distribute strategy, mixed precision, gradient accumulation, resuming,
 per-batch padding, GLUE metrics, and a final checkpoint without optimizer
 slots under the original variable names.
+
+`ClassificationTask` is the task on the runner's protocol
+(`bert_tf.tasks.task`); `run(run_options, classifier_options)` runs it.
 """
 
 import os
@@ -25,22 +28,14 @@ from bert_tf.data_prep import tfds_input
 from bert_tf.data_prep.classifier_records import feature_spec
 from bert_tf.data_prep.classifier_records import file_based_convert_examples_to_features
 from bert_tf.data_prep.label_list_file import write_label_list
-from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.training import flags as common_flags
+from bert_tf.tasks.runner import run_task
+from bert_tf.tasks.task import Task
+from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import examples_fingerprint
 from bert_tf.training.progress import batches_with_progress
-from bert_tf.training.run_setup import build_model
-from bert_tf.training.run_setup import export_from_flags
-from bert_tf.training.run_setup import load_config
-from bert_tf.training.run_setup import output_dir_lock
-from bert_tf.training.run_setup import prepare_run
-from bert_tf.training.run_setup import strategy_from_flags
-from bert_tf.training.run_setup import train_or_restore
-from bert_tf.training.run_setup import training_steps
-from bert_tf.training.run_setup import write_eval_results
-from bert_tf.training.strategy import is_chief
+from bert_tf.training.train_or_restore import training_steps
 
 
 def per_example_loss(labels, logits, is_regression):
@@ -121,40 +116,42 @@ def write_test_results(probabilities, path):
             writer.write("\t".join(str(float(p)) for p in row) + "\n")
 
 
-def make_processor(flags_obj):
-    options = {
-        "skip_bad_rows": flags_obj.skip_bad_rows,
-        "allow_single_class": flags_obj.allow_single_class,
+def make_processor(options):
+    """The data processor `ClassifierOptions` name (GLUE, custom or TFDS)."""
+    common = {
+        "skip_bad_rows": options.skip_bad_rows,
+        "allow_single_class": options.allow_single_class,
     }
-    if flags_obj.tfds_name:
+    tfds = options.tfds
+    if tfds.tfds_name:
         return tfds_input.TfdsGlueProcessor(
-            flags_obj.tfds_name,
-            data_dir=flags_obj.tfds_data_dir,
-            train_split=flags_obj.tfds_split_train,
-            eval_split=flags_obj.tfds_split_eval,
-            predict_split=flags_obj.tfds_split_predict,
-            text_a_feature=flags_obj.tfds_text_a_feature,
-            text_b_feature=flags_obj.tfds_text_b_feature,
-            label_feature=flags_obj.tfds_label_feature,
-            download=flags_obj.tfds_download,
-            **options,
+            tfds.tfds_name,
+            data_dir=tfds.tfds_data_dir,
+            train_split=tfds.tfds_split_train,
+            eval_split=tfds.tfds_split_eval,
+            predict_split=tfds.tfds_split_predict,
+            text_a_feature=tfds.tfds_text_a_feature,
+            text_b_feature=tfds.tfds_text_b_feature,
+            label_feature=tfds.tfds_label_feature,
+            download=tfds.tfds_download,
+            **common,
         )
-    task = flags_obj.task_name.lower()
+    task = options.task_name.lower()
     if task == "xnli":
-        options["language"] = flags_obj.xnli_language
+        common["language"] = options.xnli_language
     if task == "custom":
-        options.update(
-            train_file=flags_obj.train_file,
-            dev_file=flags_obj.dev_file,
-            test_file=flags_obj.test_file,
-            text_a_column=_column(flags_obj.text_a_column),
-            text_b_column=_column(flags_obj.text_b_column),
-            label_column=_column(flags_obj.label_column),
-            has_header=flags_obj.has_header,
-            is_regression=flags_obj.is_regression,
-            allow_header_like_first_row=flags_obj.allow_header_like_first_row,
+        common.update(
+            train_file=options.train_file,
+            dev_file=options.dev_file,
+            test_file=options.test_file,
+            text_a_column=_column(options.text_a_column),
+            text_b_column=_column(options.text_b_column),
+            label_column=_column(options.label_column),
+            has_header=options.has_header,
+            is_regression=options.is_regression,
+            allow_header_like_first_row=options.allow_header_like_first_row,
         )
-    return glue.get_processor(task, **options)
+    return glue.get_processor(task, **common)
 
 
 def _column(value):
@@ -163,176 +160,130 @@ def _column(value):
     return int(value) if str(value).isdigit() else value
 
 
-def validate_flags(flags_obj):
-    """The original's checks, with the flag named in each message."""
-    if not (flags_obj.do_train or flags_obj.do_eval or flags_obj.do_predict):
-        raise UserInputError(
-            "At least one of `do_train`, `do_eval` or `do_predict' must be True."
-        )
-    _validate_tfds_flags(flags_obj)
-    for name in ("data_dir", "task_name", "vocab_file", "output_dir"):
-        if getattr(flags_obj, name) is None and not (
-            name == "data_dir" and (_is_custom(flags_obj) or flags_obj.tfds_name)
-        ):
-            raise UserInputError(f"Flag --{name} must be specified.")
-    common_flags.validate_common_flags(flags_obj)
-    tokenization.validate_case_matches_checkpoint(
-        flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
-    )
+class ClassificationTask(Task):
+    """Sentence (pair) classification or regression: run_classifier's task.
 
+    Args:
+      run: the `RunOptions`.
+      options: the `ClassifierOptions`.
 
-def _validate_tfds_flags(flags_obj):
-    """--tfds_name replaces --data_dir (and the custom files); --task_name
-    defaults to the config's task and must match it when given."""
-    common_flags.validate_tfds_flags(
-        flags_obj,
-        ("data_dir", "train_file", "dev_file", "test_file"),
-        tfds_input.GLUE_CONFIGS,
-    )
-    if not flags_obj.tfds_name:
-        return
-    task = tfds_input.GLUE_CONFIGS[tfds_input.config_key(flags_obj.tfds_name)].task
-    if flags_obj.task_name is None:
-        flags_obj.task_name = task
-    elif flags_obj.task_name.lower() != task:
-        raise UserInputError(
-            f"--task_name={flags_obj.task_name} does not match "
-            f"--tfds_name={flags_obj.tfds_name} (task {task}); drop --task_name"
+    Example:
+
+    ```python
+    results = run_task(ClassificationTask(run_options, ClassifierOptions(task_name="MRPC", data_dir=d)))
+    ```
+    """
+
+    script = "run_classifier"
+    model_class = BertClassifier
+
+    def __init__(self, run, options):
+        options.check(run)
+        super().__init__(run, options)
+        self.processor = make_processor(options)
+
+    def prepare(self, config):
+        check_vocab_matches_config(self.run.vocab_file, config)
+        self.label_list = self.processor.get_labels(self.options.data_dir)
+        self.is_regression = glue.is_regression_label_list(self.label_list)
+        write_label_list(self.output_dir, self.label_list)
+        self.tokenizer = tokenization.FullTokenizer(
+            self.run.vocab_file, self.run.do_lower_case
         )
 
+    def model_kwargs(self):
+        return {"num_labels": 1 if self.is_regression else len(self.label_list)}
 
-def _is_custom(flags_obj):
-    return (flags_obj.task_name or "").lower() == "custom"
-
-
-def run(flags_obj):
-    """Runs run_classifier.py with the parsed flags; returns the eval results."""
-    validate_flags(flags_obj)
-    with output_dir_lock(flags_obj):
-        return _run(flags_obj)
-
-
-def _run(flags_obj):
-    config = load_config(flags_obj)
-    prepare_run(flags_obj, config)
-    check_vocab_matches_config(flags_obj.vocab_file, config)
-
-    processor = make_processor(flags_obj)
-    data_dir = flags_obj.data_dir
-    label_list = processor.get_labels(data_dir)
-    is_regression = glue.is_regression_label_list(label_list)
-    write_label_list(flags_obj.output_dir, label_list)
-    num_labels = 1 if is_regression else len(label_list)
-    tokenizer = tokenization.FullTokenizer(
-        flags_obj.vocab_file, flags_obj.do_lower_case
-    )
-    seq_length = flags_obj.max_seq_length
-
-    strategy = strategy_from_flags(flags_obj)
-    chief = is_chief(strategy)
-    model = build_model(
-        strategy,
-        BertClassifier,
-        config,
-        flags_obj.init_checkpoint,
-        num_labels=num_labels,
-    )
-
-    data = []
-    dataset_fn = num_train_steps = num_warmup_steps = None
-    if flags_obj.do_train:
-        examples = processor.get_train_examples(data_dir)
-        num_train_steps = training_steps(
-            len(examples), flags_obj.train_batch_size, flags_obj.num_train_epochs
-        )
-        num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
-        record_file = os.path.join(flags_obj.output_dir, "train.tf_record")
+    def _write_records(self, examples, record_name):
+        record_file = os.path.join(self.output_dir, record_name)
         file_based_convert_examples_to_features(
-            examples, label_list, seq_length, tokenizer, record_file
+            examples,
+            self.label_list,
+            self.run.max_seq_length,
+            self.tokenizer,
+            record_file,
         )
-        data = [examples_fingerprint(examples)]
+        return record_file
+
+    def training_data(self):
+        run, training = self.run, self.run.training
+        examples = self.processor.get_train_examples(self.options.data_dir)
+        num_train_steps = training_steps(
+            len(examples), training.train_batch_size, training.num_train_epochs
+        )
+        record_file = self._write_records(examples, "train.tf_record")
         logging.info("***** Running training *****")
         logging.info("  Num examples = %d", len(examples))
-        logging.info("  Batch size = %d", flags_obj.train_batch_size)
+        logging.info("  Batch size = %d", training.train_batch_size)
         logging.info("  Num steps = %d", num_train_steps)
         dataset_fn = record_pipeline.training_dataset_fn(
             record_file,
-            feature_spec(seq_length, is_regression),
-            flags_obj.train_batch_size // flags_obj.gradient_accumulation_steps,
-            flags_obj.seed,
+            feature_spec(run.max_seq_length, self.is_regression),
+            training.micro_batch_size,
+            run.seed,
             # A full shuffle each epoch (the original: a 100-record buffer).
             shuffle_buffer=len(examples),
-            pad_to_longest=flags_obj.pad_to_longest,
-            bucket_pool_batches=16 if flags_obj.length_bucketing else 1,
+            pad_to_longest=run.pad_to_longest,
+            bucket_pool_batches=16 if training.length_bucketing else 1,
         )
-    global_step = train_or_restore(
-        flags_obj,
-        strategy,
-        model,
-        script="run_classifier",
-        config=config,
-        loss_fn=classifier_loss_fn(is_regression),
-        dataset_fn=dataset_fn,
-        data=data,
-        num_train_steps=num_train_steps,
-        num_warmup_steps=num_warmup_steps,
-        vocab_file=flags_obj.vocab_file,
-    )
+        return TrainingData(
+            dataset_fn, num_train_steps, [examples_fingerprint(examples)]
+        )
 
-    def examples_dataset(examples, record_name, batch_size, what):
+    def loss(self, batch, outputs):
+        return classifier_loss_fn(self.is_regression)(batch, outputs)
+
+    def _dataset(self, examples, record_name, batch_size, what):
         """Writes the examples' records (as the original) and batches them."""
-        record_file = os.path.join(flags_obj.output_dir, record_name)
-        file_based_convert_examples_to_features(
-            examples, label_list, seq_length, tokenizer, record_file
-        )
+        record_file = self._write_records(examples, record_name)
         logging.info("***** Running %s *****", what)
         logging.info("  Num examples = %d", len(examples))
         return record_pipeline.ordered_dataset(
             record_file,
-            feature_spec(seq_length, is_regression),
+            feature_spec(self.run.max_seq_length, self.is_regression),
             batch_size,
-            pad_to_longest=flags_obj.pad_to_longest,
+            pad_to_longest=self.run.pad_to_longest,
         )
 
-    results = None
-    if flags_obj.do_eval and chief:
-        task = flags_obj.task_name.lower()
+    def evaluate(self, model, global_step):
+        task = self.options.task_name.lower()
+        data_dir = self.options.data_dir
 
         def evaluate_split(examples, record_name):
-            dataset = examples_dataset(
-                examples, record_name, flags_obj.eval_batch_size, "evaluation"
+            dataset = self._dataset(
+                examples, record_name, self.run.eval_batch_size, "evaluation"
             )
             return evaluate(
-                model, dataset, task, is_regression, global_step, len(examples)
+                model, dataset, task, self.is_regression, global_step, len(examples)
             )
 
-        results = evaluate_split(processor.get_dev_examples(data_dir), "eval.tf_record")
-        if getattr(processor, "matched", False):
+        results = evaluate_split(
+            self.processor.get_dev_examples(data_dir), "eval.tf_record"
+        )
+        if getattr(self.processor, "matched", False):
             # GLUE reports MNLI on both dev sets; the original read only matched.
             mismatched = evaluate_split(
-                processor.get_dev_examples(data_dir, matched=False),
+                self.processor.get_dev_examples(data_dir, matched=False),
                 "eval_mismatched.tf_record",
             )
             results["eval_accuracy_mismatched"] = mismatched["eval_accuracy"]
             results["eval_loss_mismatched"] = mismatched["eval_loss"]
-        write_eval_results(
-            results, os.path.join(flags_obj.output_dir, "eval_results.txt")
-        )
+        return results
 
-    if flags_obj.do_predict and chief:
-        examples = processor.get_test_examples(data_dir)
-        dataset = examples_dataset(
-            examples, "predict.tf_record", flags_obj.predict_batch_size, "prediction"
+    def predict(self, model, global_step):
+        examples = self.processor.get_test_examples(self.options.data_dir)
+        dataset = self._dataset(
+            examples, "predict.tf_record", self.run.predict_batch_size, "prediction"
         )
         logits, _, _ = predict_logits(model, dataset, len(examples))
-        rows = logits if is_regression else tf.nn.softmax(logits, axis=-1).numpy()
+        rows = logits if self.is_regression else tf.nn.softmax(logits, axis=-1).numpy()
         assert len(rows) == len(examples)
-        write_test_results(rows, os.path.join(flags_obj.output_dir, "test_results.tsv"))
-    if flags_obj.export_dir and chief:
-        export_from_flags(
-            flags_obj,
-            model,
-            label_list=label_list,
-            text_pair=processor.text_pair,
-        )
-    return results
+        write_test_results(rows, os.path.join(self.output_dir, "test_results.tsv"))
+
+    def serving_kwargs(self):
+        return {"label_list": self.label_list, "text_pair": self.processor.text_pair}
+
+
+def run(run_options, classifier_options):
+    """Runs run_classifier with its options; returns the eval results (or None)."""
+    return run_task(ClassificationTask(run_options, classifier_options))

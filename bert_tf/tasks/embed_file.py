@@ -214,27 +214,3 @@ def _embed_chunk(model, chunk, done, embeddings, ids, writer, batch_size):
             )
             writer.write(example.SerializeToString())
     return done + len(chunk)
-
-
-def run(flags_obj):
-    """bert-tf-embed: the model from --init_checkpoint, then `embed_file`."""
-    from bert_tf.models import BertSentenceEncoder
-
-    model = BertSentenceEncoder.from_checkpoint(
-        flags_obj.init_checkpoint,
-        pooling=flags_obj.pooling,
-        normalize=flags_obj.normalize,
-        max_seq_length=flags_obj.max_seq_length,
-        vocab_file=flags_obj.vocab_file,
-        do_lower_case=flags_obj.do_lower_case,
-    )
-    return embed_file(
-        model,
-        flags_obj.input_file,
-        flags_obj.output_file,
-        file_format=flags_obj.input_format,
-        text_column=flags_obj.text_column,
-        id_column=flags_obj.id_column,
-        batch_size=flags_obj.batch_size,
-        output_tfrecord=flags_obj.output_tfrecord,
-    )

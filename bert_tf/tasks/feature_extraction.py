@@ -19,7 +19,8 @@ from bert_tf import tokenization
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertEncoder
-from bert_tf.training.run_setup import load_config
+from bert_tf.options.checks import sequence_length_fits
+from bert_tf.tasks.runner import load_config
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -96,49 +97,31 @@ def extract_features(encoder, tokenizer, examples, layers, max_seq_length, batch
             yield collections.OrderedDict(linex_index=unique_id, features=features)
 
 
-def run(flags_obj):
-    for name in ("input_file", "output_file", "init_checkpoint", "vocab_file"):
-        if not getattr(flags_obj, name):
-            raise UserInputError(f"Flag --{name} must be specified.")
-    if flags_obj.batch_size < 1:
-        raise UserInputError(
-            f"--batch_size: must be positive, got {flags_obj.batch_size}"
-        )
-    config = load_config(flags_obj)
-    try:
-        layers = [int(x) for x in flags_obj.layers.split(",")]
-    except ValueError:
-        raise UserInputError(
-            f"--layers={flags_obj.layers}: expected comma-separated layer indexes "
-            "(e.g. -1,-2,-3,-4)"
-        ) from None
+def run(options):
+    """Writes the `FeatureExtractionOptions`' features; returns the line count."""
+    config = load_config(options)
+    layers = options.layer_indexes()
     for layer in layers:
         if not -config.num_hidden_layers <= layer < config.num_hidden_layers:
             raise UserInputError(
-                f"--layers={flags_obj.layers}: {layer} is not a layer of a "
+                f"--layers={options.layers}: {layer} is not a layer of a "
                 f"{config.num_hidden_layers}-layer model"
             )
-    if flags_obj.max_seq_length > config.max_position_embeddings:
-        raise UserInputError(
-            f"--max_seq_length={flags_obj.max_seq_length} > max_position_embeddings "
-            f"({config.max_position_embeddings})"
-        )
-    encoder = BertEncoder.from_checkpoint(flags_obj.init_checkpoint, config=config)
-    tokenizer = tokenization.FullTokenizer(
-        flags_obj.vocab_file, flags_obj.do_lower_case
-    )
-    examples = read_examples(flags_obj.input_file)
+    sequence_length_fits(options.max_seq_length, config)
+    encoder = BertEncoder.from_checkpoint(options.init_checkpoint, config=config)
+    tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
+    examples = read_examples(options.input_file)
     count = 0
-    with tf.io.gfile.GFile(flags_obj.output_file, "w") as writer:
+    with tf.io.gfile.GFile(options.output_file, "w") as writer:
         for record in extract_features(
             encoder,
             tokenizer,
             examples,
             layers,
-            flags_obj.max_seq_length,
-            flags_obj.batch_size,
+            options.max_seq_length,
+            options.batch_size,
         ):
             writer.write(json.dumps(record) + "\n")
             count += 1
-    logging.info("Wrote features of %d examples to %s", count, flags_obj.output_file)
+    logging.info("Wrote features of %d examples to %s", count, options.output_file)
     return count

@@ -23,6 +23,7 @@ as `cls/crf/*`; a run without the flag on a CRF checkpoint (or the reverse)
 stops with an error instead of dropping or inventing them.
 """
 
+import dataclasses
 import os
 import re
 
@@ -42,20 +43,14 @@ from bert_tf.entity_metrics import entity_scores
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertTokenClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.training import flags as common_flags
+from bert_tf.options.checks import required
+from bert_tf.options.ner_options import SPLIT_RUN_OPTIONS
+from bert_tf.tasks.runner import run_task
+from bert_tf.tasks.task import Task
+from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import file_fingerprint
-from bert_tf.training.run_setup import build_model
-from bert_tf.training.run_setup import export_from_flags
-from bert_tf.training.run_setup import load_config
-from bert_tf.training.run_setup import output_dir_lock
-from bert_tf.training.run_setup import prepare_run
-from bert_tf.training.run_setup import strategy_from_flags
-from bert_tf.training.run_setup import train_or_restore
-from bert_tf.training.run_setup import training_steps
-from bert_tf.training.run_setup import write_eval_results
-from bert_tf.training.strategy import is_chief
+from bert_tf.training.train_or_restore import training_steps
 
-SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 TAGGING_SEQUENCE_FEATURES = (*ENCODER_INPUT_NAMES, "label_ids")
 # Prediction also reads which positions are words (the CRF's chain), as the
 # test split has no labels to tell.
@@ -64,93 +59,39 @@ PREDICTION_SEQUENCE_FEATURES = (*TAGGING_SEQUENCE_FEATURES, "word_mask")
 # `model/crf/transitions/...`, Hugging Face `crf.transitions`.
 _CRF_VARIABLE = re.compile(r"(^|[/.])crf[/.]transitions($|[/.])")
 
-
-# --tfds_name: the flag naming each split and its TFDS default.
-TFDS_SPLIT_FLAGS = {
+# --tfds_name: the option naming each split and its TFDS default.
+TFDS_SPLITS = {
     "train": ("tfds_split_train", "train"),
     "dev": ("tfds_split_eval", "dev"),
     "test": ("tfds_split_predict", "test"),
 }
 
 
-def data_file(flags_obj, split):
-    """--<split>_file, else data_dir/<CoNLL-2003 name>; with --tfds_name the
-    file `write_tfds_files` made of the TFDS split in output_dir."""
-    if getattr(flags_obj, "tfds_name", None):
-        return os.path.join(flags_obj.output_dir, f"tfds_{split}.txt")
-    path = getattr(flags_obj, f"{split}_file")
-    if path:
-        return path
-    if flags_obj.data_dir:
-        return os.path.join(flags_obj.data_dir, SPLIT_FILES[split])
-    flag = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}[split]
-    raise UserInputError(f"--{flag} needs --{split}_file or --data_dir")
-
-
-def write_tfds_files(flags_obj):
+def write_tfds_files(options, run):
     """--tfds_name=conll2003: writes the splits the run reads (train for
     --do_train, dev for --do_eval, test for --do_predict) to output_dir as
-    `token<TAB>tag` files with IOB2 tags, which `data_file` then names."""
+    `token<TAB>tag` files with IOB2 tags, which `NerOptions.data_file` then
+    names."""
     from bert_tf.data_prep import tfds_input
 
-    wanted = {
-        "train": flags_obj.do_train,
-        "dev": flags_obj.do_eval,
-        "test": flags_obj.do_predict,
-    }
-    for split, needed in wanted.items():
-        if needed:
-            flag, default = TFDS_SPLIT_FLAGS[split]
+    tfds = options.tfds
+    for split, option in SPLIT_RUN_OPTIONS.items():
+        if getattr(run, option):
+            name, default = TFDS_SPLITS[split]
             tfds_input.write_conll2003_file(
-                getattr(flags_obj, flag, None) or default,
-                data_file(flags_obj, split),
-                data_dir=flags_obj.tfds_data_dir,
-                download=flags_obj.tfds_download,
-                tfds_name=flags_obj.tfds_name,
+                getattr(tfds, name) or default,
+                options.data_file(run, split),
+                data_dir=tfds.tfds_data_dir,
+                download=tfds.tfds_download,
+                tfds_name=tfds.tfds_name,
             )
 
 
-def validate_flags(flags_obj):
-    if not (flags_obj.do_train or flags_obj.do_eval or flags_obj.do_predict):
-        raise UserInputError(
-            "At least one of `do_train`, `do_eval` or `do_predict' must be True."
-        )
-    if flags_obj.vocab_file is None and flags_obj.init_checkpoint:
-        # A Google or Hugging Face model directory carries its vocab.txt.
-        flags_obj.vocab_file = find_checkpoint(flags_obj.init_checkpoint).vocab_file
-    for name in ("vocab_file", "output_dir"):
-        if getattr(flags_obj, name) is None:
-            raise UserInputError(f"Flag --{name} must be specified.")
-    common_flags.validate_common_flags(flags_obj)
-    _validate_tfds_flags(flags_obj)
-    for split, wanted in (
-        ("train", flags_obj.do_train),
-        ("dev", flags_obj.do_eval),
-        ("test", flags_obj.do_predict),
-    ):
-        path = data_file(flags_obj, split) if wanted else None
-        if path and not flags_obj.tfds_name and not tf.io.gfile.exists(path):
-            raise UserInputError(f"--{split}_file: {path} does not exist")
-    window = flags_obj.max_seq_length - 2
-    if flags_obj.doc_stride is None:
-        flags_obj.doc_stride = max(1, window // 2)
-    if not 1 <= flags_obj.doc_stride <= window:
-        raise UserInputError(
-            f"--doc_stride={flags_obj.doc_stride} must be between 1 and "
-            f"max_seq_length - 2 = {window}, or windows would skip tokens"
-        )
-    tokenization.validate_case_matches_checkpoint(
-        flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
-    )
-    if getattr(flags_obj, "crf_constrained", False) and not flags_obj.use_crf:
-        raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
-
-
-def crf_arguments(flags_obj, label_list):
+def crf_arguments(options, label_list):
     """`BertTokenClassifier` arguments of --use_crf / --crf_constrained."""
-    if not getattr(flags_obj, "use_crf", False):
+    if not options.use_crf:
         return {}
-    constrained = getattr(flags_obj, "crf_constrained", False)
+    constrained = options.crf_constrained
     return {"crf": True, "crf_iob2_labels": list(label_list) if constrained else None}
 
 
@@ -178,12 +119,11 @@ def check_crf_flag(use_crf, names, checkpoint):
         )
 
 
-def check_restored_crf(flags_obj, model):
-    """Without --do_train: the checkpoint `restore_trained` will read (newest
+def check_restored_crf(run, use_crf, model):
+    """Without --do_train: the checkpoint the runner will restore (newest
     training checkpoint, final model.ckpt-*, or --init_checkpoint) matches
     --use_crf."""
-    use_crf = bool(getattr(flags_obj, "use_crf", False))
-    output_dir = flags_obj.output_dir
+    output_dir = run.output_dir
     state = tf.train.get_checkpoint_state(os.path.join(output_dir, "checkpoints"))
     finals = tf.io.gfile.glob(os.path.join(output_dir, "model.ckpt-*.index"))
     if state and state.all_model_checkpoint_paths:
@@ -193,17 +133,17 @@ def check_restored_crf(flags_obj, model):
         path = path[: -len(".index")]
     else:
         report = getattr(model, "checkpoint_load_report", None)
-        if report is not None and flags_obj.init_checkpoint:
+        if report is not None and run.init_checkpoint:
             check_crf_flag(
                 use_crf,
                 [*report.loaded, *report.unused],
-                f"--init_checkpoint={flags_obj.init_checkpoint}",
+                f"--init_checkpoint={run.init_checkpoint}",
             )
         return
     try:
         names = [name for name, _ in tf.train.list_variables(path)]
     except (tf.errors.OpError, ValueError):
-        return  # unreadable: restore_trained reports it
+        return  # unreadable: the restore reports it
     check_crf_flag(use_crf, names, path)
 
 
@@ -231,19 +171,6 @@ def crf_negative_log_likelihood(crf, labels, logits):
     scored = labels != conll.IGNORED_LABEL
     total = -tf.reduce_sum(crf.log_likelihood(logits, labels, scored))
     return total, tf.reduce_sum(tf.cast(scored, tf.float32))
-
-
-def crf_tagging_loss(crf):
-    """The loss of --use_crf: the CRF's negative log-likelihood per scored word
-    (on the cross-entropy's scale, so the learning rates carry over)."""
-
-    def loss(batch, outputs):
-        total, count = crf_negative_log_likelihood(
-            crf, batch["label_ids"], outputs["logits"]
-        )
-        return total / tf.maximum(count, 1.0)
-
-    return loss
 
 
 def training_dataset_fn(features, batch_size, seed, pad_to_longest, bucket_pool):
@@ -308,11 +235,11 @@ def predict_positions(model, features, batch_size, pad_to_longest=True):
     return np.concatenate(predictions), loss
 
 
-def predict_sentences(model, sentences, features, label_list, batch_size, flags_obj):
+def predict_sentences(
+    model, sentences, features, label_list, batch_size, pad_to_longest=True
+):
     """Predicted IOB2 tags of every word, and the eval loss."""
-    positions, loss = predict_positions(
-        model, features, batch_size, flags_obj.pad_to_longest
-    )
+    positions, loss = predict_positions(model, features, batch_size, pad_to_longest)
     ids = conll.words_predictions(features, positions, sentences)
     return [[label_list[i] for i in sentence] for sentence in ids], loss
 
@@ -332,153 +259,161 @@ def evaluate(sentences, predicted, scheme, eval_loss, global_step):
     return results
 
 
-def run(flags_obj):
-    """Runs run_ner.py with the parsed flags; returns the eval results."""
-    validate_flags(flags_obj)
-    with output_dir_lock(flags_obj):
-        return _run(flags_obj)
+class NerTask(Task):
+    """Named-entity tagging of CoNLL files: run_ner's task.
 
+    Args:
+      run: the `RunOptions` (without --vocab_file: the vocab.txt beside
+        --init_checkpoint).
+      options: the `NerOptions`.
 
-def _validate_tfds_flags(flags_obj):
-    """--tfds_name=conll2003 replaces the files; its tags are IOB2."""
-    from bert_tf.data_prep import tfds_input
+    Example:
 
-    common_flags.validate_tfds_flags(
-        flags_obj,
-        ("data_dir", "train_file", "dev_file", "test_file"),
-        tfds_input.CONLL_CONFIGS,
-    )
-    if flags_obj.tfds_name and flags_obj.tag_scheme != "iob2":
-        raise UserInputError(
-            f"--tag_scheme={flags_obj.tag_scheme}: TFDS {flags_obj.tfds_name} "
-            "tags are iob2"
-        )
+    ```python
+    results = run_task(NerTask(run_options, NerOptions(data_dir="conll2003")))
+    ```
+    """
 
+    script = "run_ner"
+    model_class = BertTokenClassifier
 
-def _run(flags_obj):
-    config = load_config(flags_obj)
-    prepare_run(flags_obj, config)
-    check_vocab_matches_config(flags_obj.vocab_file, config)
-    if flags_obj.tfds_name:
-        write_tfds_files(flags_obj)
-    scheme = flags_obj.tag_scheme
+    def __init__(self, run, options):
+        options.check(run)
+        if run.vocab_file is None:
+            vocab = find_checkpoint(run.init_checkpoint).vocab_file
+            required("vocab_file", vocab)
+            run = dataclasses.replace(run, vocab_file=vocab)
+        super().__init__(run, options)
 
-    def read(split):
+    def _read(self, split):
         return conll.read_conll(
-            data_file(flags_obj, split), scheme, flags_obj.strict_tags
+            self.options.data_file(self.run, split),
+            self.options.tag_scheme,
+            self.options.strict_tags,
         )
 
-    train_sentences = read("train") if flags_obj.do_train else None
-    # Checked before training: an untagged dev file can't be scored.
-    dev_sentences = read("dev") if flags_obj.do_eval else None
-    if dev_sentences is not None and dev_sentences[0].tags is None:
-        raise UserInputError(f"{data_file(flags_obj, 'dev')}: --do_eval needs tags")
-    if train_sentences is not None:
-        label_list = conll.label_list_from(train_sentences, flags_obj.labels)
-    else:
-        saved = read_label_list(flags_obj.output_dir)
-        label_list = saved.label_list if saved else None
-        if label_list is None and flags_obj.labels:
-            label_list = conll.label_list_from([], flags_obj.labels)
-        if label_list is None:
+    def prepare(self, config):
+        run, options = self.run, self.options
+        check_vocab_matches_config(run.vocab_file, config)
+        if options.tfds.tfds_name:
+            write_tfds_files(options, run)
+        self.train_sentences = self._read("train") if run.do_train else None
+        # Checked before training: an untagged dev file can't be scored.
+        self.dev_sentences = self._read("dev") if run.do_eval else None
+        if self.dev_sentences is not None and self.dev_sentences[0].tags is None:
             raise UserInputError(
-                f"No {LABEL_LIST_FILE} in {flags_obj.output_dir} (written by a training "
-                "run): give the entity types with --labels"
+                f"{options.data_file(run, 'dev')}: --do_eval needs tags"
             )
-    tf.io.gfile.makedirs(flags_obj.output_dir)
-    write_label_list(flags_obj.output_dir, label_list, scheme)
+        labels = list(options.labels) if options.labels is not None else None
+        if self.train_sentences is not None:
+            label_list = conll.label_list_from(self.train_sentences, labels)
+        else:
+            saved = read_label_list(run.output_dir)
+            label_list = saved.label_list if saved else None
+            if label_list is None and labels:
+                label_list = conll.label_list_from([], labels)
+            if label_list is None:
+                raise UserInputError(
+                    f"No {LABEL_LIST_FILE} in {run.output_dir} (written by a "
+                    "training run): give the entity types with --labels"
+                )
+        self.label_list = label_list
+        write_label_list(run.output_dir, label_list, options.tag_scheme)
+        self.tokenizer = tokenization.FullTokenizer(run.vocab_file, run.do_lower_case)
 
-    tokenizer = tokenization.FullTokenizer(
-        flags_obj.vocab_file, flags_obj.do_lower_case
-    )
-    seq_length = flags_obj.max_seq_length
+    def model_kwargs(self):
+        return {
+            "num_labels": len(self.label_list),
+            **crf_arguments(self.options, self.label_list),
+        }
 
-    def featurize(sentences):
+    def build_model(self, config):
+        model = super().build_model(config)
+        if not self.run.do_train:
+            check_restored_crf(self.run, self.options.use_crf, model)
+        self.crf = model.crf
+        return model
+
+    def _featurize(self, sentences):
         return conll.convert_sentences_to_features(
-            sentences, label_list, seq_length, tokenizer, flags_obj.doc_stride
+            sentences,
+            self.label_list,
+            self.run.max_seq_length,
+            self.tokenizer,
+            self.options.doc_stride,
         )
 
-    strategy = strategy_from_flags(flags_obj)
-    chief = is_chief(strategy)
-    model = build_model(
-        strategy,
-        BertTokenClassifier,
-        config,
-        flags_obj.init_checkpoint,
-        num_labels=len(label_list),
-        **crf_arguments(flags_obj, label_list),
-    )
-    if not flags_obj.do_train:
-        check_restored_crf(flags_obj, model)
-
-    dataset_fn = num_train_steps = num_warmup_steps = None
-    data = []
-    if flags_obj.do_train:
-        features = featurize(train_sentences)
+    def training_data(self):
+        run, training = self.run, self.run.training
+        features = self._featurize(self.train_sentences)
         num_examples = len(features.input_ids)
         num_train_steps = training_steps(
-            num_examples, flags_obj.train_batch_size, flags_obj.num_train_epochs
+            num_examples, training.train_batch_size, training.num_train_epochs
         )
-        num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
         logging.info("***** Running training *****")
         logging.info(
             "  Num examples = %d windows of %d sentences",
             num_examples,
-            len(train_sentences),
+            len(self.train_sentences),
         )
-        logging.info("  Batch size = %d", flags_obj.train_batch_size)
+        logging.info("  Batch size = %d", training.train_batch_size)
         logging.info("  Num steps = %d", num_train_steps)
-        data = [file_fingerprint(data_file(flags_obj, "train"))]
         dataset_fn = training_dataset_fn(
             features,
-            flags_obj.train_batch_size // flags_obj.gradient_accumulation_steps,
-            flags_obj.seed,
-            flags_obj.pad_to_longest,
-            16 if flags_obj.length_bucketing else 1,
+            training.micro_batch_size,
+            run.seed,
+            run.pad_to_longest,
+            16 if training.length_bucketing else 1,
         )
-    global_step = train_or_restore(
-        flags_obj,
-        strategy,
-        model,
-        script="run_ner",
-        config=config,
-        loss_fn=crf_tagging_loss(model.crf) if model.crf is not None else tagging_loss,
-        dataset_fn=dataset_fn,
-        data=data,
-        num_train_steps=num_train_steps,
-        num_warmup_steps=num_warmup_steps,
-        vocab_file=flags_obj.vocab_file,
-    )
+        return TrainingData(
+            dataset_fn,
+            num_train_steps,
+            [file_fingerprint(self.options.data_file(run, "train"))],
+        )
 
-    def predict_split(split, what, sentences):
+    def loss(self, batch, outputs):
+        if self.crf is None:
+            return tagging_loss(batch, outputs)
+        # The CRF's negative log-likelihood per scored word: on the
+        # cross-entropy's scale, so the learning rates carry over.
+        total, count = crf_negative_log_likelihood(
+            self.crf, batch["label_ids"], outputs["logits"]
+        )
+        return total / tf.maximum(count, 1.0)
+
+    def _predict_split(self, model, split, what, sentences):
+        run, scheme = self.run, self.options.tag_scheme
         if sentences[0].tags is not None:
-            conll.check_labels(sentences, label_list, data_file(flags_obj, split))
-        features = featurize(sentences)
+            conll.check_labels(
+                sentences, self.label_list, self.options.data_file(run, split)
+            )
+        features = self._featurize(sentences)
         logging.info("***** Running %s *****", what)
         logging.info("  Num examples = %d sentences", len(sentences))
-        batch_size = (
-            flags_obj.eval_batch_size
-            if split == "dev"
-            else flags_obj.predict_batch_size
-        )
+        batch_size = run.eval_batch_size if split == "dev" else run.predict_batch_size
         predicted, loss = predict_sentences(
-            model, sentences, features, label_list, batch_size, flags_obj
+            model, sentences, features, self.label_list, batch_size, run.pad_to_longest
         )
         name = "eval_predictions.txt" if split == "dev" else "test_predictions.txt"
         conll.write_predictions(
-            os.path.join(flags_obj.output_dir, name), sentences, predicted, scheme
+            os.path.join(run.output_dir, name), sentences, predicted, scheme
         )
-        return sentences, predicted, loss
+        return predicted, loss
 
-    results = None
-    if flags_obj.do_eval and chief:
-        sentences, predicted, loss = predict_split("dev", "evaluation", dev_sentences)
-        results = evaluate(sentences, predicted, scheme, loss, global_step)
-        write_eval_results(
-            results, os.path.join(flags_obj.output_dir, "eval_results.txt")
+    def evaluate(self, model, global_step):
+        sentences = self.dev_sentences
+        predicted, loss = self._predict_split(model, "dev", "evaluation", sentences)
+        return evaluate(
+            sentences, predicted, self.options.tag_scheme, loss, global_step
         )
-    if flags_obj.do_predict and chief:
-        predict_split("test", "prediction", read("test"))
-    if flags_obj.export_dir and chief:
-        export_from_flags(flags_obj, model, label_list=label_list)
-    return results
+
+    def predict(self, model, global_step):
+        self._predict_split(model, "test", "prediction", self._read("test"))
+
+    def serving_kwargs(self):
+        return {"label_list": self.label_list}
+
+
+def run(run_options, ner_options):
+    """Runs run_ner with its options; returns the eval results (or None)."""
+    return run_task(NerTask(run_options, ner_options))

@@ -10,13 +10,10 @@ resuming a killed run, and a final checkpoint without optimizer slots under
 the original variable names (`model.ckpt-<step>` + `bert_config.json`).
 """
 
-import os
-
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.config import BertConfig
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep.dynamic_masking import mask_dynamically
 from bert_tf.data_prep.dynamic_masking import special_token_ids
@@ -25,16 +22,11 @@ from bert_tf.data_prep.pretraining import pretraining_feature_spec
 from bert_tf.errors import UserInputError
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from bert_tf.training import flags as common_flags
+from bert_tf.tasks.runner import run_task
+from bert_tf.tasks.task import Task
+from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.progress import batches_with_progress
-from bert_tf.training.run_setup import build_model
-from bert_tf.training.run_setup import output_dir_lock
-from bert_tf.training.run_setup import prepare_run
-from bert_tf.training.run_setup import strategy_from_flags
-from bert_tf.training.run_setup import train_or_restore
-from bert_tf.training.run_setup import write_eval_results
-from bert_tf.training.strategy import is_chief
 
 MODEL_INPUTS = (*ENCODER_INPUT_NAMES, "masked_lm_positions")
 
@@ -179,114 +171,93 @@ def eval_dataset(
 # --------------------------------------------------------------------------
 
 
-def dynamic_masking_options(flags_obj, config):
+def dynamic_masking_options(options, vocab_file, config):
     """mask_dynamically's options for --dynamic_masking, else None."""
-    if not flags_obj.dynamic_masking:
+    if not options.dynamic_masking:
         return None
     return {
-        "special_ids": special_token_ids(flags_obj.vocab_file),
+        "special_ids": special_token_ids(vocab_file),
         "vocab_size": config.vocab_size,
-        "masked_lm_prob": flags_obj.masked_lm_prob,
+        "masked_lm_prob": options.masked_lm_prob,
     }
 
 
-def validate_flags(flags_obj):
-    """The original's checks, with the flag named in each message."""
-    if not (flags_obj.do_train or flags_obj.do_eval):
-        raise UserInputError("At least one of `do_train` or `do_eval` must be True.")
-    for name in ("bert_config_file", "input_file", "output_dir"):
-        if not getattr(flags_obj, name):
-            raise UserInputError(f"Flag --{name} must be specified.")
-    common_flags.validate_common_flags(flags_obj)
-    for name in ("max_predictions_per_seq", "max_eval_steps"):
-        if getattr(flags_obj, name) < 1:
-            raise UserInputError(
-                f"--{name}: must be positive, got {getattr(flags_obj, name)}"
-            )
-    if flags_obj.do_train and flags_obj.num_train_steps < 1:
-        raise UserInputError(
-            f"--num_train_steps: must be positive, got {flags_obj.num_train_steps}"
-        )
-    if flags_obj.num_warmup_steps < 0:
-        raise UserInputError(
-            f"--num_warmup_steps: must be ≥ 0, got {flags_obj.num_warmup_steps}"
-        )
-    if flags_obj.dynamic_masking and not flags_obj.vocab_file:
-        raise UserInputError("--dynamic_masking needs --vocab_file (for the [MASK] id)")
-    if not 0.0 < flags_obj.masked_lm_prob < 1.0:
-        raise UserInputError(
-            f"--masked_lm_prob must be in (0, 1), got {flags_obj.masked_lm_prob}"
-        )
-    if flags_obj.export_dir:
-        raise UserInputError(
-            "--export_dir: run_pretraining.py trains the pre-training heads; export "
-            "the pre-trained encoder with export_saved_model.py "
-            "--model_type=encoder --init_checkpoint=OUTPUT_DIR --vocab_file=..."
-        )
+class PretrainingTask(Task):
+    """Masked LM + next sentence prediction: run_pretraining's task.
 
+    A task on the same protocol as the fine-tuning ones: it builds a model,
+    batches records, has a loss and an evaluation; it has no predictions
+    and no export (the encoder is exported with export_saved_model).
 
-def run(flags_obj):
-    """Runs run_pretraining.py with the parsed flags; returns the eval results."""
-    validate_flags(flags_obj)
-    with output_dir_lock(flags_obj):
-        return _run(flags_obj)
+    Args:
+      run: the `RunOptions` (step schedule: `TrainingOptions.num_train_steps`).
+      options: the `PretrainingOptions`.
 
+    Example:
 
-def _run(flags_obj):
-    config = BertConfig.from_json_file(flags_obj.bert_config_file)
-    prepare_run(flags_obj, config)
-    input_files = expand_input_files(flags_obj.input_file)
-    tf.io.gfile.makedirs(flags_obj.output_dir)
-    logging.info("*** Input Files ***")
-    for path in input_files:
-        logging.info("  %s", path)
+    ```python
+    results = run_task(PretrainingTask(run_options, PretrainingOptions(input_file=f)))
+    ```
+    """
 
-    strategy = strategy_from_flags(flags_obj)
-    chief = is_chief(strategy)
-    model = build_model(strategy, BertPretrainer, config, flags_obj.init_checkpoint)
+    script = "run_pretraining"
+    model_class = BertPretrainer
+    copies_vocab = False
 
-    if flags_obj.do_train:
+    def __init__(self, run, options):
+        options.check(run)
+        super().__init__(run, options)
+
+    def prepare(self, config):
+        self.config = config
+        self.input_files = expand_input_files(self.options.input_file)
+        logging.info("*** Input Files ***")
+        for path in self.input_files:
+            logging.info("  %s", path)
+
+    def training_data(self):
+        run, training = self.run, self.run.training
         logging.info("***** Running training *****")
-        logging.info("  Batch size = %d", flags_obj.train_batch_size)
-        logging.info("  Num steps = %d", flags_obj.num_train_steps)
-    global_step = train_or_restore(
-        flags_obj,
-        strategy,
-        model,
-        script="run_pretraining",
-        config=config,
-        loss_fn=pretraining_loss,
-        dataset_fn=training_dataset_fn(
-            input_files,
-            flags_obj.max_seq_length,
-            flags_obj.max_predictions_per_seq,
-            flags_obj.train_batch_size // flags_obj.gradient_accumulation_steps,
-            flags_obj.seed,
-            dynamic_masking=dynamic_masking_options(flags_obj, config),
-        ),
-        data=[file_fingerprint(path) for path in input_files],
-        num_train_steps=flags_obj.num_train_steps,
-        num_warmup_steps=flags_obj.num_warmup_steps,
-    )
-
-    results = None
-    if flags_obj.do_eval and chief:
-        logging.info("***** Running evaluation *****")
-        logging.info("  Batch size = %d", flags_obj.eval_batch_size)
-        dataset = eval_dataset(
-            input_files,
-            flags_obj.max_seq_length,
-            flags_obj.max_predictions_per_seq,
-            flags_obj.eval_batch_size,
-            flags_obj.max_eval_steps,
+        logging.info("  Batch size = %d", training.train_batch_size)
+        logging.info("  Num steps = %d", training.num_train_steps)
+        dataset_fn = training_dataset_fn(
+            self.input_files,
+            run.max_seq_length,
+            self.options.max_predictions_per_seq,
+            training.micro_batch_size,
+            run.seed,
+            dynamic_masking=dynamic_masking_options(
+                self.options, run.vocab_file, self.config
+            ),
         )
-        results = evaluate(
+        return TrainingData(
+            dataset_fn,
+            training.num_train_steps,
+            [file_fingerprint(path) for path in self.input_files],
+        )
+
+    def loss(self, batch, outputs):
+        return pretraining_loss(batch, outputs)
+
+    def evaluate(self, model, global_step):
+        run, options = self.run, self.options
+        logging.info("***** Running evaluation *****")
+        logging.info("  Batch size = %d", run.eval_batch_size)
+        dataset = eval_dataset(
+            self.input_files,
+            run.max_seq_length,
+            options.max_predictions_per_seq,
+            run.eval_batch_size,
+            options.max_eval_steps,
+        )
+        return evaluate(
             model,
             dataset,
             global_step,
-            flags_obj.max_eval_steps * flags_obj.eval_batch_size,
+            options.max_eval_steps * run.eval_batch_size,
         )
-        write_eval_results(
-            results, os.path.join(flags_obj.output_dir, "eval_results.txt")
-        )
-    return results
+
+
+def run(run_options, pretraining_options):
+    """Runs run_pretraining with its options; returns the eval results."""
+    return run_task(PretrainingTask(run_options, pretraining_options))

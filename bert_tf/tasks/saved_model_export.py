@@ -10,7 +10,6 @@ import os
 
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
@@ -23,32 +22,6 @@ from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
 from bert_tf.serving import export_saved_model
-from bert_tf.tasks.saved_model_types import MODEL_TYPES
-from bert_tf.training import flags as common_flags
-
-
-def classifier_labels(flags_obj):
-    """(label_list, text_pair) from --labels / --task_name / --text_pair."""
-    if flags_obj.labels and flags_obj.task_name:
-        raise UserInputError("Give --labels or --task_name, not both")
-    if flags_obj.labels:
-        labels, pair = list(flags_obj.labels), False
-    elif flags_obj.task_name:
-        task = flags_obj.task_name.lower()
-        if task == "custom":
-            raise UserInputError(
-                "--task_name=custom: give the labels with --labels and pairs with "
-                "--text_pair"
-            )
-        processor = glue.get_processor(task)
-        labels, pair = processor.get_labels(None), processor.text_pair
-    else:
-        raise UserInputError(
-            "--model_type=classifier needs --task_name or --labels (label names)"
-        )
-    if flags_obj.text_pair is not None:
-        pair = flags_obj.text_pair
-    return labels, pair
 
 
 def tagger_labels(init_checkpoint):
@@ -67,102 +40,73 @@ def tagger_labels(init_checkpoint):
     return saved.label_list
 
 
-def run(flags_obj):
-    """Exports the checkpoint; returns the version directory."""
-    for name in ("model_type", "init_checkpoint", "export_dir"):
-        if not getattr(flags_obj, name):
-            raise UserInputError(f"Flag --{name} must be specified.")
-    if flags_obj.model_type not in MODEL_TYPES:
-        # Library callers skip the CLI's enum check; an unknown type must not
-        # fall through to the encoder export.
-        raise UserInputError(
-            f"--model_type={flags_obj.model_type}: expected one of {list(MODEL_TYPES)}"
-        )
-    common_flags.validate_common_flags(flags_obj)
-    files = find_checkpoint(flags_obj.init_checkpoint)
-    vocab_file = flags_obj.vocab_file or files.vocab_file
+def run(options):
+    """Exports the checkpoint `SavedModelExportOptions` name; returns the
+    version directory."""
+    files = find_checkpoint(options.init_checkpoint)
+    vocab_file = options.vocab_file or files.vocab_file
     if not vocab_file:
         raise UserInputError(
-            f"No vocab.txt beside {flags_obj.init_checkpoint}: give --vocab_file"
+            f"No vocab.txt beside {options.init_checkpoint}: give --vocab_file"
         )
-    tokenization.validate_case_matches_checkpoint(
-        flags_obj.do_lower_case, flags_obj.init_checkpoint
-    )
-    config = flags_obj.bert_config_file
+    config = options.bert_config_file
     max_positions = BertConfig.from_json_file(
         config or files.config_file
     ).max_position_embeddings
-    if flags_obj.max_seq_length > max_positions:
+    if options.max_seq_length > max_positions:
         # The signature would accept requests the model cannot encode.
         raise UserInputError(
-            f"--max_seq_length={flags_obj.max_seq_length} > max_position_embeddings "
+            f"--max_seq_length={options.max_seq_length} > max_position_embeddings "
             f"({max_positions}) of {config or files.config_file}"
         )
-    options = {}
-    do_lower_case = flags_obj.do_lower_case
-    max_seq_length = flags_obj.max_seq_length
-    if flags_obj.model_type == "classifier":
-        labels, pair = classifier_labels(flags_obj)
+    init = options.init_checkpoint
+    do_lower_case = options.do_lower_case
+    max_seq_length = options.max_seq_length
+    if options.model_type == "classifier":
+        labels, pair = options.classifier_labels()
         regression = glue.is_regression_label_list(labels)
         model = BertClassifier.from_checkpoint(
-            flags_obj.init_checkpoint,
-            config=config,
-            num_labels=1 if regression else len(labels),
+            init, config=config, num_labels=1 if regression else len(labels)
         )
-        options = {"label_list": None if regression else labels, "text_pair": pair}
-    elif flags_obj.model_type == "span":
-        model = BertSpanLabeler.from_checkpoint(
-            flags_obj.init_checkpoint, config=config
-        )
-        options = {
-            name: getattr(flags_obj, name)
-            for name in (
-                "max_query_length",
-                "max_answer_length",
-                "doc_stride",
-                "n_best_size",
-                "version_2_with_negative",
-                "null_score_diff_threshold",
-            )
-        }
-    elif flags_obj.model_type == "tagger":
+        serving = {"label_list": None if regression else labels, "text_pair": pair}
+    elif options.model_type == "span":
+        model = BertSpanLabeler.from_checkpoint(init, config=config)
+        serving = {"span_options": options.span_options()}
+    elif options.model_type == "tagger":
         from bert_tf.tasks import ner
 
-        labels = flags_obj.labels or tagger_labels(flags_obj.init_checkpoint)
+        labels = list(options.labels or tagger_labels(init))
         model = BertTokenClassifier.from_checkpoint(
-            flags_obj.init_checkpoint,
+            init,
             config=config,
             num_labels=len(labels),
-            **ner.crf_arguments(flags_obj, labels),
+            **ner.crf_arguments(options, labels),
         )
         report = model.checkpoint_load_report
         ner.check_crf_flag(
-            bool(getattr(flags_obj, "use_crf", False)),
+            options.use_crf,
             [*report.loaded, *report.unused],
-            f"--init_checkpoint={flags_obj.init_checkpoint}",
+            f"--init_checkpoint={init}",
         )
-        options = {"label_list": labels}
-    elif flags_obj.model_type == "embedding":
+        serving = {"label_list": labels}
+    elif options.model_type == "embedding":
         model = BertSentenceEncoder.from_checkpoint(
-            flags_obj.init_checkpoint,
-            config=config,
-            pooling=getattr(flags_obj, "pooling", None),
-            vocab_file=vocab_file,
+            init, config=config, pooling=options.pooling, vocab_file=vocab_file
         )
         # The tokenization the encoder was trained with: its checkpoint's.
         do_lower_case = model.preprocessor.do_lower_case
         max_seq_length = model.preprocessor.seq_length
-    elif flags_obj.model_type == "reranker":
+        serving = {}
+    elif options.model_type == "reranker":
         # Strict: a checkpoint without the one-label score head is an error.
-        model = BertReranker.from_checkpoint(
-            flags_obj.init_checkpoint, config=config, vocab_file=vocab_file
-        )
+        model = BertReranker.from_checkpoint(init, config=config, vocab_file=vocab_file)
         # The tokenization the cross-encoder was trained with: its directory's.
         do_lower_case = model.preprocessor.do_lower_case
         max_seq_length = model.preprocessor.seq_length
+        serving = {}
     else:
-        model = BertEncoder.from_checkpoint(flags_obj.init_checkpoint, config=config)
-        options = {"text_pair": bool(flags_obj.text_pair)}
+        model = BertEncoder.from_checkpoint(init, config=config)
+        serving = {"text_pair": bool(options.text_pair)}
     report = model.checkpoint_load_report
     missing = [
         name
@@ -172,22 +116,23 @@ def run(flags_obj):
     ]
     if missing:
         raise UserInputError(
-            f"{flags_obj.init_checkpoint} lacks {len(missing)} of the "
-            f"{flags_obj.model_type} model's variables, e.g. {missing[:3]}: "
+            f"{init} lacks {len(missing)} of the "
+            f"{options.model_type} model's variables, e.g. {missing[:3]}: "
             "is --model_type right?"
         )
+    export = options.export
     path = export_saved_model(
         model,
-        flags_obj.export_dir,
+        export.export_dir,
         vocab_file,
         do_lower_case,
         max_seq_length,
-        tokenizer=flags_obj.serving_tokenizer,
-        dtype=flags_obj.serving_dtype,
-        version=flags_obj.export_version,
-        **options,
+        tokenizer=export.serving_tokenizer,
+        dtype=export.serving_dtype,
+        version=export.export_version,
+        **serving,
     )
     logging.info(
-        "Serve it with: --model_base_path=%s", os.path.abspath(flags_obj.export_dir)
+        "Serve it with: --model_base_path=%s", os.path.abspath(export.export_dir)
     )
     return path

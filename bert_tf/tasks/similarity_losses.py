@@ -11,9 +11,7 @@ import tensorflow as tf
 
 # sentence-transformers' default scale (inverse temperature) of CoSENT and
 # of the in-batch-negatives losses.
-DEFAULT_SCALE = 20.0
-SCORED_LOSSES = ("cosine", "cosent")
-RANKING_LOSSES = ("mnr", "mnr_symmetric")
+from bert_tf.options.similarity_options import DEFAULT_SCALE
 
 
 def _unit(x):

@@ -27,130 +27,43 @@ from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep import squad as squad_data
 from bert_tf.data_prep import tfds_input
-from bert_tf.errors import UserInputError
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
-from bert_tf.training import flags as common_flags
+from bert_tf.tasks.runner import run_task
+from bert_tf.tasks.task import Task
+from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.progress import batches_with_progress
-from bert_tf.training.run_setup import build_model
-from bert_tf.training.run_setup import export_from_flags
-from bert_tf.training.run_setup import load_config
-from bert_tf.training.run_setup import output_dir_lock
-from bert_tf.training.run_setup import prepare_run
-from bert_tf.training.run_setup import strategy_from_flags
-from bert_tf.training.run_setup import train_or_restore
-from bert_tf.training.run_setup import training_steps
-from bert_tf.training.run_setup import write_eval_results
-from bert_tf.training.strategy import is_chief
+from bert_tf.training.train_or_restore import training_steps
 
 # The original shuffles the training examples with this fixed seed.
 TRAIN_EXAMPLES_SEED = 12345
 
 
-def validate_flags(flags_obj, bert_config=None):
-    """The original's checks (its `validate_flags_or_throw`) and the shared ones
-    (`validate_common_flags`), with the flag named in each message.
-
-    The max_position_embeddings check runs only when `bert_config` is given.
-    """
-    tokenization.validate_case_matches_checkpoint(
-        flags_obj.do_lower_case, flags_obj.init_checkpoint or ""
-    )
-    if not flags_obj.do_train and not flags_obj.do_predict:
-        raise UserInputError("At least one of `do_train` or `do_predict` must be True.")
-    _validate_tfds_flags(flags_obj)
-    if flags_obj.do_train and not (
-        flags_obj.train_file or getattr(flags_obj, "tfds_name", None)
-    ):
-        raise UserInputError(
-            "If `do_train` is True, then `train_file` must be specified (--train_file)."
-        )
-    if flags_obj.do_predict and not (
-        flags_obj.predict_file or getattr(flags_obj, "tfds_name", None)
-    ):
-        raise UserInputError(
-            "If `do_predict` is True, then `predict_file` must be specified "
-            "(--predict_file)."
-        )
-    if flags_obj.do_eval and not flags_obj.do_predict:
-        raise UserInputError("`do_eval` scores the predictions: it needs --do_predict.")
-    for name in ("vocab_file", "output_dir"):
-        if getattr(flags_obj, name) is None:
-            raise UserInputError(f"Flag --{name} must be specified.")
-    if bert_config is not None and (
-        flags_obj.max_seq_length > bert_config.max_position_embeddings
-    ):
-        raise UserInputError(
-            f"Cannot use sequence length {flags_obj.max_seq_length} because the BERT "
-            "model was only trained up to sequence length "
-            f"{bert_config.max_position_embeddings} "
-            "(--max_seq_length > max_position_embeddings)"
-        )
-    if flags_obj.max_seq_length <= flags_obj.max_query_length + 3:
-        raise UserInputError(
-            f"The max_seq_length ({flags_obj.max_seq_length}) must be greater than "
-            f"max_query_length ({flags_obj.max_query_length}) + 3 "
-            "(--max_seq_length, --max_query_length)"
-        )
-    common_flags.validate_common_flags(flags_obj)
-    # Flag values first, then the files: before a model is built (and before
-    # an eval-only run looks for its trained weights, which would be the error
-    # shown instead).
-    for name, wanted in (
-        ("train_file", flags_obj.do_train),
-        ("predict_file", flags_obj.do_predict),
-    ):
-        path = getattr(flags_obj, name, None)
-        if wanted and path and not tf.io.gfile.exists(path):
-            raise UserInputError(f"--{name}: {path} does not exist")
-
-
-# The original's name.
-validate_flags_or_throw = validate_flags
-
-
-def _validate_tfds_flags(flags_obj):
-    """--tfds_name replaces --train_file/--predict_file; SQuAD 2.0 needs
-    --version_2_with_negative and 1.1 must not have it."""
-    common_flags.validate_tfds_flags(
-        flags_obj, ("train_file", "predict_file"), tfds_input.SQUAD_CONFIGS
-    )
-    if not getattr(flags_obj, "tfds_name", None):
-        return
-    version_2 = tfds_input.SQUAD_CONFIGS[tfds_input.config_key(flags_obj.tfds_name)]
-    if version_2 != flags_obj.version_2_with_negative:
-        raise UserInputError(
-            f"--tfds_name={flags_obj.tfds_name} needs "
-            f"--version_2_with_negative={str(version_2).lower()}"
-        )
-
-
-def input_files(flags_obj):
-    """(train_file, predict_file): the flags', or with --tfds_name the TFDS
+def input_files(options, run):
+    """(train_file, predict_file): the options', or with --tfds_name the TFDS
     splits written as SQuAD JSON to output_dir (tfds_train.json,
     tfds_predict.json), which the file reader and --do_eval then read."""
-    if not flags_obj.tfds_name:
-        return flags_obj.train_file, flags_obj.predict_file
+    tfds = options.tfds
+    if not tfds.tfds_name:
+        return options.train_file, options.predict_file
 
     def write(needed, split, name):
         if not needed:
             return None
         return tfds_input.write_squad_json(
-            flags_obj.tfds_name,
+            tfds.tfds_name,
             split,
-            os.path.join(flags_obj.output_dir, name),
-            data_dir=flags_obj.tfds_data_dir,
-            download=flags_obj.tfds_download,
+            os.path.join(run.output_dir, name),
+            data_dir=tfds.tfds_data_dir,
+            download=tfds.tfds_download,
         )
 
     return (
+        write(run.do_train, tfds.tfds_split_train or "train", "tfds_train.json"),
         write(
-            flags_obj.do_train, flags_obj.tfds_split_train or "train", "tfds_train.json"
-        ),
-        write(
-            flags_obj.do_predict,
-            flags_obj.tfds_split_predict or "validation",
+            run.do_predict,
+            tfds.tfds_split_predict or "validation",
             "tfds_predict.json",
         ),
     )
@@ -247,144 +160,139 @@ def evaluate_predictions(predict_file, predictions, null_odds=None, version_2=Fa
     return squad_postprocessing.evaluate_v1(dataset, predictions)
 
 
-def run(flags_obj):
-    """Runs run_squad.py with the parsed flags; returns the eval results (or None)."""
-    validate_flags(flags_obj)
-    with output_dir_lock(flags_obj):
-        return _run(flags_obj)
+class SquadTask(Task):
+    """Extractive question answering on SQuAD: run_squad's task.
 
+    --do_eval scores what --do_predict wrote, as evaluate-v1.1.py /
+    evaluate-v2.0.py do (eval_results.json).
 
-def _run(flags_obj):
-    config = load_config(flags_obj)
-    validate_flags(flags_obj, config)
-    prepare_run(flags_obj, config)
-    check_vocab_matches_config(flags_obj.vocab_file, config)
+    Args:
+      run: the `RunOptions`.
+      options: the `SquadOptions`.
 
-    tokenizer = tokenization.FullTokenizer(
-        flags_obj.vocab_file, flags_obj.do_lower_case
-    )
-    seq_length = flags_obj.max_seq_length
-    version_2 = flags_obj.version_2_with_negative
+    Example:
 
-    strategy = strategy_from_flags(flags_obj)
-    chief = is_chief(strategy)
-    model = build_model(strategy, BertSpanLabeler, config, flags_obj.init_checkpoint)
-    train_file, predict_file = input_files(flags_obj)
+    ```python
+    results = run_task(SquadTask(run_options, SquadOptions(predict_file="dev-v1.1.json")))
+    ```
+    """
 
-    def convert(examples, record_file, is_training):
+    script = "run_squad"
+    model_class = BertSpanLabeler
+    eval_results_file = "eval_results.json"
+
+    def __init__(self, run, options):
+        options.check(run)
+        super().__init__(run, options)
+        self._predictions = None
+
+    def prepare(self, config):
+        check_vocab_matches_config(self.run.vocab_file, config)
+        self.tokenizer = tokenization.FullTokenizer(
+            self.run.vocab_file, self.run.do_lower_case
+        )
+        self.train_file, self.predict_file = input_files(self.options, self.run)
+
+    def _convert(self, examples, record_file, is_training):
         return squad_data.write_features(
             examples,
-            tokenizer,
+            self.tokenizer,
             record_file,
-            max_seq_length=seq_length,
-            doc_stride=flags_obj.doc_stride,
-            max_query_length=flags_obj.max_query_length,
+            max_seq_length=self.run.max_seq_length,
+            doc_stride=self.options.doc_stride,
+            max_query_length=self.options.max_query_length,
             is_training=is_training,
         )
 
-    data = []
-    dataset_fn = num_train_steps = num_warmup_steps = None
-    if flags_obj.do_train:
+    def training_data(self):
+        training = self.run.training
         train_examples = squad_data.read_squad_examples(
-            train_file,
+            self.train_file,
             is_training=True,
-            version_2_with_negative=version_2,
-            first_answer_only=getattr(flags_obj, "train_answer", "error") == "first",
+            version_2_with_negative=self.options.version_2_with_negative,
+            first_answer_only=self.options.train_answer == "first",
         )
         num_train_steps = training_steps(
-            len(train_examples),
-            flags_obj.train_batch_size,
-            flags_obj.num_train_epochs,
+            len(train_examples), training.train_batch_size, training.num_train_epochs
         )
-        num_warmup_steps = int(num_train_steps * flags_obj.warmup_proportion)
         # Pre-shuffle the input to avoid having to make a very large shuffle
         # buffer in the input pipeline (the original's fixed seed).
         train_examples = list(train_examples)
         random.Random(TRAIN_EXAMPLES_SEED).shuffle(train_examples)
-        record_file = os.path.join(flags_obj.output_dir, "train.tf_record")
-        num_features, _ = convert(train_examples, record_file, is_training=True)
-        data = [file_fingerprint(train_file)]
+        record_file = os.path.join(self.output_dir, "train.tf_record")
+        num_features, _ = self._convert(train_examples, record_file, is_training=True)
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(train_examples))
         logging.info("  Num split examples = %d", num_features)
-        logging.info("  Batch size = %d", flags_obj.train_batch_size)
+        logging.info("  Batch size = %d", training.train_batch_size)
         logging.info("  Num steps = %d", num_train_steps)
         dataset_fn = training_dataset_fn(
             record_file,
             num_features,
-            seq_length,
-            flags_obj.train_batch_size // flags_obj.gradient_accumulation_steps,
-            flags_obj.seed,
+            self.run.max_seq_length,
+            training.micro_batch_size,
+            self.run.seed,
         )
-    train_or_restore(
-        flags_obj,
-        strategy,
-        model,
-        script="run_squad",
-        config=config,
-        loss_fn=span_loss,
-        dataset_fn=dataset_fn,
-        data=data,
-        num_train_steps=num_train_steps,
-        num_warmup_steps=num_warmup_steps,
-        vocab_file=flags_obj.vocab_file,
-    )
+        return TrainingData(
+            dataset_fn, num_train_steps, [file_fingerprint(self.train_file)]
+        )
 
-    results = None
-    if flags_obj.do_predict and chief:
+    def loss(self, batch, outputs):
+        return span_loss(batch, outputs)
+
+    def predict(self, model, global_step):
+        """predictions.json, nbest_predictions.json (and null_odds.json)."""
+        run, options = self.run, self.options
+        version_2 = options.version_2_with_negative
         eval_examples = squad_data.read_squad_examples(
-            predict_file,
-            is_training=False,
-            version_2_with_negative=version_2,
+            self.predict_file, is_training=False, version_2_with_negative=version_2
         )
-        record_file = os.path.join(flags_obj.output_dir, "eval.tf_record")
-        num_features, eval_features = convert(
+        record_file = os.path.join(self.output_dir, "eval.tf_record")
+        num_features, eval_features = self._convert(
             eval_examples, record_file, is_training=False
         )
         logging.info("***** Running predictions *****")
         logging.info("  Num orig examples = %d", len(eval_examples))
         logging.info("  Num split examples = %d", num_features)
-        logging.info("  Batch size = %d", flags_obj.predict_batch_size)
+        logging.info("  Batch size = %d", run.predict_batch_size)
         all_results = predict_raw_results(
             model,
-            predict_dataset(record_file, seq_length, flags_obj.predict_batch_size),
+            predict_dataset(record_file, run.max_seq_length, run.predict_batch_size),
             num_features,
         )
         assert len(all_results) == len(eval_features)
-        output_dir = flags_obj.output_dir
-        null_odds_file = os.path.join(output_dir, "null_odds.json")
-        predictions = squad_postprocessing.write_predictions(
+        output_dir = self.output_dir
+        self._predictions = squad_postprocessing.write_predictions(
             eval_examples,
             eval_features,
             all_results,
-            flags_obj.n_best_size,
-            flags_obj.max_answer_length,
-            flags_obj.do_lower_case,
+            options.n_best_size,
+            options.max_answer_length,
+            run.do_lower_case,
             os.path.join(output_dir, "predictions.json"),
             os.path.join(output_dir, "nbest_predictions.json"),
-            null_odds_file,
+            os.path.join(output_dir, "null_odds.json"),
             version_2_with_negative=version_2,
-            null_score_diff_threshold=flags_obj.null_score_diff_threshold,
-            verbose_logging=flags_obj.verbose_logging,
+            null_score_diff_threshold=options.null_score_diff_threshold,
+            verbose_logging=options.verbose_logging,
         )
-        if flags_obj.do_eval:
-            null_odds = None
-            if version_2:
-                with tf.io.gfile.GFile(null_odds_file, "r") as reader:
-                    null_odds = json.load(reader)
-            results = evaluate_predictions(
-                predict_file, predictions, null_odds, version_2
-            )
-            write_eval_results(results, os.path.join(output_dir, "eval_results.json"))
-    if flags_obj.export_dir and chief:
-        export_from_flags(
-            flags_obj,
-            model,
-            max_query_length=flags_obj.max_query_length,
-            max_answer_length=flags_obj.max_answer_length,
-            doc_stride=flags_obj.doc_stride,
-            n_best_size=flags_obj.n_best_size,
-            version_2_with_negative=flags_obj.version_2_with_negative,
-            null_score_diff_threshold=flags_obj.null_score_diff_threshold,
+
+    def evaluate(self, model, global_step):
+        """Scores the predictions `predict` made (--do_eval needs --do_predict)."""
+        version_2 = self.options.version_2_with_negative
+        null_odds = None
+        if version_2:
+            path = os.path.join(self.output_dir, "null_odds.json")
+            with tf.io.gfile.GFile(path, "r") as reader:
+                null_odds = json.load(reader)
+        return evaluate_predictions(
+            self.predict_file, self._predictions, null_odds, version_2
         )
-    return results
+
+    def serving_kwargs(self):
+        return {"span_options": self.options.span_options()}
+
+
+def run(run_options, squad_options):
+    """Runs run_squad with its options; returns the eval results (or None)."""
+    return run_task(SquadTask(run_options, squad_options))

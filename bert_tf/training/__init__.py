@@ -1,8 +1,6 @@
-"""Training: strategies, the custom loop with checkpoint/resume, shared flags.
+"""Training: strategies, the custom loop with checkpoint/resume, output_dir.
 
-`bert_tf.training.flags` imports without TensorFlow (the command-line tools
-define their flags from it); `Trainer` and `create_strategy` load TensorFlow
-on first access.
+`Trainer` and `create_strategy` load TensorFlow on first access.
 """
 
 import importlib

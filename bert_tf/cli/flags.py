@@ -1,18 +1,20 @@
-"""Command-line flags shared by the run_* scripts, defined once.
+"""Command-line flags shared by the run_* scripts, defined once, and the
+typed options they become.
 
 The original's flags keep their names, defaults and meanings; each script
 defines its own task flags and calls the functions here for the rest.
-`validate_common_flags` checks the values every script shares.
+`run_options` turns the shared ones into `bert_tf.options.RunOptions`, whose
+checks name the flag at fault (before TensorFlow loads).
 """
 
 from absl import flags
 
-from bert_tf.errors import UserInputError
-
-# bert_tf.training.strategy.STRATEGIES, written out: flag definitions must not
-# import TensorFlow (`--help` answers at once); tests/test_cli.py checks that
-# the two lists agree.
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+from bert_tf.options.distribution_options import STRATEGIES
+from bert_tf.options.distribution_options import DistributionOptions
+from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.run_options import RunOptions
+from bert_tf.options.tfds_options import TfdsOptions
+from bert_tf.options.training_options import TrainingOptions
 
 
 def define_tpu_flags():
@@ -219,18 +221,6 @@ def define_serving_flags():
     )
 
 
-# The --tfds_* flags that only mean something with --tfds_name.
-_TFDS_OPTION_FLAGS = (
-    "tfds_data_dir",
-    "tfds_split_train",
-    "tfds_split_eval",
-    "tfds_split_predict",
-    "tfds_text_a_feature",
-    "tfds_text_b_feature",
-    "tfds_label_feature",
-)
-
-
 def define_tfds_flags(text_features, eval_split=None):
     """Flags reading a TensorFlow Datasets dataset instead of the original's files.
 
@@ -289,76 +279,86 @@ def define_tfds_flags(text_features, eval_split=None):
         )
 
 
-def validate_tfds_flags(flags_obj, file_flags, supported):
-    """Checks the --tfds_* flags against each other and the file flags.
+def run_options(flags_obj, *, lower_case=True, batching=True, schedule="epochs"):
+    """The `RunOptions` of a run_* tool's parsed flags.
 
     Args:
       flags_obj: the parsed flags.
-      file_flags: names of the flags that name input files, exclusive with
-        --tfds_name.
-      supported: the TFDS configs the script reads (keys of a dict or a list).
+      lower_case: the tool has --do_lower_case (tokenizes text).
+      batching: the tool has --pad_to_longest and --length_bucketing.
+      schedule: "epochs" (--num_train_epochs, --warmup_proportion) or
+        "steps" (--num_train_steps, --num_warmup_steps).
     """
-    if not getattr(flags_obj, "tfds_name", None):
-        for name in _TFDS_OPTION_FLAGS:
-            if getattr(flags_obj, name, None) not in (None, ""):
-                raise UserInputError(f"--{name} needs --tfds_name")
-        return
-    for name in file_flags:
-        if getattr(flags_obj, name, None):
-            raise UserInputError(
-                f"--tfds_name reads the data from TFDS: drop --{name} (the two are "
-                "exclusive)"
-            )
-    from bert_tf.data_prep.tfds_input import check_supported
-
-    check_supported(flags_obj.tfds_name, supported)
-
-
-# Flags that count something: 0 or less is a mistake the user can fix.
-_POSITIVE_FLAGS = (
-    "train_batch_size",
-    "eval_batch_size",
-    "predict_batch_size",
-    "max_seq_length",
-    "save_checkpoints_steps",
-    "iterations_per_loop",
-    "gradient_accumulation_steps",
-    # SQuAD windows: a stride of 0 never moves on; no n-best candidates or a
-    # zero answer length would answer nothing.
-    "doc_stride",
-    "n_best_size",
-    "max_answer_length",
-)
-
-
-def validate_common_flags(flags_obj):
-    """Checks the shared flags a script has; each message names its flag.
-
-    Raises:
-        UserInputError: `--name: must be positive, got 0`, an accumulation that
-            does not divide the batch, or a learning rate or warmup out of
-            range.
-    """
-    for name in _POSITIVE_FLAGS:
-        value = getattr(flags_obj, name, None)
-        if value is not None and value < 1:
-            raise UserInputError(f"--{name}: must be positive, got {value}")
-    accumulation = getattr(flags_obj, "gradient_accumulation_steps", 1)
-    batch = getattr(flags_obj, "train_batch_size", None)
-    if batch is not None and batch % accumulation:
-        raise UserInputError(
-            f"--train_batch_size={batch} is not divisible by "
-            f"--gradient_accumulation_steps={accumulation}"
+    f = flags_obj
+    if schedule == "epochs":
+        steps = {
+            "num_train_epochs": f.num_train_epochs,
+            "warmup_proportion": f.warmup_proportion,
+        }
+    else:
+        steps = {
+            "num_train_epochs": None,
+            "warmup_proportion": None,
+            "num_train_steps": f.num_train_steps,
+            "num_warmup_steps": f.num_warmup_steps,
+        }
+    training = TrainingOptions(
+        train_batch_size=f.train_batch_size,
+        learning_rate=f.learning_rate,
+        optimizer=f.optimizer,
+        gradient_accumulation_steps=f.gradient_accumulation_steps,
+        use_xla=f.use_xla,
+        save_checkpoints_steps=f.save_checkpoints_steps,
+        iterations_per_loop=f.iterations_per_loop,
+        length_bucketing=f.length_bucketing if batching else None,
+        overwrite_output_dir=f.overwrite_output_dir,
+        **steps,
+    )
+    distribution = DistributionOptions(
+        distribution_strategy=f.distribution_strategy,
+        num_gpus=f.num_gpus,
+        use_tpu=f.use_tpu,
+        tpu_name=f.tpu_name,
+        tpu_zone=f.tpu_zone,
+        gcp_project=f.gcp_project,
+        master=f.master,
+        num_tpu_cores=f.num_tpu_cores,
+    )
+    export = None
+    if f.export_dir:
+        export = ExportOptions(
+            export_dir=f.export_dir,
+            serving_tokenizer=f.serving_tokenizer,
+            serving_dtype=f.serving_dtype,
+            export_version=f.export_version,
         )
-    if getattr(flags_obj, "do_train", False):
-        learning_rate = getattr(flags_obj, "learning_rate", None)
-        if learning_rate is not None and not learning_rate > 0:
-            raise UserInputError(
-                f"--learning_rate: must be positive, got {learning_rate}"
-            )
-        epochs = getattr(flags_obj, "num_train_epochs", None)
-        if epochs is not None and not epochs > 0:
-            raise UserInputError(f"--num_train_epochs: must be positive, got {epochs}")
-    warmup = getattr(flags_obj, "warmup_proportion", None)
-    if warmup is not None and not 0.0 <= warmup <= 1.0:
-        raise UserInputError(f"--warmup_proportion: must be in [0, 1], got {warmup}")
+    return RunOptions(
+        output_dir=f.output_dir,
+        bert_config_file=f.bert_config_file,
+        init_checkpoint=f.init_checkpoint,
+        vocab_file=f.vocab_file,
+        do_lower_case=f.do_lower_case if lower_case else None,
+        max_seq_length=f.max_seq_length,
+        do_train=f.do_train,
+        do_eval=getattr(f, "do_eval", False),
+        do_predict=getattr(f, "do_predict", False),
+        eval_batch_size=getattr(f, "eval_batch_size", 8),
+        predict_batch_size=getattr(f, "predict_batch_size", 8),
+        pad_to_longest=f.pad_to_longest if batching else None,
+        dtype=f.dtype,
+        seed=f.seed,
+        training=training,
+        distribution=distribution,
+        export=export,
+    )
+
+
+def tfds_options(flags_obj):
+    """The `TfdsOptions` of the --tfds_* flags the tool has."""
+    return TfdsOptions(
+        **{
+            name: getattr(flags_obj, name)
+            for name in TfdsOptions.__dataclass_fields__
+            if name in flags_obj
+        }
+    )

@@ -1,0 +1,58 @@
+"""The checks the option types share; each message names the flag at fault."""
+
+import dataclasses
+import os
+
+from bert_tf.errors import UserInputError
+
+
+def positive(name, value):
+    """`--name: must be positive, got 0` unless `value` is None or ≥ 1."""
+    if value is not None and value < 1:
+        raise UserInputError(f"--{name}: must be positive, got {value}")
+
+
+def existing_path(name, path, what="does not exist"):
+    """`--name: path does not exist` for a local path that is missing.
+
+    Remote paths (`gs://…`) are left to the reader, which needs TensorFlow.
+    """
+    if path and "://" not in str(path) and not os.path.exists(path):
+        raise UserInputError(f"--{name}: {path} {what}")
+
+
+def required(name, value):
+    """The original's `Flag --name must be specified.`"""
+    if value is None or value == "":
+        raise UserInputError(f"Flag --{name} must be specified.")
+
+
+def run_defining(options):
+    """`{name: value}` of the fields that define a training run (a class's
+    `RUN_DEFINING`), from `options` and the option objects it holds.
+
+    A field in the class's `ABSENT_WHEN_NONE` is left out when None: the
+    tool has no such flag (e.g. run_squad has no --pad_to_longest).
+    """
+    settings = {}
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        if dataclasses.is_dataclass(value):
+            settings.update(run_defining(value))
+        elif field.name in getattr(options, "RUN_DEFINING", ()):
+            if value is None and field.name in getattr(options, "ABSENT_WHEN_NONE", ()):
+                continue
+            settings[field.name] = list(value) if isinstance(value, tuple) else value
+    return settings
+
+
+def sequence_length_fits(max_seq_length, config):
+    """The original's check: `max_seq_length` ≤ the model's positions
+    (`config.max_position_embeddings`), with both flags named."""
+    if max_seq_length > config.max_position_embeddings:
+        raise UserInputError(
+            f"Cannot use sequence length {max_seq_length} because the BERT "
+            "model was only trained up to sequence length "
+            f"{config.max_position_embeddings} "
+            "(--max_seq_length > max_position_embeddings)"
+        )

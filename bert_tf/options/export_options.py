@@ -1,0 +1,46 @@
+"""Where and how a run exports its SavedModel for TF Serving."""
+
+import dataclasses
+
+from bert_tf.errors import UserInputError
+
+SERVING_TOKENIZERS = ("bert", "fast_bert")
+SERVING_DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportOptions:
+    """--export_dir and the serving flags.
+
+    Args:
+      export_dir: the SavedModel goes to export_dir/<version>/.
+      serving_tokenizer: in-graph tokenizer, one of `SERVING_TOKENIZERS`.
+      serving_dtype: serving precision, one of `SERVING_DTYPES`.
+      export_version: version directory (None: the next free one).
+
+    Example:
+
+    ```python
+    ExportOptions(export_dir="/tmp/mrpc_export", serving_tokenizer="fast_bert")
+    ```
+    """
+
+    export_dir: str
+    serving_tokenizer: str = "bert"
+    serving_dtype: str = "float32"
+    export_version: int | None = None
+
+    def __post_init__(self):
+        for name, allowed in (
+            ("serving_tokenizer", SERVING_TOKENIZERS),
+            ("serving_dtype", SERVING_DTYPES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise UserInputError(
+                    f"--{name}={getattr(self, name)!r} is not one of {', '.join(allowed)}"
+                )
+        if self.export_version is not None and self.export_version < 1:
+            raise UserInputError(
+                f"--export_version={self.export_version}: must be positive (TF "
+                "Serving serves the highest numbered version)"
+            )

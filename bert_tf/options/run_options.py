@@ -1,0 +1,115 @@
+"""What every run_* tool is asked to do: output_dir, model, batches, training."""
+
+import dataclasses
+
+from bert_tf import tokenization
+from bert_tf.errors import UserInputError
+from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import positive
+from bert_tf.options.checks import sequence_length_fits
+from bert_tf.options.distribution_options import DistributionOptions
+from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.training_options import TrainingOptions
+
+DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """The options every run shares (flags of the same names); checked when made.
+
+    Args:
+      output_dir: checkpoints, records, results.
+      bert_config_file: the model's config (None: the one beside
+        init_checkpoint).
+      init_checkpoint: pre-trained (or fine-tuned) weights.
+      vocab_file: the WordPiece vocabulary.
+      do_lower_case: lower-case the text (None: the tool does not tokenize).
+      max_seq_length: tokens per example.
+      do_train, do_eval, do_predict: what the run does.
+      eval_batch_size, predict_batch_size: inference batch sizes.
+      pad_to_longest: cut each batch to its longest example (None: the tool
+        always pads to max_seq_length).
+      dtype: Keras mixed-precision policy, one of `DTYPES`.
+      seed: random seed of initialisation and data order.
+      training: the `TrainingOptions`.
+      distribution: the `DistributionOptions`.
+      export: the `ExportOptions`, or None for no export.
+
+    Example:
+
+    ```python
+    run = RunOptions(output_dir="/tmp/out", vocab_file="vocab.txt", do_eval=True)
+    run.check_config(BertConfig.from_json_file("bert_config.json"))
+    ```
+    """
+
+    RUN_DEFINING = (
+        "init_checkpoint",
+        "vocab_file",
+        "do_lower_case",
+        "max_seq_length",
+        "dtype",
+        "seed",
+        "pad_to_longest",
+    )
+    ABSENT_WHEN_NONE = ("do_lower_case", "pad_to_longest")
+
+    output_dir: str
+    bert_config_file: str | None = None
+    init_checkpoint: str | None = None
+    vocab_file: str | None = None
+    do_lower_case: bool | None = True
+    max_seq_length: int = 128
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    pad_to_longest: bool | None = None
+    dtype: str = "float32"
+    seed: int = 12345
+    training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
+    distribution: DistributionOptions = dataclasses.field(
+        default_factory=DistributionOptions
+    )
+    export: ExportOptions | None = None
+
+    def __post_init__(self):
+        if not self.output_dir:
+            raise UserInputError("Flag --output_dir must be specified.")
+        for name in ("eval_batch_size", "predict_batch_size", "max_seq_length"):
+            positive(name, getattr(self, name))
+        if self.dtype not in DTYPES:
+            raise UserInputError(
+                f"--dtype={self.dtype!r} is not one of {', '.join(DTYPES)}"
+            )
+        if self.do_train:
+            self.training.check_trainable()
+        if self.do_lower_case is not None:
+            tokenization.validate_case_matches_checkpoint(
+                self.do_lower_case, self.init_checkpoint or ""
+            )
+
+    def check_paths(self):
+        """The input files named exist (local paths; before TensorFlow loads)."""
+        existing_path("bert_config_file", self.bert_config_file)
+        existing_path("vocab_file", self.vocab_file)
+
+    def check_config(self, config):
+        """The original's check: max_seq_length ≤ the model's positions (None:
+        the checkpoint's own length, e.g. a sentence-transformers model's)."""
+        if self.max_seq_length is not None:
+            sequence_length_fits(self.max_seq_length, config)
+
+    def at_least_one(self, *names):
+        """The original's `At least one of ... must be True.` for `names`."""
+        if any(getattr(self, name) for name in names):
+            return
+        if len(names) == 3:
+            raise UserInputError(
+                "At least one of `do_train`, `do_eval` or `do_predict' must be True."
+            )
+        raise UserInputError(
+            f"At least one of `{names[0]}` or `{names[1]}` must be True."
+        )

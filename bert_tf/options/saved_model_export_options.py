@@ -1,0 +1,123 @@
+"""What export_saved_model is asked to export: which checkpoint, as what."""
+
+import dataclasses
+
+from bert_tf import tokenization
+from bert_tf.data_prep import glue
+from bert_tf.errors import UserInputError
+from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import positive
+from bert_tf.options.checks import required
+from bert_tf.options.export_options import ExportOptions
+from bert_tf.serving.span_options import SpanOptions
+from bert_tf.tasks.saved_model_types import MODEL_TYPES
+
+# The span flags: the fields of `SpanOptions`.
+SPAN_OPTIONS = tuple(field.name for field in dataclasses.fields(SpanOptions))
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedModelExportOptions:
+    """export_saved_model's options (flags of the same names).
+
+    Args:
+      model_type: one of `MODEL_TYPES`.
+      init_checkpoint: the trained model (run_* output_dir, checkpoint, model dir).
+      export: the `ExportOptions` (export_dir, serving tokenizer and dtype, version).
+      bert_config_file, vocab_file: default: those beside the checkpoint.
+      do_lower_case: as the model was trained.
+      max_seq_length: longest packed input of the raw-text signature.
+      task_name, labels, text_pair: classifier (and tagger: labels) options.
+      max_query_length, max_answer_length, doc_stride, n_best_size,
+        version_2_with_negative, null_score_diff_threshold: span options.
+      pooling: embedding of a plain BERT checkpoint: mean, cls, max or
+        mean_sqrt_len_tokens.
+      use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
+        decoded with Viterbi; constrained: well-formed IOB2 paths only).
+
+    Example:
+
+    ```python
+    SavedModelExportOptions("classifier", "/tmp/mrpc_output",
+                            ExportOptions("/tmp/mrpc_export"), task_name="MRPC")
+    ```
+    """
+
+    model_type: str
+    init_checkpoint: str
+    export: ExportOptions
+    bert_config_file: str | None = None
+    vocab_file: str | None = None
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    task_name: str | None = None
+    labels: tuple | None = None
+    text_pair: bool | None = None
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    doc_stride: int = 128
+    n_best_size: int = 20
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+    pooling: str | None = None
+    use_crf: bool = False
+    crf_constrained: bool = False
+
+    def __post_init__(self):
+        required("model_type", self.model_type)
+        required("init_checkpoint", self.init_checkpoint)
+        if self.model_type not in MODEL_TYPES:
+            # Library callers skip the CLI's enum check; an unknown type must
+            # not fall through to the encoder export.
+            raise UserInputError(
+                f"--model_type={self.model_type}: expected one of {list(MODEL_TYPES)}"
+            )
+        if self.labels is not None:
+            object.__setattr__(self, "labels", tuple(self.labels))
+        positive("max_seq_length", self.max_seq_length)
+        if self.crf_constrained and not self.use_crf:
+            raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
+        self.span_options()  # its checks: positive sizes
+        tokenization.validate_case_matches_checkpoint(
+            self.do_lower_case, self.init_checkpoint
+        )
+        if self.model_type == "classifier":
+            self._check_classifier_labels()
+        existing_path("bert_config_file", self.bert_config_file)
+        existing_path("vocab_file", self.vocab_file)
+
+    def _check_classifier_labels(self):
+        if self.labels and self.task_name:
+            raise UserInputError("Give --labels or --task_name, not both")
+        if self.labels:
+            return
+        if not self.task_name:
+            raise UserInputError(
+                "--model_type=classifier needs --task_name or --labels (label names)"
+            )
+        task = self.task_name.lower()
+        if task == "custom":
+            raise UserInputError(
+                "--task_name=custom: give the labels with --labels and pairs with "
+                "--text_pair"
+            )
+        if task not in glue.PROCESSORS:
+            raise UserInputError(
+                f"--task_name: Task not found: {self.task_name!r}. Known tasks: "
+                f"{', '.join(sorted(glue.PROCESSORS))}"
+            )
+
+    def classifier_labels(self):
+        """(label_list, text_pair) from --labels / --task_name / --text_pair."""
+        if self.labels:
+            labels, pair = list(self.labels), False
+        else:
+            processor = glue.get_processor(self.task_name.lower())
+            labels, pair = processor.get_labels(None), processor.text_pair
+        if self.text_pair is not None:
+            pair = self.text_pair
+        return labels, pair
+
+    def span_options(self):
+        """The `SpanOptions` of the span flags."""
+        return SpanOptions.from_attributes(self)

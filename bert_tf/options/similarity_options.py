@@ -1,0 +1,103 @@
+"""What run_similarity is asked to train on and score: rows, columns, loss."""
+
+import dataclasses
+
+from bert_tf.errors import UserInputError
+from bert_tf.options.checks import existing_path
+
+# Losses of scored pairs (STS-B, SICK) and of (anchor, positive[, negative])
+# rows; `bert_tf.tasks.similarity_losses` implements them.
+SCORED_LOSSES = ("cosine", "cosent")
+RANKING_LOSSES = ("mnr", "mnr_symmetric")
+LOSSES = SCORED_LOSSES + RANKING_LOSSES
+# sentence-transformers' default scale (inverse temperature) of cosent and mnr.
+DEFAULT_SCALE = 20.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SimilarityOptions:
+    """run_similarity's task options (flags of the same names).
+
+    Args:
+      train_file, dev_file: .tsv/.csv/.jsonl rows.
+      text_a_column, text_b_column: the two texts (anchor, positive).
+      score_column: the gold similarity (scored pairs).
+      negative_column: a hard negative per row (ranking losses), or None.
+      loss: one of `LOSSES`.
+      score_scale: scores are divided by it (5 for STS-B's 0-5).
+      similarity_scale: the scale (inverse temperature) of cosent and mnr.
+      pooling: pooling of a plain BERT checkpoint (a sentence-transformers
+        directory says its own).
+      normalize: L2-normalise the embeddings (None: as the checkpoint says).
+
+    Example:
+
+    ```python
+    options = SimilarityOptions(train_file="stsb/train.tsv", loss="cosent",
+                                score_scale=5.0)
+    options.check(run_options)
+    ```
+    """
+
+    RUN_DEFINING = (
+        "train_file",
+        "text_a_column",
+        "text_b_column",
+        "score_column",
+        "negative_column",
+        "loss",
+        "score_scale",
+        "similarity_scale",
+        "pooling",
+        "normalize",
+    )
+
+    train_file: str | None = None
+    dev_file: str | None = None
+    text_a_column: str = "sentence1"
+    text_b_column: str = "sentence2"
+    score_column: str | None = "score"
+    negative_column: str | None = None
+    loss: str = "cosine"
+    score_scale: float = 1.0
+    similarity_scale: float = DEFAULT_SCALE
+    pooling: str | None = None
+    normalize: bool | None = None
+
+    def __post_init__(self):
+        if self.loss not in LOSSES:
+            raise UserInputError(f"--loss={self.loss!r} is not one of {LOSSES}")
+        if self.score_scale <= 0:
+            raise UserInputError(
+                f"--score_scale must be positive, got {self.score_scale}"
+            )
+        if self.negative_column and self.loss not in RANKING_LOSSES:
+            raise UserInputError(
+                f"--negative_column needs a ranking loss (mnr, mnr_symmetric), "
+                f"not --loss={self.loss}"
+            )
+
+    @property
+    def scored(self):
+        return self.loss in SCORED_LOSSES
+
+    def train_columns(self):
+        columns = [self.text_a_column, self.text_b_column]
+        if self.negative_column:
+            columns.append(self.negative_column)
+        return columns
+
+    def check(self, run):
+        """The checks that need the `RunOptions`, then the input paths."""
+        run.at_least_one("do_train", "do_eval")
+        do_train, do_eval = run.do_train, run.do_eval
+        if do_train and not self.train_file:
+            raise UserInputError("--do_train needs --train_file")
+        if do_eval and not self.dev_file:
+            raise UserInputError("--do_eval needs --dev_file (scored pairs)")
+        if (do_train and self.scored or do_eval) and not self.score_column:
+            raise UserInputError(
+                f"--score_column is needed (--loss={self.loss} or --do_eval)"
+            )
+        existing_path("train_file", self.train_file)
+        existing_path("dev_file", self.dev_file)
