@@ -40,7 +40,7 @@ def run(options):
             f"({max_positions}) of {config or files.config_file}"
         )
     model_type = options.model_type
-    options = {}
+    family_options = {}
     if model_type == "classifier":
         labels, pair = options.classifier_labels()
         regression = glue.is_regression_label_list(labels)
@@ -49,23 +49,26 @@ def run(options):
             config=config,
             num_labels=1 if regression else len(labels),
         )
-        options = {"label_list": None if regression else labels, "text_pair": pair}
+        family_options = {
+            "label_list": None if regression else labels,
+            "text_pair": pair,
+        }
     elif model_type == "span":
         model = BertSpanLabeler.from_checkpoint(options.init_checkpoint, config=config)
-        options = {"max_query_length": options.max_query_length}
+        family_options = {"max_query_length": options.max_query_length}
     elif model_type == "tagger":
         labels = options.labels or tagger_labels(options.init_checkpoint)
         model = BertTokenClassifier.from_checkpoint(
             options.init_checkpoint, config=config, num_labels=len(labels)
         )
-        options = {"label_list": labels}
+        family_options = {"label_list": labels}
     elif model_type == "embedding":
         model = BertSentenceEncoder.from_checkpoint(
             options.init_checkpoint, config=config, vocab_file=vocab_file
         )
     elif model_type == "encoder":
         model = BertEncoder.from_checkpoint(options.init_checkpoint, config=config)
-        options = {"text_pair": bool(options.text_pair)}
+        family_options = {"text_pair": bool(options.text_pair)}
     else:
         raise UserInputError(
             f"--model_type={model_type}: expected one of classifier, tagger, span, "
@@ -93,7 +96,7 @@ def run(options):
             options.do_lower_case,
             options.max_seq_length,
             quantization=options.quantization,
-            **options,
+            **family_options,
         )
     except ValueError as error:
         # Vocabulary/model mismatches, a query longer than the window.
