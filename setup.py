@@ -19,6 +19,7 @@ COMMANDS = (
     "embed",
     "run_similarity",
     "run_retrieval",
+    "run_reranker",
     "export_litert",
 )
 

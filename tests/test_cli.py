@@ -27,6 +27,7 @@ COMMANDS = {
     "bert-tf-embed": "bert_tf.cli.embed:main",
     "bert-tf-run-similarity": "bert_tf.cli.run_similarity:main",
     "bert-tf-run-retrieval": "bert_tf.cli.run_retrieval:main",
+    "bert-tf-run-reranker": "bert_tf.cli.run_reranker:main",
     "bert-tf-export-litert": "bert_tf.cli.export_litert:main",
     "bert-tf-demo": "bert_tf.demo:main",
 }
@@ -48,6 +49,7 @@ ORIGINAL_AND_ADDED = {
     "embed": (None, "--text_column"),
     "run_similarity": (None, "--score_scale"),
     "run_retrieval": (None, "--milvus_uri"),
+    "run_reranker": (None, "--rerank_loss"),
     "export_litert": (None, "--quantization"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")

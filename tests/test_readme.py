@@ -71,6 +71,11 @@ BLOCKS = [
     ("python", "BertReranker.from_checkpoint", "static: needs a cross-encoder"),
     (
         "bash",
+        "python run_reranker.py",
+        "static: flags checked; tests/test_run_reranker.py runs it on 30 paragraphs",
+    ),
+    (
+        "bash",
         "--model_type=reranker",
         "static: flags checked; tests/test_reranker.py runs it on a MiniLM "
         "cross-encoder",
@@ -578,6 +583,7 @@ def test_install_blocks_run_the_documented_commands():
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
         ("python run_retrieval.py", "run_retrieval"),
         ("--model_type=reranker", "export_saved_model"),
+        ("python run_reranker.py", "run_reranker"),
     ],
 )
 def test_unrunnable_commands_use_real_flags(marker, module):

@@ -157,7 +157,7 @@ def read_cross_encoder(path, new_head=False):
         settings = _read_json(tokenizer_config)
         if max_seq_length is None:
             max_seq_length = settings.get("model_max_length")
-        if do_lower_case is None:  # e.g. a TF1 checkpoint with this file beside it
+        if do_lower_case is None:  # e.g. our checkpoint with run_reranker's file
             do_lower_case = settings.get("do_lower_case")
     return CrossEncoderFiles(files, activation, max_seq_length, do_lower_case)
 

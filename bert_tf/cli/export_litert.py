@@ -16,11 +16,9 @@ the file); also `python -m bert_tf.cli.export_litert` and
 from absl import flags
 
 from bert_tf.cli.command import Command
-
-# Importable without TensorFlow (for --help); bert_tf.serving.litert_exporter checks
-# the same names.
-LITERT_MODEL_TYPES = ("classifier", "tagger", "span", "embedding", "encoder")
-QUANTIZATIONS = ("dynamic_int8", "float16", "none")
+from bert_tf.options.litert_export_options import LITERT_MODEL_TYPES
+from bert_tf.options.litert_export_options import QUANTIZATIONS
+from bert_tf.options.litert_export_options import LiteRTExportOptions
 
 
 def define_flags():
@@ -87,11 +85,32 @@ def define_flags():
     flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
 
 
-def export(flags_obj):
+def options(flags_obj):
+    """(LiteRTExportOptions,) of the parsed flags, checked (no TensorFlow)."""
+    f = flags_obj
+    return (
+        LiteRTExportOptions(
+            model_type=f.model_type,
+            init_checkpoint=f.init_checkpoint,
+            output_file=f.output_file,
+            bert_config_file=f.bert_config_file,
+            vocab_file=f.vocab_file,
+            do_lower_case=f.do_lower_case,
+            max_seq_length=f.max_seq_length,
+            quantization=f.quantization,
+            task_name=f.task_name,
+            labels=f.labels,
+            text_pair=f.text_pair,
+            max_query_length=f.max_query_length,
+        ),
+    )
+
+
+def export(options):
     """Exports, then prints the file's path (TensorFlow imported now)."""
     from bert_tf.tasks import litert_export
 
-    print(litert_export.run(flags_obj))
+    print(litert_export.run(options))
 
 
 COMMAND = Command(
@@ -99,7 +118,7 @@ COMMAND = Command(
     __doc__,
     define_flags,
     export,
-    required=("model_type", "init_checkpoint", "output_file"),
+    options=options,
 )
 
 

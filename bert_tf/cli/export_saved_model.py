@@ -32,8 +32,8 @@ def define_flags():
         "output_dir/sentence_transformers, or a BERT checkpoint with --pooling; "
         "its own max_seq_length and lower-casing are used), or reranker (a "
         "cross-encoder: a sentence-transformers CrossEncoder / one-label Hugging "
-        "Face BertForSequenceClassification directory, or our checkpoint of one; "
-        "its own max_seq_length, lower-casing and "
+        "Face BertForSequenceClassification directory, or a run_reranker "
+        "output_dir; its own max_seq_length, lower-casing and "
         "activation are used).",
     )
     flags.DEFINE_string(

@@ -134,8 +134,8 @@ def define_flags():
     flags.DEFINE_string(
         "rerank_checkpoint",
         None,
-        "With --export_dir: a cross-encoder (a CrossEncoder directory, or our "
-        "checkpoint of one) that re-orders each query's --rerank_top_k best passages in "
+        "With --export_dir: a cross-encoder (a CrossEncoder directory or a "
+        "run_reranker output_dir) that re-orders each query's --rerank_top_k best passages in "
         "the SavedModel (both stages in one graph).",
     )
     flags.DEFINE_integer(

@@ -1,6 +1,14 @@
 """Two-stage search on BEIR data: dual-encoder candidates, cross-encoder order.
 
-The pieces run_reranker.py puts together, each on plain arguments:
+`RerankingTask` is run_reranker.py on the task protocol: --do_train
+fine-tunes a `BertReranker` on groups of one positive and --hard_negatives
+mined negatives per judged (query, document) of qrels/<train_split>.tsv;
+--do_eval re-orders the first stage's top --rerank_top_k documents of every
+qrels/<eval_split>.tsv query and writes both stages' metrics side by side
+(`eval_results.txt`: `<metric>_retrieval` and `<metric>_reranked`) and the
+re-ranked run (`run.tsv`, TREC format).
+
+The pieces it puts together, each on plain arguments:
 
 - `first_stage`: the dual encoder's top documents per query, by exact inner
   product over every passage (passages folded back to documents by their
@@ -17,18 +25,33 @@ The pieces run_reranker.py puts together, each on plain arguments:
   and the BEIR metrics of both stages side by side.
 """
 
+import json
+import os
+
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.data_prep import beir
+from bert_tf.models.bert_reranker import BertReranker
+from bert_tf.options.reranker_options import RERANK_LOSSES
+from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.exact_store import ExactStore
 from bert_tf.retrieval.vector_store import StoredPassage
 from bert_tf.retrieval_metrics import DEFAULT_METRIC_NAMES
 from bert_tf.retrieval_metrics import rank_documents
 from bert_tf.retrieval_metrics import retrieval_metrics
+from bert_tf.tasks.retrieval import RUN_FILE
+from bert_tf.tasks.retrieval import RUN_NAME
+from bert_tf.tasks.retrieval import passages_of
 from bert_tf.tasks.retrieval import search_documents
+from bert_tf.tasks.runner import run_task
+from bert_tf.tasks.task import Task
+from bert_tf.tasks.training_data import TrainingData
+from bert_tf.training.output_dir import file_fingerprint
+from bert_tf.training.train_or_restore import training_steps
 
-RERANK_LOSSES = ("bce", "listwise")
 # Suffixes of the two stages' metrics in eval_results.txt (sorted by name,
 # each metric's two values are on adjacent lines).
 FIRST_STAGE = "retrieval"
@@ -164,3 +187,204 @@ def two_stage_metrics(qrels, first_run, reranked_run, names=DEFAULT_METRIC_NAMES
         results[f"{name}_{FIRST_STAGE}"] = first[name]
         results[f"{name}_{SECOND_STAGE}"] = second[name]
     return results
+
+
+# --- the task ---------------------------------------------------------------
+
+
+def load_first_stage(path):
+    """The dual encoder at `path`: a run_retrieval output_dir's trained
+    towers, or a sentence-transformers directory (shared towers)."""
+    if DualEncoder.saved_in(path):
+        return DualEncoder.load(path)
+    return DualEncoder.from_checkpoint(path)
+
+
+def has_score_head(path):
+    """Whether the checkpoint at `path` holds a cross-encoder's score head."""
+    return find_checkpoint(path).reader.lookup("output_weights") is not None
+
+
+class RerankingTask(Task):
+    """run_reranker.py: a cross-encoder trained on mined hard negatives and
+    evaluated as the second stage of a dual encoder (see the module
+    docstring).
+
+    Args:
+        run: the `RunOptions` (init_checkpoint: a cross-encoder to continue
+            from, or a BERT checkpoint to start one on; max_seq_length: the
+            longest (query, passage) pair).
+        options: the `RerankerOptions`.
+
+    Example:
+    >>> run_task(RerankingTask(run_options, RerankerOptions(
+    ...     data_dir="/tmp/squad_beir", retrieval_checkpoint=MINILM_DIR)))
+    {'mrr@10_reranked': 0.83, 'mrr@10_retrieval': 0.76, ...}
+    """
+
+    script = "run_reranker"
+    model_class = BertReranker
+    copies_vocab = False  # prepare() writes the vocabulary and tokenizer settings
+
+    def prepare(self, config):
+        options = self.options
+        self.corpus = beir.read_corpus(options.data_dir)
+        self.queries = beir.read_queries(options.data_dir)
+        self.qrels = {}
+        if self.run.do_train:
+            self.qrels["train"] = beir.read_qrels(
+                options.data_dir, options.train_split, self.queries, self.corpus
+            )
+        if self.run.do_eval:
+            self.qrels["eval"] = beir.read_qrels(
+                options.data_dir, options.eval_split, self.queries, self.corpus
+            )
+        self.towers = load_first_stage(options.retrieval_checkpoint)
+        self.passages = passages_of(self.corpus, self.towers, options)
+        logging.info("First stage: embedding %d passages", len(self.passages))
+        self.store = passage_store(
+            self.towers, self.passages, options.encode_batch_size
+        )
+
+    def build_model(self, config):
+        init = self.run.init_checkpoint
+        model = BertReranker.from_checkpoint(
+            init,
+            config=config,
+            vocab_file=self.run.vocab_file,
+            do_lower_case=self.run.do_lower_case,
+            seq_length=self.run.max_seq_length,
+            new_head=not has_score_head(init),
+        )
+        self._write_tokenizer_files(model.preprocessor)
+        self.preprocessor = model.preprocessor
+        return model
+
+    def _write_tokenizer_files(self, preprocessor):
+        """vocab.txt and tokenizer_config.json beside the final checkpoint, so
+        `BertReranker.from_checkpoint(output_dir)` (and the export) tokenize
+        as training did."""
+        os.makedirs(self.output_dir, exist_ok=True)
+        with open(os.path.join(self.output_dir, "vocab.txt"), "wb") as f:
+            f.write(preprocessor._require_vocabulary())
+        with open(os.path.join(self.output_dir, "tokenizer_config.json"), "w") as f:
+            json.dump(
+                {
+                    "do_lower_case": bool(preprocessor.do_lower_case),
+                    "model_max_length": preprocessor.seq_length,
+                },
+                f,
+            )
+
+    @property
+    def group_size(self):
+        return 1 + self.options.hard_negatives
+
+    def training_data(self):
+        options, training = self.options, self.run.training
+        groups = training_groups(
+            self.qrels["train"],
+            self.store,
+            self.towers,
+            self.queries,
+            self.passages,
+            options.hard_negatives,
+            options.encode_batch_size,
+        )
+        num_train_steps = training.num_train_steps or training_steps(
+            len(groups), training.train_batch_size, training.num_train_epochs
+        )
+        logging.info(
+            "Training: %d groups (1 positive + %d negatives), batch %d groups, "
+            "%d steps, %s loss",
+            len(groups),
+            options.hard_negatives,
+            training.train_batch_size,
+            num_train_steps,
+            options.rerank_loss,
+        )
+        query_texts = np.array([self.queries[q].text for q, _, _ in groups], object)
+        passage_texts = np.array(
+            [[self.passages[i].text for i in (p, *n)] for _, p, n in groups], object
+        )
+        preprocessor = self.preprocessor
+        micro_batch_size = training.micro_batch_size
+        group_size = self.group_size
+        seed = self.run.seed
+
+        def dataset_fn(input_context, skip_batches):
+            dataset = tf.data.Dataset.from_tensor_slices(
+                (query_texts.astype(str), passage_texts.astype(str))
+            )
+            if input_context is not None and input_context.num_input_pipelines > 1:
+                dataset = dataset.shard(
+                    input_context.num_input_pipelines, input_context.input_pipeline_id
+                )
+
+            def tokenize(queries, passages):
+                # [groups] and [groups, group_size] -> group_size pairs per group.
+                return preprocessor(
+                    (tf.repeat(queries, group_size), tf.reshape(passages, [-1]))
+                )
+
+            return (
+                dataset.shuffle(len(groups), seed=seed, reshuffle_each_iteration=True)
+                .repeat()
+                .batch(micro_batch_size, drop_remainder=True)
+                .skip(skip_batches)
+                .map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
+                .prefetch(tf.data.AUTOTUNE)
+            )
+
+        fingerprints = [
+            file_fingerprint(os.path.join(options.data_dir, name))
+            for name in ("corpus.jsonl", "queries.jsonl")
+        ]
+        fingerprints.append(
+            file_fingerprint(beir.qrels_path(options.data_dir, options.train_split))
+        )
+        return TrainingData(dataset_fn, num_train_steps, fingerprints)
+
+    def loss(self, batch, outputs):
+        return rerank_loss(self.options.rerank_loss, outputs, self.group_size)
+
+    def evaluate(self, model, global_step):
+        options = self.options
+        qrels = self.qrels["eval"]
+        query_ids = list(qrels)
+        first = first_stage(
+            self.towers,
+            self.store,
+            self.queries,
+            query_ids,
+            self.passages,
+            options.eval_top_k,
+            options.encode_batch_size,
+        )
+        reranked = rerank_documents(
+            model,
+            self.queries,
+            first,
+            self.passages,
+            options.rerank_top_k,
+            batch_size=self.run.eval_batch_size,
+        )
+        with open(os.path.join(self.output_dir, RUN_FILE), "w", encoding="utf-8") as f:
+            for query_id in query_ids:
+                for rank, (doc_id, score) in enumerate(
+                    rank_documents(reranked[query_id]), start=1
+                ):
+                    f.write(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {RUN_NAME}\n")
+        results = two_stage_metrics(qrels, first, reranked)
+        results.update(
+            global_step=global_step,
+            num_queries=len(query_ids),
+            rerank_top_k=options.rerank_top_k,
+        )
+        return results
+
+
+def run(run_options, options):
+    """run_reranker.py: `RerankingTask` through the runner; returns the eval
+    results (or None)."""
+    return run_task(RerankingTask(run_options, options))
