@@ -17,7 +17,7 @@ def script_env():
     return {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
-def run_script(script, *flags, check=True, timeout=300):
+def run_script(script, *flags, check=True, timeout=900):
     """Runs `script` with `flags`; with `check`, a non-zero exit fails the test."""
     result = subprocess.run(
         [sys.executable, script, *flags],
@@ -32,7 +32,7 @@ def run_script(script, *flags, check=True, timeout=300):
 
 
 @contextlib.contextmanager
-def script_in_background(script, *flags, log_path, timeout=400):
+def script_in_background(script, *flags, log_path, timeout=900):
     """Runs `script` with `flags` while the `with` body runs (2 cores: two
     runs side by side); on exit waits for it, and a non-zero exit fails the
     test with its stderr (written to `log_path`, so no pipe fills up)."""
@@ -72,7 +72,7 @@ def script_flag_defaults(module):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def kill_when_written(script, flags, path, timeout=240):
+def kill_when_written(script, flags, path, timeout=600):
     """Starts `script` with `flags` and SIGKILLs it as soon as `path` exists
     (e.g. a checkpoint index): the real interruption of the resume tests."""
     process = subprocess.Popen(

@@ -205,7 +205,7 @@ def small(workspace, command):
     return command.replace("/tmp/", workspace["tmp"] + "/")
 
 
-def run_shell(workspace, command, env=None, timeout=300, quiet=True):
+def run_shell(workspace, command, env=None, timeout=900, quiet=True):
     result = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", command],
         cwd=workspace["cwd"],
@@ -226,7 +226,7 @@ def run_shell(workspace, command, env=None, timeout=300, quiet=True):
     return result
 
 
-def run_python(workspace, code, name, timeout=300):
+def run_python(workspace, code, name, timeout=900):
     path = os.path.join(workspace["cwd"], name)
     with open(path, "w", encoding="utf-8") as f:
         f.write(code)

@@ -46,7 +46,7 @@ ORIGINAL_FLAGS = {
 }
 
 
-def run_cli(*flags, check=True, timeout=400):
+def run_cli(*flags, check=True, timeout=900):
     return run_script(SCRIPT, *flags, check=check, timeout=timeout)
 
 
