@@ -182,6 +182,19 @@ def crf_negative_log_likelihood(crf, labels, logits):
     return total, tf.reduce_sum(tf.cast(scored, tf.float32))
 
 
+def crf_tagging_loss(crf):
+    """The loss of --use_crf: the CRF's negative log-likelihood per scored word
+    (on the cross-entropy's scale, so the learning rates carry over)."""
+
+    def loss(batch, outputs):
+        total, count = crf_negative_log_likelihood(
+            crf, batch["label_ids"], outputs["logits"]
+        )
+        return total / tf.maximum(count, 1.0)
+
+    return loss
+
+
 def training_dataset_fn(features, batch_size, seed, pad_to_longest, bucket_pool):
     """`dataset_fn(input_context, skip_batches)` for the Trainer, as the
     classifier's: a seeded full shuffle each epoch, optional length buckets."""
@@ -384,12 +397,7 @@ class NerTask(Task):
     def loss(self, batch, outputs):
         if self.crf is None:
             return tagging_loss(batch, outputs)
-        # The CRF's negative log-likelihood per scored word: on the
-        # cross-entropy's scale, so the learning rates carry over.
-        total, count = crf_negative_log_likelihood(
-            self.crf, batch["label_ids"], outputs["logits"]
-        )
-        return total / tf.maximum(count, 1.0)
+        return crf_tagging_loss(self.crf)(batch, outputs)
 
     def _predict_split(self, model, split, what, sentences):
         run, scheme = self.run, self.options.tag_scheme
