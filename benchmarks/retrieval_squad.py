@@ -35,7 +35,12 @@ sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 def _run_cli(*flags):
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, os.path.join(REPO, "run_retrieval.py"), *flags, "--verbosity=-1"],
+        [
+            sys.executable,
+            os.path.join(REPO, "run_retrieval.py"),
+            *flags,
+            "--verbosity=-1",
+        ],
         check=True,
         env={**os.environ, "PYTHONPATH": REPO},
     )
@@ -100,7 +105,9 @@ def main():
     start = time.perf_counter()
     model = SentenceTransformer(minilm, device="cpu")
     vectors = model.encode([p.text for p in passages], batch_size=64)
-    with MilvusStore(os.path.join(work, "st.db"), "st", vectors.shape[1], "st") as store:
+    with MilvusStore(
+        os.path.join(work, "st.db"), "st", vectors.shape[1], "st"
+    ) as store:
         store.upsert([StoredPassage(p.id, p.doc_id, "") for p in passages], vectors)
     st_s = time.perf_counter() - start
     print(
@@ -115,7 +122,10 @@ def main():
         q: {passages[i].doc_id: float(s[i]) for i in np.argsort(-s)[:100]}
         for q, s in zip(qrels, scores, strict=True)
     }
-    _show("zero-shot, all questions, sentence-transformers", retrieval_metrics(qrels, reference))
+    _show(
+        "zero-shot, all questions, sentence-transformers",
+        retrieval_metrics(qrels, reference),
+    )
 
     # 3: fine-tuned on the first half, measured on the second.
     _run_cli(*common, f"--output_dir={zero}", "--do_eval", "--eval_split=test")
@@ -154,10 +164,15 @@ def main():
         start = time.perf_counter()
         serve(query=tf.constant([text]), top_k=tf.constant(10))["ids"].numpy()
         seconds.append(time.perf_counter() - start)
-    print(f"query latency, SavedModel serving_default (batch 1, top 10): {_percentiles(seconds)}")
+    print(
+        f"query latency, SavedModel serving_default (batch 1, top 10): {_percentiles(seconds)}"
+    )
     towers = DualEncoder.from_checkpoint(minilm)
     with MilvusStore(
-        os.path.join(zero, "index.db"), "bert_tf", towers.embedding_dim, towers.fingerprint()
+        os.path.join(zero, "index.db"),
+        "bert_tf",
+        towers.embedding_dim,
+        towers.fingerprint(),
     ) as store:
         for text in texts[:5]:
             store.search(towers.encode_queries([text]), 10)
@@ -166,7 +181,9 @@ def main():
             start = time.perf_counter()
             store.search(towers.encode_queries([text]), 10)
             seconds.append(time.perf_counter() - start)
-    print(f"query latency, encode + Milvus Lite FLAT search (batch 1, top 10): {_percentiles(seconds)}")
+    print(
+        f"query latency, encode + Milvus Lite FLAT search (batch 1, top 10): {_percentiles(seconds)}"
+    )
 
 
 if __name__ == "__main__":
