@@ -5,8 +5,6 @@ export_saved_model.py does, and writes the file with
 `bert_tf.serving.litert_exporter.export_litert`.
 """
 
-from bert_tf.checkpoints.loading import find_checkpoint
-from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
@@ -15,6 +13,7 @@ from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
 from bert_tf.serving.litert_exporter import export_litert
+from bert_tf.tasks.saved_model_export import checkpoint_files
 from bert_tf.tasks.saved_model_export import tagger_labels
 
 
@@ -24,21 +23,7 @@ def run(options):
     Args:
       options: a `bert_tf.options.litert_export_options.LiteRTExportOptions`.
     """
-    files = find_checkpoint(options.init_checkpoint)
-    vocab_file = options.vocab_file or files.vocab_file
-    if not vocab_file:
-        raise UserInputError(
-            f"No vocab.txt beside {options.init_checkpoint}: give --vocab_file"
-        )
-    config = options.bert_config_file
-    max_positions = BertConfig.from_json_file(
-        config or files.config_file
-    ).max_position_embeddings
-    if options.max_seq_length > max_positions:
-        raise UserInputError(
-            f"--max_seq_length={options.max_seq_length} > max_position_embeddings "
-            f"({max_positions}) of {config or files.config_file}"
-        )
+    vocab_file, config = checkpoint_files(options)
     model_type = options.model_type
     family_options = {}
     if model_type == "classifier":

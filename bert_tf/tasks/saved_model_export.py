@@ -40,9 +40,9 @@ def tagger_labels(init_checkpoint):
     return saved.label_list
 
 
-def run(options):
-    """Exports the checkpoint `SavedModelExportOptions` name; returns the
-    version directory."""
+def checkpoint_files(options):
+    """(vocab_file, --bert_config_file or None) of an export's checkpoint,
+    checked: a vocabulary is found and --max_seq_length fits the model."""
     files = find_checkpoint(options.init_checkpoint)
     vocab_file = options.vocab_file or files.vocab_file
     if not vocab_file:
@@ -59,6 +59,13 @@ def run(options):
             f"--max_seq_length={options.max_seq_length} > max_position_embeddings "
             f"({max_positions}) of {config or files.config_file}"
         )
+    return vocab_file, config
+
+
+def run(options):
+    """Exports the checkpoint `SavedModelExportOptions` name; returns the
+    version directory."""
+    vocab_file, config = checkpoint_files(options)
     init = options.init_checkpoint
     do_lower_case = options.do_lower_case
     max_seq_length = options.max_seq_length
