@@ -53,7 +53,8 @@ def define_flags():
     flags.DEFINE_bool(
         "do_lower_case",
         True,
-        "Whether to lower case the input text (as the model was trained).",
+        "Whether to lower case the input text (as the model was trained; "
+        "default: as the run in --init_checkpoint recorded it, else true).",
     )
     flags.DEFINE_integer(
         "max_seq_length",
@@ -139,7 +140,8 @@ def options(flags_obj):
             export=export,
             bert_config_file=f.bert_config_file,
             vocab_file=f.vocab_file,
-            do_lower_case=f.do_lower_case,
+            # Left out: as the run in --init_checkpoint recorded it.
+            do_lower_case=f.do_lower_case if f["do_lower_case"].present else None,
             max_seq_length=f.max_seq_length,
             task_name=f.task_name,
             labels=f.labels,
