@@ -10,6 +10,8 @@ from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.export_options import ExportOptions
+from bert_tf.serving.span_options import MAX_CONTEXT_BYTES
+from bert_tf.serving.span_options import MAX_WINDOWS
 from bert_tf.serving.span_options import SpanOptions
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
 
@@ -34,7 +36,8 @@ class SavedModelExportOptions:
       max_seq_length: longest packed input of the raw-text signature.
       task_name, labels, text_pair: classifier (and tagger: labels) options.
       max_query_length, max_answer_length, doc_stride, n_best_size,
-        version_2_with_negative, null_score_diff_threshold: span options.
+        version_2_with_negative, null_score_diff_threshold,
+        max_context_bytes, max_windows: span options (`SpanOptions`).
       pooling: embedding of a plain BERT checkpoint: mean, cls, max or
         mean_sqrt_len_tokens.
       use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
@@ -64,6 +67,8 @@ class SavedModelExportOptions:
     n_best_size: int = 20
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
+    max_context_bytes: int = MAX_CONTEXT_BYTES
+    max_windows: int = MAX_WINDOWS
     pooling: str | None = None
     use_crf: bool = False
     crf_constrained: bool = False
