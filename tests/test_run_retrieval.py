@@ -490,3 +490,128 @@ def test_interrupted_training_resumes_where_it_stopped(
             not np.array_equal(a.numpy(), c.numpy())
             for a, c in zip(ours.weights, start.weights, strict=True)
         )
+
+
+def test_export_options_of_the_retrieval_type(small_beir, tmp_path):
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
+
+    def export_options(**kwargs):
+        return SavedModelExportOptions(
+            model_type="retrieval",
+            init_checkpoint=str(tmp_path),
+            export=ExportOptions(
+                str(tmp_path / "sm"), serving_dtype=kwargs.pop("dtype", "float32")
+            ),
+            **kwargs,
+        )
+
+    with pytest.raises(UserInputError, match="Flag --data_dir must be specified"):
+        export_options()
+    with pytest.raises(UserInputError, match="--serving_dtype=float16: expected"):
+        export_options(data_dir=small_beir, dtype="float16")
+    with pytest.raises(UserInputError, match="--passage_stride=9: must be at most"):
+        export_options(data_dir=small_beir, passage_length=8, passage_stride=9)
+    with pytest.raises(UserInputError, match="are for --model_type=retrieval"):
+        SavedModelExportOptions(
+            model_type="embedding",
+            init_checkpoint=str(tmp_path),
+            export=ExportOptions(str(tmp_path / "sm")),
+            data_dir=small_beir,
+        )
+
+
+@pytest.mark.slow
+def test_export_saved_model_retrieval_equals_milvus_flat(
+    small_beir, tiny_encoders, tmp_path
+):
+    """export_saved_model --model_type=retrieval (in process): the corpus
+    embedded at export, searched in the graph, answers as Milvus Lite's FLAT
+    index of the same passages does; stock TF Serving ops only."""
+    import tensorflow as tf
+    from test_reranker import STOCK_TF_TEXT_OPS
+    from test_reranker import ops_outside_core_tensorflow
+
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
+    from bert_tf.retrieval.dual_encoder import DualEncoder
+    from bert_tf.retrieval.milvus_store import MilvusStore
+    from bert_tf.retrieval.vector_store import StoredPassage
+    from bert_tf.tasks import retrieval
+    from bert_tf.tasks import saved_model_export
+    from bert_tf.tokenization import FullTokenizer
+
+    def export(dtype):
+        return saved_model_export.run(
+            SavedModelExportOptions(
+                model_type="retrieval",
+                init_checkpoint=tiny_encoders[0],
+                export=ExportOptions(str(tmp_path / dtype), serving_dtype=dtype),
+                data_dir=small_beir,
+                passage_length=48,
+                passage_stride=24,
+            )
+        )
+
+    path = export("float32")
+    assert ops_outside_core_tensorflow(path) <= STOCK_TF_TEXT_OPS
+
+    # The reference: the same passages in Milvus Lite (FLAT, inner product).
+    towers = DualEncoder.from_checkpoint(tiny_encoders[0])
+    tokenizer = FullTokenizer(os.path.join(tiny_encoders[0], "vocab.txt"), True)
+    passages = beir.split_passages(
+        beir.read_corpus(small_beir), lambda w: len(tokenizer.tokenize(w)) or 1, 48, 24
+    )
+    queries = beir.read_queries(small_beir)
+    texts = [queries[q].text for q in list(beir.read_qrels(small_beir, "test"))[:16]]
+    with MilvusStore(
+        str(tmp_path / "index.db"), "flat", towers.embedding_dim, "tiny"
+    ) as store:
+        store.upsert(
+            [StoredPassage(p.id, p.doc_id, "") for p in passages],
+            towers.encode_documents([p.text for p in passages]),
+        )
+        expected = retrieval.search_documents(
+            store, towers.encode_queries(texts), passages, 10
+        )
+
+    loaded = tf.saved_model.load(path)
+    found = loaded.signatures["serving_default"](
+        query=tf.constant(texts), top_k=tf.constant(10)
+    )
+    ids = found["ids"].numpy().astype(str)
+    for row, best in enumerate(expected):
+        assert list(ids[row]) == [d for d, _ in best]
+        np.testing.assert_allclose(
+            found["scores"].numpy()[row], [s for _, s in best], atol=1e-5
+        )
+    embedded = loaded.signatures["query_embedding"](query=tf.constant(texts[:2]))
+    np.testing.assert_allclose(
+        embedded["embeddings"].numpy(), towers.encode_queries(texts[:2]), atol=1e-5
+    )
+    metadata = json.load(
+        open(os.path.join(path, "assets.extra", "bert_tf_export.json"))
+    )
+    assert metadata["model"] == "retrieval"
+    assert metadata["num_passages"] == len(passages)
+
+    # bfloat16 corpus: half the bytes, the same documents' scores within its
+    # precision (8 bits of mantissa on unit vectors).
+    half = tf.saved_model.load(export("bfloat16"))
+    rounded = half.signatures["serving_default"](
+        query=tf.constant(texts), top_k=tf.constant(10)
+    )
+    for row, best in enumerate(expected):
+        exact = dict(best)
+        for doc, score in zip(
+            rounded["ids"].numpy()[row].astype(str),
+            rounded["scores"].numpy()[row],
+            strict=True,
+        ):
+            if doc in exact:
+                assert score == pytest.approx(exact[doc], abs=1e-2)
+    top1 = np.mean(
+        rounded["ids"].numpy()[:, 0].astype(str)
+        == found["ids"].numpy()[:, 0].astype(str)
+    )
+    assert top1 >= 0.75
