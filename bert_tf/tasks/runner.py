@@ -20,6 +20,7 @@ from bert_tf.errors import UserInputError
 from bert_tf.options.checks import run_defining
 from bert_tf.training.output_dir import OutputDirLock
 from bert_tf.training.output_dir import file_fingerprint
+from bert_tf.training.recorded_run import RecordedRun
 from bert_tf.training.strategy import create_strategy
 from bert_tf.training.strategy import is_chief
 from bert_tf.training.strategy import is_chief_in_tf_config
@@ -48,7 +49,11 @@ def _run_task(task):
     if run.dtype != "float32":
         keras.mixed_precision.set_global_policy(run.dtype)
     tf.io.gfile.makedirs(run.output_dir)
+    # Read before `prepare`, which may rewrite label_list.json.
+    recorded = recorded_runs(run)
     task.prepare(config)
+    for record in recorded:
+        check_recorded_run(task, record)
 
     strategy = create_strategy(**run.distribution.strategy_kwargs())
     chief = is_chief(strategy)
@@ -106,6 +111,31 @@ def load_config(run):
         )
     raise UserInputError(
         "Flag --bert_config_file must be specified (or an --init_checkpoint with one)."
+    )
+
+
+def recorded_runs(run):
+    """Without --do_train: the runs whose weights this one reads (its
+    output_dir's and --init_checkpoint's), whose records win over the flags.
+    (With --do_train, `RunSettings` compares the whole run.)"""
+    if run.do_train:
+        return []
+    runs = [RecordedRun(run.output_dir)]
+    if run.init_checkpoint and tf.io.gfile.exists(run.init_checkpoint):
+        runs.append(RecordedRun.beside(run.init_checkpoint))
+    return [record for record in runs if record.exists]
+
+
+def check_recorded_run(task, recorded):
+    """The vocabulary, casing and labels of `task`'s flags against what the
+    run it reads recorded: a difference is a `UserInputError`."""
+    run = task.run
+    labels, labels_flag = task.flag_labels() or (None, None)
+    recorded.check(
+        vocab_file=run.vocab_file,
+        do_lower_case=run.do_lower_case,
+        label_list=labels,
+        labels_flag=labels_flag,
     )
 
 

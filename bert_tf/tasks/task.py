@@ -113,6 +113,13 @@ class Task(abc.ABC):
     def prepare(self, config):  # noqa: B027 (optional step)
         """Reads what the model depends on (labels, ...); checks inputs."""
 
+    def flag_labels(self):
+        """`(label_list, flag)`: the labels the flags give, in label-id order,
+        and the flag(s) they come from; None when the flags give none. A run
+        without --do_train checks them against the trained run's (after
+        `prepare`)."""
+        return None
+
     def model_kwargs(self):
         """Keyword arguments of `model_class` beyond the config."""
         return {}
