@@ -61,6 +61,8 @@ def _reference(crf, emissions, tags, mask):
 def _check_parity(crf, emissions, tags, mask):
     likelihood = crf.log_likelihood(emissions, tags, mask).numpy()
     decoded = crf.decode(emissions, mask).numpy()
+    # The LiteRT export's decoder (no compaction, fixed-shape loops).
+    np.testing.assert_array_equal(crf.decode_in_place(emissions, mask), decoded)
     expected, paths = _reference(crf, emissions, tags, mask)
     for row in range(len(emissions)):
         kept = np.flatnonzero(mask[row])
@@ -222,6 +224,9 @@ def test_constrained_decoding_is_the_best_well_formed_iob2_path():
     mask[6:, 2] = False  # gaps: the chain links the steps on either side
     got_free = free.decode(emissions, mask).numpy()
     got_constrained = constrained.decode(emissions, mask).numpy()
+    np.testing.assert_array_equal(
+        constrained.decode_in_place(emissions, mask), got_constrained
+    )
     differ = 0
     for row in range(12):
         kept = np.flatnonzero(mask[row])

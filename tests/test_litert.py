@@ -304,6 +304,124 @@ def test_span_and_encoder_outputs(exported, tiny_models, shared_data):
     )
 
 
+# --- CRF tagger ---------------------------------------------------------------
+
+
+def _wnut(shared_data, count=None):
+    """(sentences, IOB2 tags in order of appearance) of WNUT-17 dev."""
+    path = os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is missing")
+    sentences = conll.read_conll(path)
+    tags = list(dict.fromkeys(t for s in sentences for t in s.tags))
+    return [" ".join(s.words) for s in sentences[:count]], tags
+
+
+@pytest.fixture(scope="module")
+def crf_checkpoint(shared_data, tmp_path_factory):
+    """(directory, labels) of a tiny CRF tagger saved as run_ner.py saves it,
+    with transitions large enough that Viterbi and argmax disagree."""
+    from bert_tf.checkpoints.tf1_checkpoint import save_tf1_checkpoint
+
+    _, labels = _wnut(shared_data, 0)
+    keras.utils.set_random_seed(7)
+    config = tiny_bert_config(30522, intermediate_size=48, dropout=0.0)
+    model = bert_tf.BertTokenClassifier(config, num_labels=len(labels), crf=True)
+    rng = np.random.default_rng(7)
+    for variable in model.crf.weights:
+        variable.assign(3 * rng.normal(size=variable.shape).astype(np.float32))
+    directory = tmp_path_factory.mktemp("crf_tagger")
+    save_tf1_checkpoint(model, directory / "model.ckpt-1")
+    return directory, labels
+
+
+def _tagger_options(directory, labels, shared_data, **crf):
+    from bert_tf.options.litert_export_options import LiteRTExportOptions
+
+    return LiteRTExportOptions(
+        "tagger",
+        str(directory),
+        str(directory / f"tagger-{len(crf)}.tflite"),
+        vocab_file=_vocab(shared_data),
+        labels=labels,
+        max_seq_length=64,
+        quantization="none",
+        **crf,
+    )
+
+
+def test_crf_flag_must_match_the_checkpoint(crf_checkpoint, shared_data, tmp_path):
+    from bert_tf.checkpoints.tf1_checkpoint import save_tf1_checkpoint
+    from bert_tf.tasks import litert_export
+
+    directory, labels = crf_checkpoint
+    # Without --use_crf the transitions would be dropped: argmax tags.
+    with pytest.raises(bert_tf.UserInputError, match="CRF tagger.*add --use_crf"):
+        litert_export.run(_tagger_options(directory, labels, shared_data))
+    softmax = bert_tf.BertTokenClassifier(
+        tiny_bert_config(30522, intermediate_size=48), num_labels=len(labels)
+    )
+    save_tf1_checkpoint(softmax, tmp_path / "model.ckpt-1")
+    with pytest.raises(bert_tf.UserInputError, match="no CRF transitions"):
+        litert_export.run(_tagger_options(tmp_path, labels, shared_data, use_crf=True))
+    with pytest.raises(bert_tf.UserInputError, match="add --use_crf"):
+        _tagger_options(directory, labels, shared_data, crf_constrained=True)
+
+
+@pytest.mark.slow
+def test_crf_tagger_decodes_with_viterbi(crf_checkpoint, shared_data):
+    """Constrained (the unconstrained decoder is the same function: test_crf
+    checks both against `CRF.decode` and pytorch-crf)."""
+    from bert_tf.tasks import litert_export
+
+    constrained = True
+    directory, labels = crf_checkpoint
+    path = litert_export.run(
+        _tagger_options(
+            directory,
+            labels,
+            shared_data,
+            use_crf=True,
+            crf_constrained=constrained,
+        )
+    )
+    litert = LiteRTModel(path)
+    assert litert.metadata["decoding"] == ("viterbi_iob2" if constrained else "viterbi")
+    keras_model = bert_tf.BertTokenClassifier.from_checkpoint(
+        str(directory),
+        num_labels=len(labels),
+        crf=True,
+        crf_iob2_labels=labels if constrained else None,
+    )
+    vocab = _vocab(shared_data)
+    sentences, _ = _wnut(shared_data, 64)
+    # Raw text: those the fast tokenizer splits as the original (one does not).
+    sentences = [
+        s for s in sentences if not any(documented_difference(c, True) for c in s)
+    ][:48]
+    inverse = {i: t for t, i in tokenization.load_vocab(vocab).items()}
+    differs_from_argmax = 0
+    for start in range(0, len(sentences), 16):
+        texts = sentences[start : start + 16]
+        got = litert(text=texts)
+        inputs = _original_inputs(vocab, texts, seq_length=64)
+        tokens = np.vectorize(inverse.get)(inputs["input_ids"])
+        word_start = (inputs["input_mask"] > 0) & ~np.isin(tokens, ["[CLS]", "[SEP]"])
+        word_start &= ~np.char.startswith(tokens.astype(str), "##")
+        logits = keras_model(inputs)["logits"]
+        want = keras_model.crf.decode(logits, word_start).numpy()
+        np.testing.assert_array_equal(np.where(word_start, got["tag_ids"], 0), want)
+        names = np.array([*labels, ""])[np.where(word_start, want, len(labels))]
+        np.testing.assert_array_equal(got["tags"].astype(str), names)
+        tokenized = litert.tokenized(**inputs)
+        np.testing.assert_array_equal(
+            np.where(word_start, tokenized["tag_ids"], 0), want
+        )
+        argmax = logits.numpy().argmax(-1)
+        differs_from_argmax += int((want != argmax)[word_start].sum())
+    assert differs_from_argmax > 0
+
+
 FRESH_PROCESS = textwrap.dedent(
     """
     import importlib.abc, json, sys

@@ -17,7 +17,9 @@ from cli_script import script_env  # noqa: E402
 
 from bert_tf.data_prep import beir  # noqa: E402
 from bert_tf.errors import UserInputError  # noqa: E402
-from bert_tf.retrieval.retrieval_options import RetrievalOptions  # noqa: E402
+from bert_tf.options import RetrievalOptions  # noqa: E402
+from bert_tf.options import RunOptions  # noqa: E402
+from bert_tf.options import TrainingOptions  # noqa: E402
 from bert_tf.retrieval_metrics import retrieval_metrics  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
@@ -112,18 +114,23 @@ def _read_results(path):
 
 def test_options_are_checked_before_tensorflow(tmp_path):
     def options(**kwargs):
-        return RetrievalOptions(
-            data_dir=str(tmp_path), output_dir=str(tmp_path), **kwargs
-        )
+        return RetrievalOptions(data_dir=str(tmp_path), **kwargs)
+
+    def run(**kwargs):
+        return RunOptions(output_dir=str(tmp_path), do_lower_case=None, **kwargs)
 
     with pytest.raises(UserInputError, match="At least one of --do_train"):
-        options().check()
+        options().check(run())
     with pytest.raises(UserInputError, match="--passage_stride=9: must be at most"):
-        options(do_index=True, passage_length=8, passage_stride=9).check()
+        options(passage_length=8, passage_stride=9)
     with pytest.raises(UserInputError, match="--hard_negatives=-1"):
-        options(do_train=True, hard_negatives=-1).check()
-    assert options(do_index=True).uri == os.path.join(str(tmp_path), "index.db")
-    hnsw = options(do_eval=True, index_type="HNSW", hnsw_ef=16, eval_top_k=100)
+        options(hard_negatives=-1)
+    with pytest.raises(UserInputError, match="--data_dir=.*: not a directory"):
+        RetrievalOptions(data_dir=str(tmp_path / "missing"))
+    with pytest.raises(UserInputError, match="--rerank_checkpoint: the two-stage"):
+        options(rerank_checkpoint=str(tmp_path)).check(run(do_eval=True))
+    assert options().uri(str(tmp_path)) == os.path.join(str(tmp_path), "index.db")
+    hnsw = options(index_type="HNSW", hnsw_ef=16, eval_top_k=100)
     assert hnsw.search_params() == {"ef": 100}
 
 
@@ -132,16 +139,17 @@ def test_zero_shot_minilm_equals_sentence_transformers(
     small_beir, minilm_dir, tmp_path
 ):
     st = pytest.importorskip("sentence_transformers", reason="test extra")
-    from bert_tf.tasks.retrieval import run_retrieval
+    from bert_tf.tasks import retrieval
 
-    options = RetrievalOptions(
-        data_dir=small_beir,
+    run = RunOptions(
         output_dir=str(tmp_path),
         init_checkpoint=minilm_dir,
-        do_index=True,
+        do_lower_case=None,
+        max_seq_length=None,
+        do_predict=True,  # --do_index
         do_eval=True,
     )
-    ours = run_retrieval(options)
+    ours = retrieval.run(run, RetrievalOptions(data_dir=small_beir))
     run = _read_run(tmp_path / "run.tsv")
 
     # The reference: sentence-transformers embeddings + exact inner product.
@@ -308,15 +316,16 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
         f"""
         import time
         from bert_tf.data_prep import beir
-        from bert_tf.retrieval.retrieval_options import RetrievalOptions
+        from bert_tf.options import RetrievalOptions, RunOptions
         from bert_tf.tasks import retrieval
 
         retrieval.INDEX_CHUNK = 16
-        options = RetrievalOptions(data_dir={small_beir!r}, output_dir={str(tmp_path)!r},
-                                   init_checkpoint={tiny_encoders[0]!r}, do_index=True)
-        towers = retrieval.load_dual_encoder(options)
+        options = RetrievalOptions(data_dir={small_beir!r})
+        run = RunOptions(output_dir={str(tmp_path)!r}, init_checkpoint={tiny_encoders[0]!r},
+                         do_lower_case=None, max_seq_length=None, do_predict=True)
+        towers = retrieval.load_dual_encoder(run, options)
         passages = retrieval.passages_of(beir.read_corpus({small_beir!r}), towers, options)
-        store = retrieval.open_store(options, towers)
+        store = retrieval.open_store(options, towers, {str(tmp_path)!r})
         upsert = store.upsert
 
         def slow_upsert(rows, vectors):
@@ -345,17 +354,19 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
     from bert_tf.data_prep import beir as beir_module
     from bert_tf.tasks import retrieval
 
-    options = RetrievalOptions(
-        data_dir=small_beir,
+    options = RetrievalOptions(data_dir=small_beir)
+    run = RunOptions(
         output_dir=str(tmp_path),
         init_checkpoint=tiny_encoders[0],
-        do_index=True,
+        do_lower_case=None,
+        max_seq_length=None,
+        do_predict=True,
     )
-    towers = retrieval.load_dual_encoder(options)
+    towers = retrieval.load_dual_encoder(run, options)
     passages = retrieval.passages_of(
         beir_module.read_corpus(small_beir), towers, options
     )
-    with retrieval.open_store(options, towers) as store:
+    with retrieval.open_store(options, towers, str(tmp_path)) as store:
         counts = retrieval.index_corpus(towers, passages, store)
         assert (
             counts["kept"] >= 32
@@ -365,7 +376,7 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
     # The resumed index holds exactly the vectors of a clean run.
     clean = towers.encode_documents([p.text for p in passages])
     order = {p.id: i for i, p in enumerate(passages)}
-    with retrieval.open_store(options, towers) as store:
+    with retrieval.open_store(options, towers, str(tmp_path)) as store:
         stored, vectors = store.vectors()
     np.testing.assert_allclose(vectors, clean[[order[p.id] for p in stored]], atol=1e-5)
 
@@ -404,4 +415,78 @@ def test_training_separate_towers_with_hard_negatives(
     assert after["mrr@10"] > before["mrr@10"] + 0.05, (before, after)
     for tower in ("query_encoder", "document_encoder"):
         assert os.path.isfile(tmp_path / "tuned" / tower / "model.safetensors")
-    assert os.listdir(tmp_path / "tuned" / "train")  # TensorBoard logs
+    assert os.listdir(tmp_path / "tuned" / "tensorboard" / "train")
+
+
+@pytest.mark.slow
+def test_interrupted_training_resumes_where_it_stopped(
+    small_beir, tiny_encoders, tmp_path, monkeypatch
+):
+    """Killed after its step-2 checkpoint, the rerun resumes at step 2 and ends
+    with the towers of an uninterrupted run, bit for bit (a mined hard
+    negative per query; in-process, a tiny encoder, 4 steps)."""
+    import tensorflow as tf
+
+    from bert_tf.retrieval.dual_encoder import DualEncoder
+    from bert_tf.tasks import retrieval
+    from bert_tf.training.trainer import Trainer
+
+    options = RetrievalOptions(
+        data_dir=small_beir,
+        passage_length=48,
+        passage_stride=24,
+        hard_negatives=1,
+    )
+
+    def train(output_dir):
+        run = RunOptions(
+            output_dir=str(output_dir),
+            init_checkpoint=tiny_encoders[0],
+            do_lower_case=None,
+            max_seq_length=None,
+            do_train=True,
+            training=TrainingOptions(
+                train_batch_size=8,
+                learning_rate=1e-3,
+                num_train_epochs=0.25,
+                optimizer="adamw",
+                save_checkpoints_steps=2,
+            ),
+        )
+        return retrieval.run(run, options)
+
+    class Killed(Exception):
+        pass
+
+    starts = []
+    restore = Trainer.restore
+    monkeypatch.setattr(
+        Trainer, "restore", lambda self: starts.append(restore(self)) or starts[-1]
+    )
+    train(tmp_path / "uninterrupted")
+    save = tf.train.CheckpointManager.save
+
+    def save_then_die(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tf.train.CheckpointManager, "save", save_then_die)
+        with pytest.raises(Killed):
+            train(tmp_path / "killed")
+    assert not DualEncoder.saved_in(tmp_path / "killed")
+    train(tmp_path / "killed")
+    assert starts == [0, 0, 2]
+
+    reference = DualEncoder.load(tmp_path / "uninterrupted")
+    resumed = DualEncoder.load(tmp_path / "killed")
+    initial = DualEncoder.from_checkpoint(tiny_encoders[0])
+    for ours, theirs, start in zip(
+        resumed.towers, reference.towers, initial.towers, strict=True
+    ):
+        for a, b in zip(ours.weights, theirs.weights, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        assert any(
+            not np.array_equal(a.numpy(), c.numpy())
+            for a, c in zip(ours.weights, start.weights, strict=True)
+        )

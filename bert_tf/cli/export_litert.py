@@ -83,6 +83,17 @@ def define_flags():
         "--task_name; else false).",
     )
     flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
+    flags.DEFINE_bool(
+        "use_crf",
+        False,
+        "tagger: the checkpoint is a run_ner.py --use_crf tagger (CRF transitions "
+        "cls/crf/*); the file decodes its tags with Viterbi.",
+    )
+    flags.DEFINE_bool(
+        "crf_constrained",
+        False,
+        "tagger, with --use_crf: decode only well-formed IOB2 tag sequences.",
+    )
 
 
 def options(flags_obj):
@@ -102,6 +113,8 @@ def options(flags_obj):
             labels=f.labels,
             text_pair=f.text_pair,
             max_query_length=f.max_query_length,
+            use_crf=f.use_crf,
+            crf_constrained=f.crf_constrained,
         ),
     )
 

@@ -18,6 +18,8 @@ from bert_tf.errors import UserInputError
 from bert_tf.options.export_options import ExportOptions
 from bert_tf.options.saved_model_export_options import SPAN_OPTIONS
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
+from bert_tf.serving.span_options import MAX_CONTEXT_BYTES
+from bert_tf.serving.span_options import MAX_WINDOWS
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
 
 
@@ -53,7 +55,8 @@ def define_flags():
     flags.DEFINE_bool(
         "do_lower_case",
         True,
-        "Whether to lower case the input text (as the model was trained).",
+        "Whether to lower case the input text (as the model was trained; "
+        "default: as the run in --init_checkpoint recorded it, else true).",
     )
     flags.DEFINE_integer(
         "max_seq_length",
@@ -95,6 +98,16 @@ def define_flags():
         "tagger, with --use_crf: decode only well-formed IOB2 tag sequences.",
     )
     flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
+    flags.DEFINE_integer(
+        "max_context_bytes",
+        MAX_CONTEXT_BYTES,
+        "span: the model refuses a request with a longer context (bytes).",
+    )
+    flags.DEFINE_integer(
+        "max_windows",
+        MAX_WINDOWS,
+        "span: the model refuses a request whose contexts need more windows in all.",
+    )
     flags.DEFINE_integer("max_answer_length", 30, "span: longest answer in tokens.")
     flags.DEFINE_integer(
         "doc_stride", 128, "span: how far each window of a long context moves on."
@@ -139,7 +152,8 @@ def options(flags_obj):
             export=export,
             bert_config_file=f.bert_config_file,
             vocab_file=f.vocab_file,
-            do_lower_case=f.do_lower_case,
+            # Left out: as the run in --init_checkpoint recorded it.
+            do_lower_case=f.do_lower_case if f["do_lower_case"].present else None,
             max_seq_length=f.max_seq_length,
             task_name=f.task_name,
             labels=f.labels,

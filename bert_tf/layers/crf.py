@@ -221,6 +221,64 @@ class CRF(keras.layers.Layer):
         tags = tf.gather(path, index, batch_dims=1)
         return tf.where(mask, tags, 0)
 
+    def decode_in_place(self, emissions, mask):
+        """`decode`'s tags, computed where the steps are (no compaction).
+
+        For LiteRT: builtin ops only, and loops whose state keeps its shape
+        (`decode`'s `tf.scan` needs TensorLists, which the LiteRT converter
+        lowers only when their element shapes are static). Steps outside the
+        mask pass every tag through; each row's first masked-in step takes
+        the start transitions. The O(steps^2) pointer bookkeeping is cheap next
+        to an encoder over the same steps.
+        """
+        transitions, start = self._decoding_scores()
+        end = tf.convert_to_tensor(self.end_transitions)
+        mask = tf.cast(mask, tf.bool)
+        em = tf.transpose(tf.cast(emissions, tf.float32), [1, 0, 2])
+        in_chain = tf.transpose(mask)  # [steps, batch]
+        first = in_chain & (tf.cumsum(tf.cast(in_chain, tf.int32), axis=0) == 1)
+        steps, batch = tf.shape(em)[0], tf.shape(em)[1]
+        identity = tf.range(self.num_tags)[None]
+        step_index = tf.range(steps)[:, None, None]
+
+        def forward(t, best, pointers):
+            candidates = best[:, :, None] + transitions[None]
+            following = tf.reduce_max(candidates, axis=1)
+            following = tf.where(first[t][:, None], start[None], following) + em[t]
+            pointer = tf.argmax(candidates, axis=1, output_type=tf.int32)
+            keep = (in_chain[t] & ~first[t])[:, None]
+            pointer = tf.where(keep, pointer, identity)
+            best = tf.where(in_chain[t][:, None], following, best)
+            pointers = tf.where(step_index == t, pointer[None], pointers)
+            return t + 1, best, pointers
+
+        _, best, pointers = tf.while_loop(
+            lambda t, *_: t < steps,
+            forward,
+            (
+                tf.constant(0),
+                tf.zeros([batch, self.num_tags]),
+                tf.zeros([steps, batch, self.num_tags], tf.int32),
+            ),
+        )
+        last = tf.argmax(best + end[None], axis=1, output_type=tf.int32)
+        tags_index = tf.range(steps)[:, None]
+
+        # Back from the last step: the tag at t is pointers[t + 1][tag at t + 1].
+        def backward(t, tag, path):
+            path = tf.where(tags_index == t, tag[None], path)
+            # (At t = 0 the result is not used: any step's pointers do.)
+            following = tf.gather(pointers, tf.minimum(tf.maximum(t, 1), steps - 1))
+            one_hot = tf.one_hot(tag, self.num_tags, dtype=tf.int32)
+            return t - 1, tf.reduce_sum(following * one_hot, axis=1), path
+
+        _, _, path = tf.while_loop(
+            lambda t, *_: t >= 0,
+            backward,
+            (steps - 1, last, tf.zeros([steps, batch], tf.int32)),
+        )
+        return tf.where(mask, tf.transpose(path), 0)
+
     def call(self, emissions, mask):
         return self.decode(emissions, mask)
 

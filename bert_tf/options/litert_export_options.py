@@ -28,6 +28,8 @@ class LiteRTExportOptions:
       quantization: one of `QUANTIZATIONS`.
       task_name, labels, text_pair: classifier (and tagger: labels) options.
       max_query_length: span: question word pieces kept.
+      use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
+        decoded with Viterbi in the file; constrained: well-formed IOB2 only).
 
     Example:
 
@@ -49,6 +51,8 @@ class LiteRTExportOptions:
     labels: tuple | None = None
     text_pair: bool | None = None
     max_query_length: int = 64
+    use_crf: bool = False
+    crf_constrained: bool = False
 
     def __post_init__(self):
         required("model_type", self.model_type)
@@ -68,6 +72,8 @@ class LiteRTExportOptions:
             object.__setattr__(self, "labels", tuple(self.labels))
         positive("max_seq_length", self.max_seq_length)
         positive("max_query_length", self.max_query_length)
+        if self.crf_constrained and not self.use_crf:
+            raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
         tokenization.validate_case_matches_checkpoint(
             self.do_lower_case, self.init_checkpoint
         )

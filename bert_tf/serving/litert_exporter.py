@@ -17,7 +17,9 @@ model               serving_default inputs  outputs
                                             `sequence_output` [B, L, H]
 `BertTokenClassi-   `text`                  `logits` [B, L, T], `tag_ids`,
 fier` (tagger)                              `tags` (at word starts, "" elsewhere),
-                                            `token_start`, `token_end` [B, L]
+                                            `token_start`, `token_end` [B, L];
+                                            CRF taggers: Viterbi tags over the
+                                            words (`CRF.decode_in_place`)
 `BertSentence-      `text`                  `embeddings` [B, D] (the cosine of
 Encoder`                                    two texts: their unit vectors' dot)
 `BertSpanLabeler`   `question`, `context`   `start_logits`, `end_logits` [B, L],
@@ -374,7 +376,11 @@ class _TaggerModule(_Module):
         return [tf.TensorSpec([None], tf.string, "text")]
 
     def metadata(self):
-        return {"labels": self.labels}
+        crf = self.model.crf
+        decoding = "argmax"
+        if crf is not None:
+            decoding = "viterbi_iob2" if crf.iob2_labels else "viterbi"
+        return {"labels": self.labels, "decoding": decoding}
 
     def serve_text(self, text):
         ids, lengths, starts, ends = self.preprocessor.tokenize(text)
@@ -413,6 +419,10 @@ class _TaggerModule(_Module):
     def _tags(self, inputs, word_start):
         logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
         tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        if self.model.crf is not None:
+            # Viterbi over the words, as run_ner.py trains the chain.
+            viterbi = self.model.crf.decode_in_place(logits, word_start)
+            tag_ids = tf.where(word_start, viterbi, tag_ids)
         # A gather of a string table, not a string select (no LiteRT kernel).
         none = tf.fill(tf.shape(tag_ids), len(self.labels))
         tags = tf.gather(self._tag_names, tf.where(word_start, tag_ids, none))
