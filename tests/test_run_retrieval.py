@@ -11,6 +11,9 @@ import pytest
 
 pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
 
+from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
+from beir_fixtures import squad_subset  # noqa: E402
+from beir_fixtures import write_jsonl  # noqa: E402
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
 from cli_script import script_env  # noqa: E402
@@ -22,49 +25,15 @@ from bert_tf.options import RunOptions  # noqa: E402
 from bert_tf.options import TrainingOptions  # noqa: E402
 from bert_tf.retrieval_metrics import retrieval_metrics  # noqa: E402
 
-sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-import squad_to_beir  # noqa: E402
-
 SCRIPT = os.path.join(REPO, "run_retrieval.py")
 NUM_DOCS = 40
 
 
-def _write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
-def _write_qrels(path, pairs):
-    with open(path, "w") as f:
-        f.write("query-id\tcorpus-id\tscore\n")
-        f.writelines(f"{q}\t{d}\t1\n" for q, d in pairs)
-
-
 @pytest.fixture(scope="module")
-def small_beir(shared_data, tmp_path_factory):
+def small_beir(squad_beir, tmp_path_factory):  # noqa: F811
     """The first 40 paragraphs of SQuAD dev (Super Bowl 50) as BEIR: every
     third question in qrels/test.tsv, the others in qrels/train.tsv."""
-    full = tmp_path_factory.mktemp("squad_beir")
-    squad_to_beir.convert(os.path.join(shared_data, "squad/dev-v1.1.json"), str(full))
-    corpus = list(beir.read_corpus(str(full)).values())[:NUM_DOCS]
-    doc_ids = {d.id for d in corpus}
-    queries = beir.read_queries(str(full))
-    pairs = [
-        (q, d)
-        for q, judged in beir.read_qrels(str(full), "all").items()
-        for d in judged
-        if d in doc_ids
-    ]
-    small = tmp_path_factory.mktemp("small_beir")
-    os.makedirs(small / "qrels")
-    _write_jsonl(small / "corpus.jsonl", [d._asdict() | {"_id": d.id} for d in corpus])
-    _write_jsonl(
-        small / "queries.jsonl",
-        [{"_id": q, "text": queries[q].text} for q, _ in pairs],
-    )
-    _write_qrels(small / "qrels/test.tsv", pairs[::3])
-    _write_qrels(small / "qrels/train.tsv", [p for i, p in enumerate(pairs) if i % 3])
-    return str(small)
+    return squad_subset(squad_beir, tmp_path_factory.mktemp("small_beir"), NUM_DOCS)
 
 
 def _tiny_st_dir(shared_data, directory, seed):
@@ -257,7 +226,7 @@ def test_cli_index_rerun_update_eval_export(small_beir, tiny_encoders, tmp_path)
     docs[0]["text"] = "Denver won the game."  # one passage now
     removed = docs.pop(1)
     docs.append({"_id": "new_doc", "title": "", "text": "A new short document."})
-    _write_jsonl(data / "corpus.jsonl", docs)
+    write_jsonl(data / "corpus.jsonl", docs)
     with open(data / "qrels/test.tsv") as f:
         kept = [line for line in f if f"\t{removed['_id']}\t" not in line]
     (data / "qrels/test.tsv").write_text("".join(kept))
