@@ -318,7 +318,13 @@ class BertPreprocessor(keras.layers.Layer):
                 types.append(piece * 0 + index)
         ids = tf.concat(parts, axis=1)
         type_ids = tf.concat(types, axis=1)
-        shape = [None, seq_length if self.padding == "max_length" else None]
+        if self.padding == "max_length":
+            shape = [None, seq_length]
+        else:
+            # An empty batch still has [CLS] and [SEP] columns: the model
+            # reads position 0 (the pooler), and gives 0 rows.
+            width = tf.maximum(ids.bounding_shape(axis=1), 2)
+            shape = tf.stack([ids.nrows(), width])
         return {
             "input_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
             "input_mask": tf.cast(
@@ -410,6 +416,19 @@ def truncated_pair_lengths(length_a, length_b, budget):
     return [new_a, new_b]
 
 
+def request_batch(texts, name):
+    """`texts`, checked to be a [batch] vector when the graph runs.
+
+    A SavedModel's string input is declared [batch], but a model server
+    hands the graph the tensor a client sent as it is, and the tokenizer
+    would read a [n, m] tensor as n * m rows. Any other shape than [batch] is
+    an InvalidArgumentError naming the input (`name`, the op's name) and
+    the shape. (An `EnsureShape` op: graph optimisation folds rank and size
+    comparisons to the declared rank, and keeps this one.)
+    """
+    return tf.ensure_shape(texts, [None], name=f"{name}_must_be_a_batch_vector")
+
+
 def same_batch_size(tensors, names):
     """`tensors`, checked to have as many rows as each other.
 
@@ -454,6 +473,55 @@ def repair_utf8(texts):
     )
     # RegexSplitWithOffsets stops at a NUL byte; the original drops NULs anyway.
     return tf.strings.regex_replace(texts, r"\x{0}", "")
+
+
+def input_byte_map(texts):
+    """Where each byte of `repair_utf8(texts)` came from in `texts` [batch].
+
+    Returns an int64 ragged [batch, repaired bytes + 1]: entry `i` of a row
+    is the offset in the row as given of byte `i` of the repaired row; the
+    last entry is the end of the row's last kept character (0 if none).
+    `input_offsets` turns offsets in the repaired text (which tokenization
+    and answer texts use) into offsets in the bytes a client sent.
+    """
+    codepoints, starts = tf.strings.unicode_decode_with_offsets(
+        texts, "UTF-8", errors="ignore", replace_control_characters=False
+    )
+    # The characters repair_utf8 keeps: valid UTF-8, not NUL.
+    keep = tf.not_equal(codepoints, 0)
+    codepoints = tf.ragged.boolean_mask(codepoints, keep)
+    starts = tf.ragged.boolean_mask(starts, keep)
+    code = codepoints.flat_values
+    size = tf.where(
+        code < 0x80, 1, tf.where(code < 0x800, 2, tf.where(code < 0x10000, 3, 4))
+    )
+    size = tf.cast(size, tf.int64)
+    per_byte = tf.repeat(starts.flat_values, size) + tf.ragged.range(size).flat_values
+    row_bytes = tf.reduce_sum(codepoints.with_flat_values(size), axis=1)
+    ends = tf.maximum(
+        tf.reduce_max(starts.with_flat_values(starts.flat_values + size), axis=1), 0
+    )
+    per_byte = tf.RaggedTensor.from_row_lengths(per_byte, row_bytes)
+    return tf.concat([per_byte, ends[:, None]], axis=1)
+
+
+def input_offsets(byte_map, offsets, end):
+    """`offsets` [batch, ...] in the repaired rows as offsets in the rows as
+    given (`input_byte_map`); -1 stays -1. `end`: exclusive end offsets (they
+    map to just after the byte before them, so dropped bytes after a span
+    stay outside it)."""
+    offsets = tf.cast(offsets, tf.int64)
+    rank = offsets.shape.rank
+    rows = tf.range(tf.shape(offsets, out_type=tf.int64)[0])
+    rows = tf.reshape(rows, tf.concat([[-1], tf.ones([rank - 1], tf.int32)], 0))
+    rows = tf.broadcast_to(rows, tf.shape(offsets, out_type=tf.int64))
+    base = tf.gather(byte_map.row_starts(), rows)
+    limit = tf.gather(byte_map.row_lengths(), rows) - 1
+    at = tf.clip_by_value(offsets - 1 if end else offsets, 0, limit)
+    mapped = tf.gather(byte_map.flat_values, base + at)
+    if end:
+        mapped = tf.where(offsets > 0, mapped + 1, mapped)
+    return tf.where(offsets < 0, offsets, mapped)
 
 
 def _segments(inputs):

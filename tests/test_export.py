@@ -65,7 +65,8 @@ def exported(models, vocab_file, tmp_path_factory):
     base = tmp_path_factory.mktemp("export")
     options = {
         "classifier": {"label_list": LABELS, "text_pair": True},
-        "span": {"max_query_length": 8, "max_answer_length": 5},
+        # The 100,000-byte edge text makes 694 windows of 32 pieces.
+        "span": {"max_query_length": 8, "max_answer_length": 5, "max_windows": 1000},
         "encoder": {},
     }
     exports = {
@@ -860,3 +861,28 @@ def test_span_answers_equal_run_squad_predictions(
                 raw = context.encode("utf-8")[start:end].decode()
                 assert re.sub(r"[ \t\r\n\u202f]+", " ", raw) == text
     assert answered >= 10
+
+
+@pytest.mark.slow
+def test_request_shapes_as_a_model_server_passes_them(exported):
+    """A model server hands the graph the tensor a client sent, whatever the
+    signature declares: a [2, 2] (or [2, 1]) text is an error naming the
+    input and shape, not answers for 4 rows; an empty batch gives 0 rows;
+    the span model's request bounds are in its metadata."""
+    classifier = tf.saved_model.load(exported["classifier"])
+    signature = classifier.signatures["serving_default"]
+    # A loaded signature, like a model server, passes the tensor on as sent.
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"text_a.*\[2,2\] is not compatible"
+    ):
+        signature(
+            text_a=tf.constant([["a", "b"], ["c", "d"]]), text_b=tf.constant(["x", "y"])
+        )
+    empty = tf.constant([], tf.string)
+    assert signature(text_a=empty, text_b=empty)["labels"].shape == (0,)
+    span = tf.saved_model.load(exported["span"]).signatures["serving_default"]
+    assert span(question=empty, context=empty)["answer_text"].shape == (0,)
+    path = os.path.join(exported["span"], "assets.extra", "bert_tf_export.json")
+    with open(path) as f:
+        metadata = json.load(f)
+    assert metadata["max_context_bytes"] > 0 and metadata["max_windows"] == 1000

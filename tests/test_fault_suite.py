@@ -38,7 +38,11 @@ The probes, by category:
   vocabulary cased otherwise than --do_lower_case, a full disk (/dev/full),
   FIFOs as inputs, symlink loops, dangling symlinks, directories as files, a
   vocab without [CLS], export versions TF Serving never loads or that exist,
-  an export_dir that is a file, a half-written checkpoint save left behind.
+  an export_dir that is a file, a half-written checkpoint save left behind;
+* a trained run is the source of truth (issue 29): --do_predict of run_classifier
+  and run_ner, and export_saved_model of a run, with another vocabulary, casing
+  or label order than the run recorded (a clear error naming the flag and the
+  recorded value), and without those flags (the run's own are used).
 
 A probe still running after PROBE_TIMEOUT seconds is a hang. The probes
 marked slow (they train or export) run in a second driver pass.
@@ -200,6 +204,12 @@ CPD = ["--vocab_file=" + V, "--max_seq_length=32"]
 EXT = ["--vocab_file=" + V, "--bert_config_file=" + C, "--init_checkpoint=" + K]
 EXT += ["--max_seq_length=16", "--layers=-1"]
 EXP = ["--vocab_file=" + V, "--bert_config_file=" + C, "--max_seq_length=32"]
+SWAPPED = "{T}/vocab_swapped.txt"  # V with two tokens swapped
+
+
+def swap_vocab(argv):
+    """`argv` with --vocab_file naming the swapped vocabulary."""
+    return ["--vocab_file=" + SWAPPED if a == "--vocab_file=" + V else a for a in argv]
 
 
 def error(tool, pid, argv, *names, env=None, pre=None, check=None, slow=False):
@@ -237,6 +247,25 @@ def out(pid):
     return "{T}/out/" + pid
 
 
+# The runs trained by the probes (custom-label-trailing-space, and
+# ner-ill-formed-read-as-conlleval), whose records win over the flags.
+TRAINED = out("trained")
+NER_TRAINED = out("ner-ill-formed-read-as-conlleval")
+PREDICT_TRAINED = [
+    "--do_predict",
+    "--output_dir=" + TRAINED,
+    *CUSTOM,
+    "--train_file={T}/trailing_space.tsv",
+    "--test_file={T}/trailing_space.tsv",
+]
+EXP_TRAINED = [
+    "--model_type=classifier",
+    "--init_checkpoint=" + TRAINED,
+    "--bert_config_file=" + C,
+    "--max_seq_length=32",
+]
+
+
 def _labels_are(expected):
     def check(paths, pid, result):
         path = os.path.join(paths["T"], "out", "trained", "label_list.json")
@@ -271,6 +300,23 @@ def _last_good_checkpoint_evaluated(paths, pid, result):
     )  # stopped early, before the NaN
     assert float(results["eval_loss"]) < 1e30, results  # finite: not NaN
     assert 0.0 <= float(results["eval_accuracy"]) <= 1.0, results
+
+
+def _predictions_of_the_trained_run(paths, pid, result):
+    path = os.path.join(paths["T"], "out", "trained", "test_results.tsv")
+    rows = [line.split("\t") for line in open(path).read().splitlines()]
+    assert len(rows) == 4 and all(len(row) == 2 for row in rows), rows  # neg, pos
+    for row in rows:
+        assert abs(sum(float(p) for p in row) - 1.0) < 1e-4, row
+
+
+def _exported_with_the_run_record(paths, pid, result):
+    path = os.path.join(
+        paths["T"], "out", pid, "1", "assets.extra", "bert_tf_export.json"
+    )
+    metadata = json.load(open(path))
+    assert metadata["labels"] == ["neg", "pos"], metadata  # its label_list.json
+    assert metadata["do_lower_case"] is True, metadata
 
 
 def _ner_labels(paths, pid, result):
@@ -377,6 +423,11 @@ PROBES = [
     # The run above saved checkpoints 1 and 2: the newest is cut in half.
     correct("run_classifier", "cls-damaged-newest-checkpoint", ["--do_eval", "--output_dir=" + out("trained"), *CUSTOM, "--train_file={T}/trailing_space.tsv", "--dev_file={T}/trailing_space.tsv"], _older_checkpoint_used,
             pre="import glob, os\nindex = max(glob.glob(r'{T}/out/trained/checkpoints/ckpt-*.index'), key=lambda p: int(p[:-6].rsplit('-', 1)[1]))\ndata = index[:-6] + '.data-00000-of-00001'\nos.truncate(data, os.path.getsize(data) // 2)\n"),
+    # Predicting with the run (issue 29): its vocabulary, casing and labels win over the flags.
+    error("run_classifier", "cls-predict-other-vocab", swap_vocab(PREDICT_TRAINED), "--vocab_file=" + SWAPPED, "{T}/out/trained/vocab.txt"),
+    error("run_classifier", "cls-predict-other-casing", [*PREDICT_TRAINED, "--do_lower_case=false"], "--do_lower_case=false", "--do_lower_case=true", "{T}/out/trained"),
+    error("run_classifier", "cls-predict-other-labels", [*PREDICT_TRAINED[:-2], "--train_file={T}/three_class.tsv", "--test_file={T}/trailing_space.tsv"], "--train_file={T}/three_class.tsv", "meh,neg,pos", "neg,pos"),
+    correct("run_classifier", "cls-predict-as-recorded", PREDICT_TRAINED, _predictions_of_the_trained_run),
     error("run_classifier", "custom-jsonl-broken-line", ["--do_train", "--output_dir=" + out("ah"), *CUSTOM[:-2], "--text_a_column=text", "--label_column=label", "--train_file={T}/broken.jsonl"], "{T}/broken.jsonl:2"),
     error("run_classifier", "custom-csv-short-row", ["--do_train", "--output_dir=" + out("ai"), *CUSTOM, "--train_file={T}/short_row.csv"], "{T}/short_row.csv:3"),
     error("run_classifier", "cls-data-dir-without-train-tsv", ["--do_train", "--output_dir=" + out("aj"), "--task_name=MRPC", "--data_dir={T}/keras_hub", *CLS], "{T}/keras_hub/train.tsv"),
@@ -450,6 +501,9 @@ PROBES = [
     correct("run_ner", "ner-ill-formed-read-as-conlleval", ["--do_train", "--train_batch_size=1", "--num_train_epochs=1", "--train_file={T}/ill_formed.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], _ner_labels),
     error("run_ner", "ner-dev-type-unseen-in-training", ["--do_eval", "--dev_file={T}/dev_person.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], "{T}/dev_person.conll"),
     error("run_ner", "ner-dev-without-tags", ["--do_eval", "--dev_file={T}/words_only.conll", "--output_dir=" + out("ner-ill-formed-read-as-conlleval"), *NER], "{T}/words_only.conll"),
+    error("run_ner", "ner-predict-other-vocab", ["--do_predict", "--test_file={T}/words_only.conll", "--output_dir=" + NER_TRAINED, *swap_vocab(NER)], "--vocab_file=" + SWAPPED, NER_TRAINED),
+    error("run_ner", "ner-predict-other-casing", ["--do_predict", "--test_file={T}/words_only.conll", "--output_dir=" + NER_TRAINED, *NER, "--do_lower_case=false"], "--do_lower_case=false", "--do_lower_case=true"),
+    error("run_ner", "ner-predict-other-labels", ["--do_predict", "--test_file={T}/words_only.conll", "--labels=person", "--output_dir=" + NER_TRAINED, *NER], "--labels=person", "O,B-location,I-location"),
     # ---- create_pretraining_data
     error("create_pretraining_data", "cpd-no-input", ["--output_file=" + out("ca") + ".tfrecord", *CPD], "input_file"),
     error("create_pretraining_data", "cpd-glob-matches-nothing", ["--input_file={T}/none-*.txt", "--output_file=" + out("cb") + ".tfrecord", *CPD], "{T}/none-*.txt"),
@@ -505,6 +559,12 @@ PROBES = [
     error("export_saved_model", "exp-export-dir-is-a-file", ["--model_type=encoder", "--init_checkpoint=" + K, "--export_dir={T}/empty.txt", *EXP], "--export_dir={T}/empty.txt", slow=True),
     error("export_saved_model", "exp-version-exists", ["--model_type=encoder", "--export_version=1", "--init_checkpoint=" + K, "--export_dir=" + out("xl"), *EXP], "{T}/out/xl/1", "already exists", slow=True,
           pre="import os; os.makedirs(r'{T}/out/xl/1', exist_ok=True)"),
+    # Exporting a run (issue 29): its vocabulary, casing and labels win (slow: after the fast pass trained it).
+    error("export_saved_model", "exp-run-other-vocab", [*EXP_TRAINED, "--vocab_file=" + SWAPPED, "--export_dir=" + out("xm")], "--vocab_file=" + SWAPPED, "{T}/out/trained/vocab.txt", slow=True),
+    error("export_saved_model", "exp-run-other-casing", [*EXP_TRAINED, "--do_lower_case=false", "--export_dir=" + out("xn")], "--do_lower_case=false", "--do_lower_case=true", slow=True),
+    error("export_saved_model", "exp-run-labels-reversed", [*EXP_TRAINED, "--labels=pos,neg", "--export_dir=" + out("xo")], "--labels=pos,neg", "neg,pos", slow=True),
+    error("export_saved_model", "exp-tagger-labels-reordered", ["--model_type=tagger", "--init_checkpoint=" + NER_TRAINED, "--labels=O,I-location,B-location", "--export_dir=" + out("xp"), *EXP], "--labels=O,I-location,B-location", "O,B-location,I-location", slow=True),
+    correct("export_saved_model", "exp-run-as-recorded", [*EXP_TRAINED, "--export_dir=" + out("exp-run-as-recorded")], _exported_with_the_run_record, slow=True),
     error("export_saved_model", "exp-custom-task-without-labels", ["--model_type=classifier", "--task_name=custom", "--init_checkpoint=" + K, "--export_dir=" + out("xi"), *EXP], "labels"),
 ]
 # fmt: on
@@ -584,6 +644,11 @@ def _write_text_fixtures(root, vocab):
     words = [w for w in open(vocab, encoding="utf-8").read().split("\n") if w]
     write("vocab_no_cls.txt", "\n".join(w for w in words if w != "[CLS]") + "\n")
     write("vocab_copy.txt", open(vocab, encoding="utf-8").read())
+    # As many tokens, two of them swapped: other ids for the same words.
+    swapped = list(words)
+    swapped[2000], swapped[2001] = swapped[2001], swapped[2000]
+    write("vocab_swapped.txt", "\n".join(swapped) + "\n")
+    write("three_class.tsv", "sentence\tlabel\nfine\tpos\nbad\tneg\nso so\tmeh\n")
     os.makedirs(os.path.join(root, "keras_hub"))
     write(
         "keras_hub/config.json",
@@ -658,8 +723,9 @@ def results(paths):
 
 
 @pytest.fixture(scope="module")
-def slow_results(paths):
-    """As `results`, for the slow probes (they train or export)."""
+def slow_results(paths, results):
+    """As `results`, for the slow probes (they train or export), after the
+    fast ones (some read the runs those trained)."""
     return _run_probes(paths, [p for p in PROBES if p["slow"]])
 
 

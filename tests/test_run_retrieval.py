@@ -11,58 +11,29 @@ import pytest
 
 pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
 
+from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
+from beir_fixtures import squad_subset  # noqa: E402
+from beir_fixtures import write_jsonl  # noqa: E402
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
 from cli_script import script_env  # noqa: E402
 
 from bert_tf.data_prep import beir  # noqa: E402
 from bert_tf.errors import UserInputError  # noqa: E402
-from bert_tf.retrieval.retrieval_options import RetrievalOptions  # noqa: E402
+from bert_tf.options import RetrievalOptions  # noqa: E402
+from bert_tf.options import RunOptions  # noqa: E402
+from bert_tf.options import TrainingOptions  # noqa: E402
 from bert_tf.retrieval_metrics import retrieval_metrics  # noqa: E402
-
-sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-import squad_to_beir  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "run_retrieval.py")
 NUM_DOCS = 40
 
 
-def _write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
-def _write_qrels(path, pairs):
-    with open(path, "w") as f:
-        f.write("query-id\tcorpus-id\tscore\n")
-        f.writelines(f"{q}\t{d}\t1\n" for q, d in pairs)
-
-
 @pytest.fixture(scope="module")
-def small_beir(shared_data, tmp_path_factory):
+def small_beir(squad_beir, tmp_path_factory):  # noqa: F811
     """The first 40 paragraphs of SQuAD dev (Super Bowl 50) as BEIR: every
     third question in qrels/test.tsv, the others in qrels/train.tsv."""
-    full = tmp_path_factory.mktemp("squad_beir")
-    squad_to_beir.convert(os.path.join(shared_data, "squad/dev-v1.1.json"), str(full))
-    corpus = list(beir.read_corpus(str(full)).values())[:NUM_DOCS]
-    doc_ids = {d.id for d in corpus}
-    queries = beir.read_queries(str(full))
-    pairs = [
-        (q, d)
-        for q, judged in beir.read_qrels(str(full), "all").items()
-        for d in judged
-        if d in doc_ids
-    ]
-    small = tmp_path_factory.mktemp("small_beir")
-    os.makedirs(small / "qrels")
-    _write_jsonl(small / "corpus.jsonl", [d._asdict() | {"_id": d.id} for d in corpus])
-    _write_jsonl(
-        small / "queries.jsonl",
-        [{"_id": q, "text": queries[q].text} for q, _ in pairs],
-    )
-    _write_qrels(small / "qrels/test.tsv", pairs[::3])
-    _write_qrels(small / "qrels/train.tsv", [p for i, p in enumerate(pairs) if i % 3])
-    return str(small)
+    return squad_subset(squad_beir, tmp_path_factory.mktemp("small_beir"), NUM_DOCS)
 
 
 def _tiny_st_dir(shared_data, directory, seed):
@@ -112,18 +83,23 @@ def _read_results(path):
 
 def test_options_are_checked_before_tensorflow(tmp_path):
     def options(**kwargs):
-        return RetrievalOptions(
-            data_dir=str(tmp_path), output_dir=str(tmp_path), **kwargs
-        )
+        return RetrievalOptions(data_dir=str(tmp_path), **kwargs)
+
+    def run(**kwargs):
+        return RunOptions(output_dir=str(tmp_path), do_lower_case=None, **kwargs)
 
     with pytest.raises(UserInputError, match="At least one of --do_train"):
-        options().check()
+        options().check(run())
     with pytest.raises(UserInputError, match="--passage_stride=9: must be at most"):
-        options(do_index=True, passage_length=8, passage_stride=9).check()
+        options(passage_length=8, passage_stride=9)
     with pytest.raises(UserInputError, match="--hard_negatives=-1"):
-        options(do_train=True, hard_negatives=-1).check()
-    assert options(do_index=True).uri == os.path.join(str(tmp_path), "index.db")
-    hnsw = options(do_eval=True, index_type="HNSW", hnsw_ef=16, eval_top_k=100)
+        options(hard_negatives=-1)
+    with pytest.raises(UserInputError, match="--data_dir=.*: not a directory"):
+        RetrievalOptions(data_dir=str(tmp_path / "missing"))
+    with pytest.raises(UserInputError, match="--rerank_checkpoint: the two-stage"):
+        options(rerank_checkpoint=str(tmp_path)).check(run(do_eval=True))
+    assert options().uri(str(tmp_path)) == os.path.join(str(tmp_path), "index.db")
+    hnsw = options(index_type="HNSW", hnsw_ef=16, eval_top_k=100)
     assert hnsw.search_params() == {"ef": 100}
 
 
@@ -132,16 +108,17 @@ def test_zero_shot_minilm_equals_sentence_transformers(
     small_beir, minilm_dir, tmp_path
 ):
     st = pytest.importorskip("sentence_transformers", reason="test extra")
-    from bert_tf.tasks.retrieval import run_retrieval
+    from bert_tf.tasks import retrieval
 
-    options = RetrievalOptions(
-        data_dir=small_beir,
+    run = RunOptions(
         output_dir=str(tmp_path),
         init_checkpoint=minilm_dir,
-        do_index=True,
+        do_lower_case=None,
+        max_seq_length=None,
+        do_predict=True,  # --do_index
         do_eval=True,
     )
-    ours = run_retrieval(options)
+    ours = retrieval.run(run, RetrievalOptions(data_dir=small_beir))
     run = _read_run(tmp_path / "run.tsv")
 
     # The reference: sentence-transformers embeddings + exact inner product.
@@ -249,7 +226,7 @@ def test_cli_index_rerun_update_eval_export(small_beir, tiny_encoders, tmp_path)
     docs[0]["text"] = "Denver won the game."  # one passage now
     removed = docs.pop(1)
     docs.append({"_id": "new_doc", "title": "", "text": "A new short document."})
-    _write_jsonl(data / "corpus.jsonl", docs)
+    write_jsonl(data / "corpus.jsonl", docs)
     with open(data / "qrels/test.tsv") as f:
         kept = [line for line in f if f"\t{removed['_id']}\t" not in line]
     (data / "qrels/test.tsv").write_text("".join(kept))
@@ -308,15 +285,16 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
         f"""
         import time
         from bert_tf.data_prep import beir
-        from bert_tf.retrieval.retrieval_options import RetrievalOptions
+        from bert_tf.options import RetrievalOptions, RunOptions
         from bert_tf.tasks import retrieval
 
         retrieval.INDEX_CHUNK = 16
-        options = RetrievalOptions(data_dir={small_beir!r}, output_dir={str(tmp_path)!r},
-                                   init_checkpoint={tiny_encoders[0]!r}, do_index=True)
-        towers = retrieval.load_dual_encoder(options)
+        options = RetrievalOptions(data_dir={small_beir!r})
+        run = RunOptions(output_dir={str(tmp_path)!r}, init_checkpoint={tiny_encoders[0]!r},
+                         do_lower_case=None, max_seq_length=None, do_predict=True)
+        towers = retrieval.load_dual_encoder(run, options)
         passages = retrieval.passages_of(beir.read_corpus({small_beir!r}), towers, options)
-        store = retrieval.open_store(options, towers)
+        store = retrieval.open_store(options, towers, {str(tmp_path)!r})
         upsert = store.upsert
 
         def slow_upsert(rows, vectors):
@@ -345,17 +323,19 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
     from bert_tf.data_prep import beir as beir_module
     from bert_tf.tasks import retrieval
 
-    options = RetrievalOptions(
-        data_dir=small_beir,
+    options = RetrievalOptions(data_dir=small_beir)
+    run = RunOptions(
         output_dir=str(tmp_path),
         init_checkpoint=tiny_encoders[0],
-        do_index=True,
+        do_lower_case=None,
+        max_seq_length=None,
+        do_predict=True,
     )
-    towers = retrieval.load_dual_encoder(options)
+    towers = retrieval.load_dual_encoder(run, options)
     passages = retrieval.passages_of(
         beir_module.read_corpus(small_beir), towers, options
     )
-    with retrieval.open_store(options, towers) as store:
+    with retrieval.open_store(options, towers, str(tmp_path)) as store:
         counts = retrieval.index_corpus(towers, passages, store)
         assert (
             counts["kept"] >= 32
@@ -365,7 +345,7 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
     # The resumed index holds exactly the vectors of a clean run.
     clean = towers.encode_documents([p.text for p in passages])
     order = {p.id: i for i, p in enumerate(passages)}
-    with retrieval.open_store(options, towers) as store:
+    with retrieval.open_store(options, towers, str(tmp_path)) as store:
         stored, vectors = store.vectors()
     np.testing.assert_allclose(vectors, clean[[order[p.id] for p in stored]], atol=1e-5)
 
@@ -404,4 +384,203 @@ def test_training_separate_towers_with_hard_negatives(
     assert after["mrr@10"] > before["mrr@10"] + 0.05, (before, after)
     for tower in ("query_encoder", "document_encoder"):
         assert os.path.isfile(tmp_path / "tuned" / tower / "model.safetensors")
-    assert os.listdir(tmp_path / "tuned" / "train")  # TensorBoard logs
+    assert os.listdir(tmp_path / "tuned" / "tensorboard" / "train")
+
+
+@pytest.mark.slow
+def test_interrupted_training_resumes_where_it_stopped(
+    small_beir, tiny_encoders, tmp_path, monkeypatch
+):
+    """Killed after its step-2 checkpoint, the rerun resumes at step 2 and ends
+    with the towers of an uninterrupted run, bit for bit (a mined hard
+    negative per query; in-process, a tiny encoder, 4 steps)."""
+    import tensorflow as tf
+
+    from bert_tf.retrieval.dual_encoder import DualEncoder
+    from bert_tf.tasks import retrieval
+    from bert_tf.training.trainer import Trainer
+
+    options = RetrievalOptions(
+        data_dir=small_beir,
+        passage_length=48,
+        passage_stride=24,
+        hard_negatives=1,
+    )
+
+    def train(output_dir):
+        run = RunOptions(
+            output_dir=str(output_dir),
+            init_checkpoint=tiny_encoders[0],
+            do_lower_case=None,
+            max_seq_length=None,
+            do_train=True,
+            training=TrainingOptions(
+                train_batch_size=8,
+                learning_rate=1e-3,
+                num_train_epochs=0.25,
+                optimizer="adamw",
+                save_checkpoints_steps=2,
+            ),
+        )
+        return retrieval.run(run, options)
+
+    class Killed(Exception):
+        pass
+
+    starts = []
+    restore = Trainer.restore
+    monkeypatch.setattr(
+        Trainer, "restore", lambda self: starts.append(restore(self)) or starts[-1]
+    )
+    train(tmp_path / "uninterrupted")
+    save = tf.train.CheckpointManager.save
+
+    def save_then_die(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tf.train.CheckpointManager, "save", save_then_die)
+        with pytest.raises(Killed):
+            train(tmp_path / "killed")
+    assert not DualEncoder.saved_in(tmp_path / "killed")
+    train(tmp_path / "killed")
+    assert starts == [0, 0, 2]
+
+    reference = DualEncoder.load(tmp_path / "uninterrupted")
+    resumed = DualEncoder.load(tmp_path / "killed")
+    initial = DualEncoder.from_checkpoint(tiny_encoders[0])
+    for ours, theirs, start in zip(
+        resumed.towers, reference.towers, initial.towers, strict=True
+    ):
+        for a, b in zip(ours.weights, theirs.weights, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        assert any(
+            not np.array_equal(a.numpy(), c.numpy())
+            for a, c in zip(ours.weights, start.weights, strict=True)
+        )
+
+
+def test_export_options_of_the_retrieval_type(small_beir, tmp_path):
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
+
+    def export_options(**kwargs):
+        return SavedModelExportOptions(
+            model_type="retrieval",
+            init_checkpoint=str(tmp_path),
+            export=ExportOptions(
+                str(tmp_path / "sm"), serving_dtype=kwargs.pop("dtype", "float32")
+            ),
+            **kwargs,
+        )
+
+    with pytest.raises(UserInputError, match="Flag --data_dir must be specified"):
+        export_options()
+    with pytest.raises(UserInputError, match="--serving_dtype=float16: expected"):
+        export_options(data_dir=small_beir, dtype="float16")
+    with pytest.raises(UserInputError, match="--passage_stride=9: must be at most"):
+        export_options(data_dir=small_beir, passage_length=8, passage_stride=9)
+    with pytest.raises(UserInputError, match="are for --model_type=retrieval"):
+        SavedModelExportOptions(
+            model_type="embedding",
+            init_checkpoint=str(tmp_path),
+            export=ExportOptions(str(tmp_path / "sm")),
+            data_dir=small_beir,
+        )
+
+
+@pytest.mark.slow
+def test_export_saved_model_retrieval_equals_milvus_flat(
+    small_beir, tiny_encoders, tmp_path
+):
+    """export_saved_model --model_type=retrieval (in process): the corpus
+    embedded at export, searched in the graph, answers as Milvus Lite's FLAT
+    index of the same passages does; stock TF Serving ops only."""
+    import tensorflow as tf
+    from test_reranker import STOCK_TF_TEXT_OPS
+    from test_reranker import ops_outside_core_tensorflow
+
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
+    from bert_tf.retrieval.dual_encoder import DualEncoder
+    from bert_tf.retrieval.milvus_store import MilvusStore
+    from bert_tf.retrieval.vector_store import StoredPassage
+    from bert_tf.tasks import retrieval
+    from bert_tf.tasks import saved_model_export
+    from bert_tf.tokenization import FullTokenizer
+
+    def export(dtype):
+        return saved_model_export.run(
+            SavedModelExportOptions(
+                model_type="retrieval",
+                init_checkpoint=tiny_encoders[0],
+                export=ExportOptions(str(tmp_path / dtype), serving_dtype=dtype),
+                data_dir=small_beir,
+                passage_length=48,
+                passage_stride=24,
+            )
+        )
+
+    path = export("float32")
+    assert ops_outside_core_tensorflow(path) <= STOCK_TF_TEXT_OPS
+
+    # The reference: the same passages in Milvus Lite (FLAT, inner product).
+    towers = DualEncoder.from_checkpoint(tiny_encoders[0])
+    tokenizer = FullTokenizer(os.path.join(tiny_encoders[0], "vocab.txt"), True)
+    passages = beir.split_passages(
+        beir.read_corpus(small_beir), lambda w: len(tokenizer.tokenize(w)) or 1, 48, 24
+    )
+    queries = beir.read_queries(small_beir)
+    texts = [queries[q].text for q in list(beir.read_qrels(small_beir, "test"))[:16]]
+    with MilvusStore(
+        str(tmp_path / "index.db"), "flat", towers.embedding_dim, "tiny"
+    ) as store:
+        store.upsert(
+            [StoredPassage(p.id, p.doc_id, "") for p in passages],
+            towers.encode_documents([p.text for p in passages]),
+        )
+        expected = retrieval.search_documents(
+            store, towers.encode_queries(texts), passages, 10
+        )
+
+    loaded = tf.saved_model.load(path)
+    found = loaded.signatures["serving_default"](
+        query=tf.constant(texts), top_k=tf.constant(10)
+    )
+    ids = found["ids"].numpy().astype(str)
+    for row, best in enumerate(expected):
+        assert list(ids[row]) == [d for d, _ in best]
+        np.testing.assert_allclose(
+            found["scores"].numpy()[row], [s for _, s in best], atol=1e-5
+        )
+    embedded = loaded.signatures["query_embedding"](query=tf.constant(texts[:2]))
+    np.testing.assert_allclose(
+        embedded["embeddings"].numpy(), towers.encode_queries(texts[:2]), atol=1e-5
+    )
+    metadata = json.load(
+        open(os.path.join(path, "assets.extra", "bert_tf_export.json"))
+    )
+    assert metadata["model"] == "retrieval"
+    assert metadata["num_passages"] == len(passages)
+
+    # bfloat16 corpus: half the bytes, the same documents' scores within its
+    # precision (8 bits of mantissa on unit vectors).
+    half = tf.saved_model.load(export("bfloat16"))
+    rounded = half.signatures["serving_default"](
+        query=tf.constant(texts), top_k=tf.constant(10)
+    )
+    for row, best in enumerate(expected):
+        exact = dict(best)
+        for doc, score in zip(
+            rounded["ids"].numpy()[row].astype(str),
+            rounded["scores"].numpy()[row],
+            strict=True,
+        ):
+            if doc in exact:
+                assert score == pytest.approx(exact[doc], abs=1e-2)
+    top1 = np.mean(
+        rounded["ids"].numpy()[:, 0].astype(str)
+        == found["ids"].numpy()[:, 0].astype(str)
+    )
+    assert top1 >= 0.75

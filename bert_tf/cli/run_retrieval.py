@@ -4,7 +4,8 @@ Reads the BEIR layout (--data_dir with corpus.jsonl, queries.jsonl and
 qrels/<split>.tsv); long documents are cut into passages of
 --passage_length word pieces, and results are folded back to documents.
 --do_train fine-tunes on qrels/<train_split>.tsv with in-batch (and
---hard_negatives mined) negatives; --do_index embeds the corpus into Milvus
+--hard_negatives mined) negatives, resumably (a killed run rerun with the
+same command resumes from its last checkpoint); --do_index embeds the corpus into Milvus
 (resumable, no duplicates on rerun); --do_eval writes eval_results.txt
 (recall@1/5/10/100, mrr@10, ndcg@10) and run.tsv (TREC run format);
 --export_dir writes the retrieval SavedModel for TF Serving.
@@ -19,14 +20,21 @@ Installed as `bert-tf-run-retrieval`; also `python -m bert_tf.cli.run_retrieval`
 and `python run_retrieval.py`.
 """
 
-import dataclasses
-
 from absl import flags
 
 from bert_tf.cli.command import Command
+from bert_tf.options.distribution_options import STRATEGIES
+from bert_tf.options.distribution_options import DistributionOptions
+from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.retrieval_options import INDEX_TYPES
+from bert_tf.options.retrieval_options import METRICS
+from bert_tf.options.retrieval_options import RETRIEVAL_SERVING_DTYPES
+from bert_tf.options.retrieval_options import RetrievalOptions
+from bert_tf.options.run_options import RunOptions
+from bert_tf.options.training_options import TrainingOptions
 
-INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
-METRICS = ("IP", "COSINE", "L2")
+# The flags that are `RetrievalOptions` fields of the same name.
+RETRIEVAL_FLAGS = tuple(RetrievalOptions.__dataclass_fields__)
 
 
 def define_flags():
@@ -79,8 +87,8 @@ def define_flags():
         "hard_negatives",
         0,
         "Per training query, this many passages of non-relevant documents ranked "
-        "highest by the current encoder (mined every epoch), beside the in-batch "
-        "negatives.",
+        "highest by the starting encoder (mined once, before training), beside the "
+        "in-batch negatives.",
     )
     flags.DEFINE_integer("train_batch_size", 32, "Queries per training batch.")
     flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate of AdamW.")
@@ -128,7 +136,7 @@ def define_flags():
     flags.DEFINE_enum(
         "serving_dtype",
         "float32",
-        ["float32", "bfloat16"],
+        list(RETRIEVAL_SERVING_DTYPES),
         "How the SavedModel stores the corpus embeddings.",
     )
     flags.DEFINE_string(
@@ -142,30 +150,73 @@ def define_flags():
         "rerank_top_k", 20, "Candidate passages per query for --rerank_checkpoint."
     )
     flags.DEFINE_integer("seed", 12345, "Random seed (shuffling, initialisation).")
+    flags.DEFINE_integer(
+        "save_checkpoints_steps",
+        1000,
+        "--do_train: checkpoint every this many steps (a killed run resumes from "
+        "the last one).",
+    )
+    flags.DEFINE_bool(
+        "overwrite_output_dir",
+        False,
+        "With --do_train: delete the checkpoints of a previous run in output_dir "
+        "and start over. Without it, a rerun with the same settings resumes and "
+        "one with other settings stops, listing the differences.",
+    )
+    flags.DEFINE_enum(
+        "distribution_strategy",
+        None,
+        list(STRATEGIES),
+        "tf.distribute strategy of --do_train (in-batch negatives per replica). "
+        "Default: multi_worker_mirrored when TF_CONFIG names several workers, "
+        "mirrored with several GPUs, else one_device.",
+    )
+    flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
 
 
-def run(flags_obj):
-    """Flags -> `RetrievalOptions` (checked before TensorFlow loads) -> `run_retrieval`."""
-    from bert_tf.cli.command import import_tensorflow
-    from bert_tf.retrieval.retrieval_options import RetrievalOptions
-
-    names = [f.name for f in dataclasses.fields(RetrievalOptions)]
-    options = RetrievalOptions(**{name: flags_obj[name].value for name in names})
-    options.check()
-    import_tensorflow(flags_obj.verbosity)
-    from bert_tf.tasks.retrieval import run_retrieval
-
-    return run_retrieval(options)
+def options(flags_obj):
+    """(RunOptions, RetrievalOptions) of the parsed flags, checked before
+    TensorFlow loads (--do_index is the run's predict phase)."""
+    f = flags_obj
+    retrieval = RetrievalOptions(**{name: f[name].value for name in RETRIEVAL_FLAGS})
+    training = TrainingOptions(
+        train_batch_size=f.train_batch_size,
+        learning_rate=f.learning_rate,
+        num_train_epochs=f.num_train_epochs,
+        warmup_proportion=f.warmup_proportion,
+        optimizer="adamw",
+        save_checkpoints_steps=f.save_checkpoints_steps,
+        overwrite_output_dir=f.overwrite_output_dir,
+    )
+    export = None
+    if f.export_dir:
+        export = ExportOptions(export_dir=f.export_dir, serving_dtype=f.serving_dtype)
+    run = RunOptions(
+        output_dir=f.output_dir,
+        init_checkpoint=f.init_checkpoint,
+        do_lower_case=None,  # the checkpoint's own
+        max_seq_length=f.max_seq_length,
+        do_train=f.do_train,
+        do_eval=f.do_eval,
+        do_predict=f.do_index,
+        seed=f.seed,
+        training=training,
+        distribution=DistributionOptions(
+            distribution_strategy=f.distribution_strategy, num_gpus=f.num_gpus
+        ),
+        export=export,
+    )
+    retrieval.check(run)
+    return run, retrieval
 
 
 COMMAND = Command(
     "run_retrieval",
     __doc__,
     define_flags,
-    "bert_tf.cli.run_retrieval:run",
+    "bert_tf.tasks.retrieval:run",
     required=("data_dir", "output_dir"),
-    # TensorFlow loads after the options are checked (see run).
-    uses_tensorflow=False,
+    options=options,
 )
 
 

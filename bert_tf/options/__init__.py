@@ -37,6 +37,8 @@ _EXPORTS = {
     "SavedModelExportOptions": "bert_tf.options.saved_model_export_options",
     "TfdsOptions": "bert_tf.options.tfds_options",
     "SimilarityOptions": "bert_tf.options.similarity_options",
+    "RerankerOptions": "bert_tf.options.reranker_options",
+    "RetrievalOptions": "bert_tf.options.retrieval_options",
 }
 
 __all__ = sorted(_EXPORTS)

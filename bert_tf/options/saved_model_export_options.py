@@ -1,6 +1,7 @@
 """What export_saved_model is asked to export: which checkpoint, as what."""
 
 import dataclasses
+import os
 
 from bert_tf import tokenization
 from bert_tf.data_prep import glue
@@ -9,8 +10,18 @@ from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.retrieval_options import METRICS
+from bert_tf.options.retrieval_options import check_beir_dir
+from bert_tf.options.retrieval_options import check_passages
+from bert_tf.options.retrieval_options import check_rerank_checkpoint
+from bert_tf.options.retrieval_options import check_serving_dtype
+from bert_tf.serving.span_options import MAX_CONTEXT_BYTES
+from bert_tf.serving.span_options import MAX_WINDOWS
 from bert_tf.serving.span_options import SpanOptions
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
+
+# Written by run_classifier / run_ner beside their checkpoints.
+LABEL_LIST_FILE = "label_list.json"
 
 # The span flags: the fields of `SpanOptions`.
 SPAN_OPTIONS = tuple(field.name for field in dataclasses.fields(SpanOptions))
@@ -25,15 +36,22 @@ class SavedModelExportOptions:
       init_checkpoint: the trained model (run_* output_dir, checkpoint, model dir).
       export: the `ExportOptions` (export_dir, serving tokenizer and dtype, version).
       bert_config_file, vocab_file: default: those beside the checkpoint.
-      do_lower_case: as the model was trained.
+      do_lower_case: as the model was trained (None: as the run in
+        init_checkpoint recorded it, else True).
       max_seq_length: longest packed input of the raw-text signature.
       task_name, labels, text_pair: classifier (and tagger: labels) options.
       max_query_length, max_answer_length, doc_stride, n_best_size,
-        version_2_with_negative, null_score_diff_threshold: span options.
+        version_2_with_negative, null_score_diff_threshold,
+        max_context_bytes, max_windows: span options (`SpanOptions`).
       pooling: embedding of a plain BERT checkpoint: mean, cls, max or
         mean_sqrt_len_tokens.
       use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
         decoded with Viterbi; constrained: well-formed IOB2 paths only).
+      data_dir, passage_length, passage_stride, metric_type: retrieval: the
+        BEIR corpus embedded into the SavedModel, cut into passages as
+        run_retrieval cuts it, and the search's metric.
+      rerank_checkpoint, rerank_top_k: retrieval: a cross-encoder that
+        re-orders each query's rerank_top_k best passages in the graph.
 
     Example:
 
@@ -48,7 +66,7 @@ class SavedModelExportOptions:
     export: ExportOptions
     bert_config_file: str | None = None
     vocab_file: str | None = None
-    do_lower_case: bool = True
+    do_lower_case: bool | None = None
     max_seq_length: int = 128
     task_name: str | None = None
     labels: tuple | None = None
@@ -59,9 +77,17 @@ class SavedModelExportOptions:
     n_best_size: int = 20
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
+    max_context_bytes: int = MAX_CONTEXT_BYTES
+    max_windows: int = MAX_WINDOWS
     pooling: str | None = None
     use_crf: bool = False
     crf_constrained: bool = False
+    data_dir: str | None = None
+    passage_length: int | None = None
+    passage_stride: int | None = None
+    metric_type: str = "IP"
+    rerank_checkpoint: str | None = None
+    rerank_top_k: int = 20
 
     def __post_init__(self):
         required("model_type", self.model_type)
@@ -78,11 +104,18 @@ class SavedModelExportOptions:
         if self.crf_constrained and not self.use_crf:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
         self.span_options()  # its checks: positive sizes
-        tokenization.validate_case_matches_checkpoint(
-            self.do_lower_case, self.init_checkpoint
-        )
+        if self.do_lower_case is not None:
+            tokenization.validate_case_matches_checkpoint(
+                self.do_lower_case, self.init_checkpoint
+            )
         if self.model_type == "classifier":
             self._check_classifier_labels()
+        if self.model_type == "retrieval":
+            self._check_retrieval()
+        elif self.rerank_checkpoint or self.data_dir:
+            raise UserInputError(
+                "--data_dir and --rerank_checkpoint are for --model_type=retrieval"
+            )
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
 
@@ -92,8 +125,11 @@ class SavedModelExportOptions:
         if self.labels:
             return
         if not self.task_name:
+            if has_label_list(self.init_checkpoint):
+                return  # the run's labels
             raise UserInputError(
-                "--model_type=classifier needs --task_name or --labels (label names)"
+                "--model_type=classifier needs --task_name or --labels (label "
+                f"names): {self.init_checkpoint} has no {LABEL_LIST_FILE}"
             )
         task = self.task_name.lower()
         if task == "custom":
@@ -107,10 +143,25 @@ class SavedModelExportOptions:
                 f"{', '.join(sorted(glue.PROCESSORS))}"
             )
 
+    def _check_retrieval(self):
+        required("data_dir", self.data_dir)
+        check_beir_dir(self.data_dir)
+        check_passages(self.passage_length, self.passage_stride)
+        check_rerank_checkpoint(self.rerank_checkpoint)
+        check_serving_dtype(self.export.serving_dtype)
+        positive("rerank_top_k", self.rerank_top_k)
+        if self.metric_type not in METRICS:
+            raise UserInputError(
+                f"--metric_type={self.metric_type}: expected one of {', '.join(METRICS)}"
+            )
+
     def classifier_labels(self):
-        """(label_list, text_pair) from --labels / --task_name / --text_pair."""
+        """(label_list, text_pair) from --labels / --task_name / --text_pair;
+        label_list None: neither flag (the run's label_list.json)."""
         if self.labels:
             labels, pair = list(self.labels), False
+        elif not self.task_name:
+            labels, pair = None, False
         else:
             processor = glue.get_processor(self.task_name.lower())
             labels, pair = processor.get_labels(None), processor.text_pair
@@ -121,3 +172,16 @@ class SavedModelExportOptions:
     def span_options(self):
         """The `SpanOptions` of the span flags."""
         return SpanOptions.from_attributes(self)
+
+
+def has_label_list(init_checkpoint):
+    """Whether the run `init_checkpoint` names (its output_dir, or a
+    checkpoint in it) recorded its labels (a local path; remote: assumed)."""
+    if "://" in str(init_checkpoint):
+        return True
+    directory = (
+        init_checkpoint
+        if os.path.isdir(init_checkpoint)
+        else os.path.dirname(init_checkpoint)
+    )
+    return os.path.exists(os.path.join(directory, LABEL_LIST_FILE))

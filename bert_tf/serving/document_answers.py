@@ -30,7 +30,11 @@ it does what `run_squad.py --do_predict` does for one SQuAD question:
   those bytes of the context with each run of the original's whitespace
   (space, tab, CR, LF, U+202F) written as one space, exactly as
   `predictions.json` has it; `answer_start`/`answer_end` are the bytes' offsets
-  in the (UTF-8-cleaned) context;
+  in the context as the client sent it (as are `nbest_start`/`nbest_end` and
+  `token_start`/`token_end`): NUL bytes and invalid UTF-8, which the
+  tokenizer drops as the original does, count, so slicing the request's
+  context there gives the answer (with those bytes, and the whitespace
+  runs, as sent);
 * the n-best list: distinct texts in rank order, at most `n_best_size`, with
   softmax probabilities over their scores (v2: the null answer is always in
   it), as `nbest_predictions.json`.
@@ -49,8 +53,11 @@ import tensorflow_text as text
 
 from bert_tf import tokenization
 from bert_tf.preprocessing import WHITESPACE
+from bert_tf.preprocessing import input_byte_map
+from bert_tf.preprocessing import input_offsets
 from bert_tf.preprocessing import normalize_words
 from bert_tf.preprocessing import repair_utf8
+from bert_tf.preprocessing import request_batch
 from bert_tf.preprocessing import same_batch_size
 from bert_tf.serving.span_options import SpanOptions
 
@@ -160,6 +167,44 @@ class DocumentAnswers:
         }
         return inputs, layout
 
+    def _within_max_context_bytes(self, context):
+        """`context`, once checked to be within `max_context_bytes`."""
+        limit = self.options.max_context_bytes
+        longest = tf.reduce_max(
+            tf.concat([tf.cast(tf.strings.length(context), tf.int64), [0]], 0)
+        )
+        check = tf.debugging.Assert(
+            longest <= limit,
+            [
+                tf.strings.format(
+                    "a context of {} bytes is longer than max_context_bytes="
+                    f"{limit} of this span model (export_saved_model "
+                    "--max_context_bytes): send it in parts",
+                    longest,
+                )
+            ],
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(context)
+
+    def _within_max_windows(self, inputs, layout):
+        """`inputs`, once checked to be at most `max_windows` windows."""
+        limit = self.options.max_windows
+        total = tf.reduce_sum(layout["num_windows"])
+        check = tf.debugging.Assert(
+            total <= limit,
+            [
+                tf.strings.format(
+                    "the request's contexts make {} windows, more than "
+                    f"max_windows={limit} of this span model (export_saved_model "
+                    "--max_windows): send fewer or shorter contexts per request",
+                    total,
+                )
+            ],
+        )
+        with tf.control_dependencies([check]):
+            return {name: tf.identity(value) for name, value in inputs.items()}
+
     def max_context_window(self, layout):
         """Per context piece (flat over the batch): the window where it has
         the most context, as the original's `_check_is_max_context`."""
@@ -198,11 +243,26 @@ class DocumentAnswers:
 
     def __call__(self, question, context):
         question, context = same_batch_size(
-            [question, context], ("question", "context")
+            [request_batch(question, "question"), request_batch(context, "context")],
+            ("question", "context"),
         )
-        # Offsets index the repaired context, which answers are cut from.
+        context = self._within_max_context_bytes(context)
+        # An empty request is answered as one of an empty question and
+        # context, whose answers are then dropped: the same outputs, 0 rows.
+        rows = tf.size(question)
+        keep = tf.maximum(rows, 1)
+        question = tf.concat([question, [""]], 0)[:keep]
+        context = tf.concat([context, [""]], 0)[:keep]
+        outputs = self._answers(question, context)
+        return {name: value[:rows] for name, value in outputs.items()}
+
+    def _answers(self, question, context):
+        # Answers are cut from the repaired context; their offsets are then
+        # moved to the bytes the client sent.
+        byte_map = input_byte_map(context)
         context = repair_utf8(context)
         inputs, layout = self.windows(question, context)
+        inputs = self._within_max_windows(inputs, layout)
         outputs = self.model(inputs, training=False)
         start_logits = tf.cast(outputs["start_logits"], tf.float32)
         end_logits = tf.cast(outputs["end_logits"], tf.float32)
@@ -240,7 +300,13 @@ class DocumentAnswers:
         answers = self._best_answers(
             context, layout, best_window, start_logits, end_logits
         )
-        return {**answers, **token_outputs}
+        outputs = {**answers, **token_outputs}
+        for name in ("answer", "nbest", "token"):
+            for side in ("start", "end"):
+                outputs[f"{name}_{side}"] = input_offsets(
+                    byte_map, outputs[f"{name}_{side}"], end=side == "end"
+                )
+        return outputs
 
     def _candidates(self, layout, best_window, start_logits, end_logits):
         """The original's prelim predictions, per question in its order:
@@ -662,14 +728,21 @@ class DocumentAnswers:
         char_ends = char_starts + tf.cast(tf.strings.length(chars), tf.int64)
         char_starts = tf.ragged.boolean_mask(char_starts, keep).to_tensor(tf.int64.max)
         char_ends = tf.ragged.boolean_mask(char_ends, keep).to_tensor(0)
+        # One column more, so that the gathers below stay in range when no
+        # context of the batch has a character (all empty or whitespace).
+        rows = tf.shape(char_starts)[0]
+        char_starts = tf.concat(
+            [char_starts, tf.fill([rows, 1], tf.constant(tf.int64.max))], 1
+        )
+        char_ends = tf.concat([char_ends, tf.zeros([rows, 1], tf.int64)], 1)
         first_char = tf.searchsorted(
             char_starts, span_start, side="left", out_type=tf.int64
         )
         last_char = (
             tf.searchsorted(char_starts, span_end, side="left", out_type=tf.int64) - 1
         )
-        limit = tf.maximum(tf.shape(char_starts, out_type=tf.int64)[1] - 1, 0)
-        moved &= tf.shape(char_starts)[1] > 0
+        limit = tf.maximum(tf.shape(char_starts, out_type=tf.int64)[1] - 2, 0)
+        moved &= tf.shape(char_starts)[1] > 1
         new_start = tf.gather(
             char_starts, tf.clip_by_value(first_char - back, 0, limit), batch_dims=1
         )

@@ -7,6 +7,12 @@ import dataclasses
 
 from bert_tf.errors import UserInputError
 
+# The request bounds of a span SavedModel: a 100 kB context is some 20,000
+# word pieces, 256 windows of 384 pieces with the default stride cover
+# about 32,000 (a few GB of activations for BERT-base, once).
+MAX_CONTEXT_BYTES = 100_000
+MAX_WINDOWS = 256
+
 
 @dataclasses.dataclass(frozen=True)
 class SpanOptions:
@@ -21,6 +27,11 @@ class SpanOptions:
         version_2_with_negative: SQuAD 2.0: a question may have no answer.
         null_score_diff_threshold: v2: predict "" when the null score beats
             the best span's by more than this.
+        max_context_bytes: the span SavedModel refuses a request with a
+            context longer than this many bytes (an error naming the bound).
+        max_windows: ... and one whose contexts need more windows in all
+            (one request is one batch through the model: this bounds its
+            memory and time).
 
     Example:
     >>> options = SpanOptions(max_query_length=8, doc_stride=64)
@@ -33,9 +44,17 @@ class SpanOptions:
     n_best_size: int = 20
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
+    max_context_bytes: int = MAX_CONTEXT_BYTES
+    max_windows: int = MAX_WINDOWS
 
     def __post_init__(self):
-        for name in ("max_query_length", "doc_stride", "n_best_size"):
+        for name in (
+            "max_query_length",
+            "doc_stride",
+            "n_best_size",
+            "max_context_bytes",
+            "max_windows",
+        ):
             if getattr(self, name) < 1:
                 raise UserInputError(
                     f"--{name} must be >= 1, got {getattr(self, name)}"
@@ -48,10 +67,10 @@ class SpanOptions:
     @classmethod
     def from_attributes(cls, source):
         """The options of the same-named attributes of `source` (parsed
-        flags or a task's typed options)."""
+        flags or a task's typed options); the defaults for those it lacks."""
         return cls(
             **{
-                field.name: getattr(source, field.name)
+                field.name: getattr(source, field.name, field.default)
                 for field in dataclasses.fields(cls)
             }
         )

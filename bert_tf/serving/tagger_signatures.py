@@ -12,12 +12,16 @@
   paper's recipe, as run_ner.py trains; a word is what the original's basic
   tokenizer makes (whitespace- and punctuation-split pieces);
 - `token_start`, `token_end` [B, L]: each position's UTF-8 byte span in the
-  text (-1 outside it), from `BertPreprocessor.tokenize_with_offsets`;
+  text as the client sent it (-1 outside it), from
+  `BertPreprocessor.tokenize_with_offsets`; NUL bytes and invalid UTF-8,
+  which the tokenizer drops, count, so slicing the request's text there
+  gives the piece (and at `entity_start`/`entity_end` the entity);
 - the entities, read from the word tags as conlleval reads them (an `I-X`
   after `O` or another type starts an entity), padded to the most entities
   of the batch: `entity_type` (string, "" padding), `entity_text`,
-  `entity_start` / `entity_end` (byte offsets in the text, end exclusive,
-  -1 padding), `entity_score` (mean probability of the entity's word tags,
+  `entity_start` / `entity_end` (byte offsets in the text as sent, end
+  exclusive, -1 padding; `entity_text` is those bytes without NUL and
+  invalid UTF-8), `entity_score` (mean probability of the entity's word tags,
   by the softmax of their logits; 0 padding), and `num_entities` [B].
 
 `serve_tokenized` takes int32 `input_ids`, `input_mask`, `segment_ids` and
@@ -28,7 +32,10 @@ returns `logits`, `tag_ids` and `tags` (word starts found from the ids: not a
 import tensorflow as tf
 
 from bert_tf import tokenization
+from bert_tf.preprocessing import input_byte_map
+from bert_tf.preprocessing import input_offsets
 from bert_tf.preprocessing import repair_utf8
+from bert_tf.preprocessing import request_batch
 from bert_tf.preprocessing import take_prefix
 from bert_tf.serving.signature_module import SignatureModule
 from bert_tf.serving.signature_module import model_inputs
@@ -124,7 +131,10 @@ class TaggerSignatures(SignatureModule):
         return {"logits": logits, "tag_ids": tag_ids, "tags": tags}
 
     def serve_text(self, text):
-        # Offsets index the repaired text, which entity texts are cut from.
+        # Entity texts are cut from the repaired text; the offsets are then
+        # moved to the bytes the client sent.
+        text = request_batch(text, "text")
+        byte_map = input_byte_map(text)
         text = repair_utf8(text)
         seq_length = self.preprocessor.seq_length
         ids, starts, ends = self.preprocessor.tokenize_with_offsets(text)
@@ -149,7 +159,7 @@ class TaggerSignatures(SignatureModule):
         entities = self._entities(
             text, in_text, word_start, tag_ids, probability, token_start, token_end
         )
-        return {
+        outputs = {
             "logits": logits,
             "tag_ids": tag_ids,
             "tags": tags,
@@ -157,6 +167,12 @@ class TaggerSignatures(SignatureModule):
             "token_end": token_end,
             **entities,
         }
+        for name in ("token", "entity"):
+            for side in ("start", "end"):
+                outputs[f"{name}_{side}"] = input_offsets(
+                    byte_map, outputs[f"{name}_{side}"], end=side == "end"
+                )
+        return outputs
 
     def _entities(
         self, text, in_text, word_start, tag_ids, probability, token_start, token_end

@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from bert_tf.preprocessing import request_batch
 from bert_tf.preprocessing import same_batch_size
 from bert_tf.serving.signature_module import SignatureModule
 from bert_tf.serving.signature_module import model_inputs
@@ -36,13 +37,16 @@ class TextPairSignatures(SignatureModule):
         if self.text_pair:
 
             def serve_text(text_a, text_b):
-                texts = same_batch_size([text_a, text_b], ("text_a", "text_b"))
+                texts = same_batch_size(
+                    [request_batch(text_a, "text_a"), request_batch(text_b, "text_b")],
+                    ("text_a", "text_b"),
+                )
                 return self.outputs(self.preprocessor(tuple(texts)))
 
         else:
 
             def serve_text(text_a):
-                return self.outputs(self.preprocessor(text_a))
+                return self.outputs(self.preprocessor(request_batch(text_a, "text_a")))
 
         return serve_text, specs
 

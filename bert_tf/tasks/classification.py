@@ -27,6 +27,7 @@ from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep import tfds_input
 from bert_tf.data_prep.classifier_records import feature_spec
 from bert_tf.data_prep.classifier_records import file_based_convert_examples_to_features
+from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.data_prep.label_list_file import write_label_list
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
@@ -186,10 +187,23 @@ class ClassificationTask(Task):
         check_vocab_matches_config(self.run.vocab_file, config)
         self.label_list = self.processor.get_labels(self.options.data_dir)
         self.is_regression = glue.is_regression_label_list(self.label_list)
-        write_label_list(self.output_dir, self.label_list)
+        if self.run.do_train or read_label_list(self.output_dir) is None:
+            # A run that does not train keeps the trained run's record,
+            # which the runner checks these labels against.
+            write_label_list(self.output_dir, self.label_list)
         self.tokenizer = tokenization.FullTokenizer(
             self.run.vocab_file, self.run.do_lower_case
         )
+
+    def flag_labels(self):
+        options = self.options
+        if options.tfds.tfds_name:
+            source = f"--tfds_name={options.tfds.tfds_name}"
+        elif (options.task_name or "").lower() == "custom":
+            source = f"--train_file={options.train_file}"
+        else:
+            source = f"--task_name={options.task_name}"
+        return self.label_list, source
 
     def model_kwargs(self):
         return {"num_labels": 1 if self.is_regression else len(self.label_list)}

@@ -343,6 +343,12 @@ class NerTask(Task):
         write_label_list(run.output_dir, label_list, options.tag_scheme)
         self.tokenizer = tokenization.FullTokenizer(run.vocab_file, run.do_lower_case)
 
+    def flag_labels(self):
+        labels = self.options.labels
+        if labels is None:
+            return None
+        return conll.label_list_from([], list(labels)), f"--labels={','.join(labels)}"
+
     def model_kwargs(self):
         return {
             "num_labels": len(self.label_list),

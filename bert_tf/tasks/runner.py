@@ -20,6 +20,7 @@ from bert_tf.errors import UserInputError
 from bert_tf.options.checks import run_defining
 from bert_tf.training.output_dir import OutputDirLock
 from bert_tf.training.output_dir import file_fingerprint
+from bert_tf.training.recorded_run import RecordedRun
 from bert_tf.training.strategy import create_strategy
 from bert_tf.training.strategy import is_chief
 from bert_tf.training.strategy import is_chief_in_tf_config
@@ -48,7 +49,11 @@ def _run_task(task):
     if run.dtype != "float32":
         keras.mixed_precision.set_global_policy(run.dtype)
     tf.io.gfile.makedirs(run.output_dir)
+    # Read before `prepare`, which may rewrite label_list.json.
+    recorded = recorded_runs(run)
     task.prepare(config)
+    for record in recorded:
+        check_recorded_run(task, record)
 
     strategy = create_strategy(**run.distribution.strategy_kwargs())
     chief = is_chief(strategy)
@@ -58,22 +63,25 @@ def _run_task(task):
         # The checkpoint's own (e.g. a sentence-transformers directory's).
         config = model.encoder.config
         run.check_config(config)
-    vocab_file, do_lower_case, max_seq_length = task.tokenization(model)
+    vocab_file = task.tokenization(model)[0]
 
     training_data = task.training_data() if run.do_train else None
-    global_step = train_or_restore(
-        run,
-        strategy,
-        model,
-        settings=(
-            run_settings(task, config, training_data.fingerprints)
-            if training_data
-            else None
-        ),
-        loss_fn=task.loss,
-        training_data=training_data,
-        vocab_file=vocab_file if task.copies_vocab else None,
-    )
+    global_step = 0
+    if run.do_train or task.restores_trained:
+        global_step = train_or_restore(
+            run,
+            strategy,
+            model,
+            settings=(
+                run_settings(task, config, training_data.fingerprints)
+                if training_data
+                else None
+            ),
+            loss_fn=task.loss,
+            training_data=training_data,
+            vocab_file=vocab_file if task.copies_vocab else None,
+            final_checkpoint=task.saves_final_checkpoint,
+        )
     if run.do_train and chief:
         task.after_training(model)
 
@@ -82,18 +90,12 @@ def _run_task(task):
         task.predict(model, global_step)
     if run.do_eval and chief:
         results = task.evaluate(model, global_step)
-        write_eval_results(
-            results, os.path.join(run.output_dir, task.eval_results_file)
-        )
+        if task.eval_results_file:
+            write_eval_results(
+                results, os.path.join(run.output_dir, task.eval_results_file)
+            )
     if run.export is not None and chief:
-        export_model(
-            run,
-            model,
-            vocab_file,
-            do_lower_case,
-            max_seq_length,
-            **task.serving_kwargs(),
-        )
+        task.export(model)
     return results
 
 
@@ -109,6 +111,31 @@ def load_config(run):
         )
     raise UserInputError(
         "Flag --bert_config_file must be specified (or an --init_checkpoint with one)."
+    )
+
+
+def recorded_runs(run):
+    """Without --do_train: the runs whose weights this one reads (its
+    output_dir's and --init_checkpoint's), whose records win over the flags.
+    (With --do_train, `RunSettings` compares the whole run.)"""
+    if run.do_train:
+        return []
+    runs = [RecordedRun(run.output_dir)]
+    if run.init_checkpoint and tf.io.gfile.exists(run.init_checkpoint):
+        runs.append(RecordedRun.beside(run.init_checkpoint))
+    return [record for record in runs if record.exists]
+
+
+def check_recorded_run(task, recorded):
+    """The vocabulary, casing and labels of `task`'s flags against what the
+    run it reads recorded: a difference is a `UserInputError`."""
+    run = task.run
+    labels, labels_flag = task.flag_labels() or (None, None)
+    recorded.check(
+        vocab_file=run.vocab_file,
+        do_lower_case=run.do_lower_case,
+        label_list=labels,
+        labels_flag=labels_flag,
     )
 
 

@@ -22,6 +22,7 @@ from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
 from bert_tf.serving import export_saved_model
+from bert_tf.training.recorded_run import RecordedRun
 
 
 def tagger_labels(init_checkpoint):
@@ -62,15 +63,59 @@ def checkpoint_files(options):
     return vocab_file, config
 
 
+def recorded_tokenization(options):
+    """`(do_lower_case, classifier labels or None)` of an export, checked
+    against the run `--init_checkpoint` names (`RecordedRun`): what the run
+    recorded wins, a flag that contradicts it is a `UserInputError`.
+
+    `--do_lower_case` left out: the run's (True without a record);
+    classifier labels left out: the run's label_list.json."""
+    recorded = RecordedRun.beside(options.init_checkpoint)
+    labels, labels_flag = None, None
+    if options.model_type == "classifier" and (options.labels or options.task_name):
+        labels = options.classifier_labels()[0]
+        labels_flag = (
+            f"--labels={','.join(options.labels)}"
+            if options.labels
+            else f"--task_name={options.task_name}"
+        )
+    elif options.model_type == "tagger" and options.labels:
+        labels = list(options.labels)
+        labels_flag = f"--labels={','.join(options.labels)}"
+    # The embedding and reranker exports read their tokenization from the
+    # checkpoint's own files.
+    tokenizes = options.model_type not in ("embedding", "reranker")
+    recorded.check(
+        vocab_file=options.vocab_file if tokenizes else None,
+        do_lower_case=options.do_lower_case if tokenizes else None,
+        label_list=labels,
+        labels_flag=labels_flag,
+    )
+    do_lower_case = options.do_lower_case
+    if do_lower_case is None:
+        do_lower_case = recorded.do_lower_case
+    if do_lower_case is None:
+        do_lower_case = True
+    if options.model_type == "classifier" and labels is None:
+        labels = recorded.label_list
+    return bool(do_lower_case), labels
+
+
 def run(options):
     """Exports the checkpoint `SavedModelExportOptions` name; returns the
     version directory."""
+    if options.model_type == "retrieval":
+        from bert_tf.tasks import retrieval
+
+        return retrieval.export_from_checkpoint(options)
     vocab_file, config = checkpoint_files(options)
     init = options.init_checkpoint
-    do_lower_case = options.do_lower_case
+    do_lower_case, recorded_labels = recorded_tokenization(options)
     max_seq_length = options.max_seq_length
     if options.model_type == "classifier":
         labels, pair = options.classifier_labels()
+        if labels is None:
+            labels = recorded_labels
         regression = glue.is_regression_label_list(labels)
         model = BertClassifier.from_checkpoint(
             init, config=config, num_labels=1 if regression else len(labels)

@@ -21,8 +21,8 @@ Order of the calls, for one `run_task(task)`:
 5. Chief only: `predict(model, global_step)` with --do_predict, then
    `evaluate(model, global_step)` with --do_eval (its dict is written to
    `eval_results_file` and returned).
-6. Chief only, with --export_dir: the export, with `tokenization(model)`
-   and `serving_kwargs()`.
+6. Chief only, with --export_dir: `export(model)` (by default the serving
+   registry's SavedModel, with `tokenization(model)` and `serving_kwargs()`).
 """
 
 import abc
@@ -70,10 +70,17 @@ class Task(abc.ABC):
 
     script = None
     model_class = None
-    # Results of `evaluate`, written by the runner to output_dir/<this>.
+    # Results of `evaluate`, written by the runner to output_dir/<this>
+    # (None: `evaluate` writes its own results file).
     eval_results_file = "eval_results.txt"
     # Copy the vocabulary beside the final checkpoint (a loadable model dir).
     copies_vocab = True
+    # Without --do_train, restore the weights a run trained (False: the
+    # model `build_model` returns is complete, e.g. a zero-shot encoder).
+    restores_trained = True
+    # After --do_train, save the weights-only `model.ckpt-<step>` (False:
+    # `after_training` saves the model its own way).
+    saves_final_checkpoint = True
 
     def __init__(self, run, options=None):
         self.run = run
@@ -106,6 +113,13 @@ class Task(abc.ABC):
     def prepare(self, config):  # noqa: B027 (optional step)
         """Reads what the model depends on (labels, ...); checks inputs."""
 
+    def flag_labels(self):
+        """`(label_list, flag)`: the labels the flags give, in label-id order,
+        and the flag(s) they come from; None when the flags give none. A run
+        without --do_train checks them against the trained run's (after
+        `prepare`)."""
+        return None
+
     def model_kwargs(self):
         """Keyword arguments of `model_class` beyond the config."""
         return {}
@@ -137,6 +151,21 @@ class Task(abc.ABC):
     def predict(self, model, global_step):
         """--do_predict: writes the predictions to output_dir."""
         raise NotImplementedError(f"{type(self).__name__} does not predict")
+
+    def export(self, model):
+        """--export_dir: the SavedModel of the task's serving family (from
+        `tokenization` and `serving_kwargs`); returns its version directory."""
+        from bert_tf.tasks.runner import export_model
+
+        vocab_file, do_lower_case, max_seq_length = self.tokenization(model)
+        return export_model(
+            self.run,
+            model,
+            vocab_file,
+            do_lower_case,
+            max_seq_length,
+            **self.serving_kwargs(),
+        )
 
     def serving_kwargs(self):
         """Keyword arguments of the export for this task's serving family

@@ -78,7 +78,15 @@ def save_final_checkpoint(model, output_dir, global_step, vocab_file=None):
 
 
 def train_or_restore(
-    run, strategy, model, *, settings, loss_fn, training_data, vocab_file=None
+    run,
+    strategy,
+    model,
+    *,
+    settings,
+    loss_fn,
+    training_data,
+    vocab_file=None,
+    final_checkpoint=True,
 ):
     """--do_train: trains (or resumes) and saves the final weights; else
     restores the trained weights (`restore_trained`). Returns the step.
@@ -90,6 +98,8 @@ def train_or_restore(
         loss_fn: `loss_fn(batch, outputs) -> scalar`.
         training_data: the task's `TrainingData` (with --do_train).
         vocab_file: copied beside the final checkpoint, if given.
+        final_checkpoint: save the final weights-only `model.ckpt-<step>`
+            (False: the task saves the trained model its own way).
     """
     if not run.do_train:
         return restore_trained(model, run)
@@ -123,7 +133,7 @@ def train_or_restore(
         ),
     )
     trainer.train()
-    if is_chief(strategy):
+    if final_checkpoint and is_chief(strategy):
         save_final_checkpoint(model, run.output_dir, trainer.global_step, vocab_file)
     return trainer.global_step
 

@@ -1,0 +1,214 @@
+"""The fault suite's serving probes (issue 29): hostile requests to the span,
+tagger and classifier signatures.
+
+In process, on tiny random-weight models with the real uncased vocabulary
+(the signature functions the SavedModels are built from; `test_export.py`
+checks that the saved ones answer alike). Each probe ends in a correct
+answer or a clear error:
+
+* offsets index the bytes the client sent: NUL bytes, invalid UTF-8 and
+  multi-byte characters before and inside answers and entities;
+* rank-2 batches (an error naming the shape, not answers for more rows than
+  were sent) and empty batches (0 rows out), contexts that are all empty or whitespace;
+* the span model's request bounds (`max_context_bytes`, `max_windows`): an
+  error naming the bound beyond them, and in the export metadata.
+"""
+
+import os
+import re
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tiny_models import tiny_bert_config
+
+import bert_tf
+from bert_tf import serving
+from bert_tf import tokenization
+from bert_tf.preprocessing import BertPreprocessor
+from bert_tf.serving.span_options import SpanOptions
+
+SEQ_LENGTH = 32
+# A string input of another shape than [batch] (the op names the input).
+SHAPE_ERROR = (
+    r"Shape of tensor .*\[2,[12]\] is not compatible with expected shape \[\?\]"
+)
+SPAN = dict(max_query_length=8, max_answer_length=5, doc_stride=8)
+# Dirty requests: NUL bytes, invalid UTF-8 (a lone continuation byte, 0xFF,
+# an encoded surrogate) and multi-byte characters, before and among words.
+DIRTY = [
+    b"\x00\x00\x00 Alice Smith wrote the book in the garden.",
+    b"Caf\xc3\xa9 \xff\xfe cr\xc3\xa8me \x00br\xc3\xbbl\xc3\xa9e is sw\x80eet.",
+    "日本語\x00の Ünïcödé \U0001f642 words, and more.".encode(),
+    b"\xed\xa0\x80plain text\x00\x00 without trouble",
+]
+
+
+def clean(data):
+    """What the tokenizer reads of request bytes (the original's decoding
+    with errors="ignore", NUL dropped): an independent reference."""
+    return data.decode("utf-8", "ignore").replace("\x00", "")
+
+
+def squad_text(data):
+    """`clean`, with runs of run_squad's whitespace written as one space."""
+    return re.sub(r"[ \t\r\n\u202f]+", " ", clean(data))
+
+
+@pytest.fixture(scope="module")
+def vocab_file(shared_data):
+    path = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@pytest.fixture(scope="module")
+def modules(vocab_file):
+    keras.utils.set_random_seed(5)
+    config = tiny_bert_config(30522, intermediate_size=48)
+    preprocessor = BertPreprocessor(vocab_file, True, SEQ_LENGTH, padding="longest")
+    tagger = bert_tf.BertTokenClassifier(config, num_labels=3)
+    # Every word tagged B-X: each word is an entity of its own.
+    for weight in tagger.weights:
+        if weight.path.endswith("output_bias"):
+            weight.assign([0.0, 10.0, 0.0])
+    return {
+        "span": serving.SpanSignatures(
+            bert_tf.BertSpanLabeler(config), preprocessor, SpanOptions(**SPAN)
+        ),
+        "bounded": serving.SpanSignatures(
+            bert_tf.BertSpanLabeler(config),
+            preprocessor,
+            SpanOptions(**SPAN, max_context_bytes=200, max_windows=4),
+        ),
+        "tagger": serving.TaggerSignatures(tagger, preprocessor, ["O", "B-X", "I-X"]),
+        "classifier": serving.ClassifierSignatures(
+            bert_tf.BertClassifier(config, num_labels=2), preprocessor, ["a", "b"]
+        ),
+    }
+
+
+def _answers(module, questions, contexts):
+    function, _ = module.text_endpoint()
+    out = function(tf.constant(questions), tf.constant(contexts))
+    return {name: value.numpy() for name, value in out.items()}
+
+
+def test_span_offsets_index_the_bytes_sent(modules):
+    questions = ["who wrote it?"] * len(DIRTY)
+    dirty = _answers(modules["span"], questions, DIRTY)
+    repaired = [clean(data).encode("utf-8") for data in DIRTY]
+    reference = _answers(modules["span"], questions, repaired)
+    for row, data in enumerate(DIRTY):
+        # The same answers as for the repaired context ...
+        np.testing.assert_array_equal(
+            dirty["nbest_text"][row], reference["nbest_text"][row]
+        )
+        entries = 0
+        for text, start, end in zip(
+            dirty["nbest_text"][row],
+            dirty["nbest_start"][row],
+            dirty["nbest_end"][row],
+            strict=True,
+        ):
+            if start < 0:
+                continue
+            entries += 1
+            # ... and slicing the request where they point gives their text.
+            assert squad_text(data[start:end]) == text.decode(), (row, start, end)
+            assert 0 <= start < end <= len(data)
+        assert entries > 0, row
+        start, end = dirty["answer_start"][row], dirty["answer_end"][row]
+        assert squad_text(data[start:end]) == dirty["answer_text"][row].decode()
+        # Every context piece maps back to the characters it was made from.
+        pieces = [
+            clean(data[s:e])
+            for s, e in zip(
+                dirty["token_start"][row], dirty["token_end"][row], strict=True
+            )
+            if s >= 0
+        ]
+        expected = [
+            repaired[row][s:e].decode()
+            for s, e in zip(
+                reference["token_start"][row], reference["token_end"][row], strict=True
+            )
+            if s >= 0
+        ]
+        assert pieces == expected
+    # The issue's example: after three NULs and a space, "Alice" is bytes 4-9.
+    first = list(dirty["token_start"][0]).index(4)
+    assert dirty["token_end"][0][first] == 9 and DIRTY[0][4:9] == b"Alice"
+
+
+def test_tagger_offsets_index_the_bytes_sent(modules):
+    out = modules["tagger"].serve_text(tf.constant(DIRTY))
+    out = {name: value.numpy() for name, value in out.items()}
+    basic = tokenization.BasicTokenizer(do_lower_case=False)
+    for row, data in enumerate(DIRTY):
+        count = out["num_entities"][row]
+        texts = [t.decode() for t in out["entity_text"][row][:count]]
+        # Each word is an entity (every word is tagged B-X) ...
+        assert texts == basic.tokenize(clean(data)), row
+        for text, start, end in zip(
+            texts,
+            out["entity_start"][row][:count],
+            out["entity_end"][row][:count],
+            strict=True,
+        ):
+            # ... found in the request's bytes at its offsets.
+            assert clean(data[start:end]) == text, (row, start, end)
+    assert DIRTY[0][out["entity_start"][0][0] : out["entity_end"][0][0]] == b"Alice"
+
+
+def test_rank_2_and_empty_batches(modules):
+    classify, _ = modules["classifier"].text_endpoint()
+    assert classify(tf.constant([], tf.string))["labels"].shape == (0,)
+    for shape in ([["a", "b"], ["c", "d"]], [["a fine film"], ["awful"]]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=SHAPE_ERROR):
+            classify(tf.constant(shape))
+
+    span = modules["span"]
+    empty = _answers(span, np.array([], bytes), np.array([], bytes))
+    assert all(value.shape[0] == 0 for value in empty.values())
+    with pytest.raises(tf.errors.InvalidArgumentError, match=SHAPE_ERROR):
+        _answers(span, [["q"], ["q"]], [["a", "b"], ["c", "d"]])
+    # Contexts that are all empty or whitespace (one alone was documented
+    # to work; a batch of them failed in a gather).
+    blank = _answers(span, ["who?", "what?", "why?"], ["", " \t\n ", "\x00"])
+    assert list(blank["answer_text"]) == [b"", b"", b""]
+    assert list(blank["answer_start"]) == [-1, -1, -1]
+    assert list(blank["answer_end"]) == [-1, -1, -1]
+
+    tagged = modules["tagger"].serve_text(tf.constant([], tf.string))
+    assert tagged["num_entities"].shape == (0,)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=SHAPE_ERROR):
+        modules["tagger"].serve_text(tf.constant([["a", "b"], ["c", "d"]]))
+
+
+def test_span_request_bounds(modules):
+    bounded = modules["bounded"]
+    metadata = bounded.metadata()
+    assert metadata["max_context_bytes"] == 200 and metadata["max_windows"] == 4
+    assert modules["span"].metadata()["max_windows"] == SpanOptions().max_windows
+    # Within the bounds: answered.
+    _answers(bounded, ["q"], ["word " * 40])
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="201 bytes.*max_context_bytes=200"
+    ):
+        _answers(bounded, ["q"], ["x" * 201])
+    # Windows: 60 one-piece words, 28 per window (a 1-piece question) and a
+    # stride of 8: 1 + ceil(32 / 8) = 5.
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="5 windows.*max_windows=4"
+    ):
+        _answers(bounded, ["q"], ["a " * 60])
+    # The bound is per request: two contexts of 3 windows each are too many.
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="6 windows.*max_windows=4"
+    ):
+        _answers(bounded, ["q", "q"], ["a " * 40, "a " * 40])
+    with pytest.raises(bert_tf.UserInputError, match="max_windows"):
+        SpanOptions(max_windows=0)
