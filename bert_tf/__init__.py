@@ -35,6 +35,7 @@ _EXPORTS = {
     "CheckpointMismatchError": "bert_tf.checkpoints",
     "UserInputError": "bert_tf.errors",
     "load_checkpoint": "bert_tf.checkpoints",
+    "pipeline": "bert_tf.pipelines",
     "save_tf1_checkpoint": "bert_tf.checkpoints",
 }
 _SUBMODULES = ("optimization", "tokenization")

@@ -68,6 +68,12 @@ BLOCKS = [
         "static: indexes 2,067 paragraphs with MiniLM (minutes); "
         "tests/test_run_retrieval.py runs the same command on 40",
     ),
+    (
+        "bash",
+        "--model_type=retrieval",
+        "static: flags checked; tests/test_run_retrieval.py exports a tiny dual "
+        "encoder over 40 paragraphs",
+    ),
     ("python", "BertReranker.from_checkpoint", "static: needs a cross-encoder"),
     (
         "bash",
@@ -95,6 +101,7 @@ BLOCKS = [
     ("python", "from bert_tf.litert import LiteRTModel", "run"),
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),
+    ("python", 'bert_tf.pipeline("text-classification"', "run"),
     ("", "tokenization.py     the original WordPiece", "the layout: files exist"),
 ]
 
@@ -500,6 +507,71 @@ def test_text_classifier_snippet(workspace, shared_data):
     assert os.path.isfile(os.path.join(workspace["cwd"], "classifier.keras"))
 
 
+# Tiny stand-ins for run_ner's and run_squad's output_dirs (the README's own runs
+# of those take minutes): random weights, the real uncased vocabulary.
+PIPELINE_STAND_INS = """
+import json, os, shutil
+import bert_tf
+config = bert_tf.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+    num_attention_heads=4, intermediate_size=48, max_position_embeddings=64)
+tags = ["O", "B-person", "I-person", "B-location", "I-location"]
+for directory, model, settings in (
+    (NER_DIR, bert_tf.BertTokenClassifier(config, num_labels=5),
+     {"script": "run_ner", "max_seq_length": 64}),
+    (SQUAD_DIR, bert_tf.BertSpanLabeler(config),
+     {"script": "run_squad", "max_seq_length": 64, "max_query_length": 16}),
+):
+    os.makedirs(directory)
+    bert_tf.save_tf1_checkpoint(model, os.path.join(directory, "model.ckpt-1"))
+    shutil.copy(VOCAB, os.path.join(directory, "vocab.txt"))
+    with open(os.path.join(directory, "run_settings.json"), "w") as f:
+        json.dump(settings, f)
+with open(os.path.join(NER_DIR, "label_list.json"), "w") as f:
+    json.dump({"labels": tags}, f)
+"""
+
+
+@pytest.mark.slow
+def test_pipeline_snippet(workspace, mrpc_output, mrpc_export, shared_data):
+    snippet = small(workspace, block('bert_tf.pipeline("text-classification"'))
+    ner_dir = os.path.join(workspace["tmp"], "pipeline_ner")
+    squad_dir = os.path.join(workspace["tmp"], "pipeline_squad")
+    snippet = snippet.replace(workspace["tmp"] + "/ner_output", ner_dir).replace(
+        workspace["tmp"] + "/squad_base", squad_dir
+    )
+    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    prelude = (
+        f"NER_DIR, SQUAD_DIR, VOCAB = {ner_dir!r}, {squad_dir!r}, {vocab!r}\n"
+        + PIPELINE_STAND_INS
+    )
+    # Each commented output line: the call's result, printed.
+    calls = [
+        'classify(["He left."], text_pair=["He went away."])',
+        'served(["He left."], text_pair=["He went away."])',
+        'ner("Ada Lovelace was born in London.")',
+        'qa(question="Where was Ada born?", context="Ada Lovelace was born in London.")',
+    ]
+    for call in calls:
+        assert call in snippet
+        snippet = snippet.replace(call, f"print(json.dumps({call}))", 1)
+    snippet += "print(json.dumps(list(vectors.shape)))\n"
+    result = run_python(
+        workspace, "import json\n" + prelude + snippet, "pipeline_api.py"
+    )
+    classified, served, entities, answer, shape = [
+        json.loads(line) for line in result.stdout.strip().splitlines()[-5:]
+    ]
+    assert classified[0]["label"] in ("0", "1") and 0.5 <= classified[0]["score"] <= 1
+    assert served[0]["label"] == classified[0]["label"]
+    assert served[0]["score"] == pytest.approx(classified[0]["score"], abs=1e-5)
+    text = "Ada Lovelace was born in London."
+    for entity in entities:
+        assert text[entity["start"] : entity["end"]] == entity["word"]
+    context = "Ada Lovelace was born in London."
+    assert context[answer["start"] : answer["end"]] == answer["answer"] != ""
+    assert shape == [2, 384]
+
+
 def test_use_snippet(workspace):
     code = block("BertEncoder.from_checkpoint")
     run_python(workspace, code, "use.py")
@@ -533,6 +605,7 @@ def layout_path_exists(name):
             "cli",
             "tasks",
             "serving",
+            "pipelines",
             "pretraining",
         ):
             path = os.path.join(REPO, folder, sub, name)
@@ -583,6 +656,7 @@ def test_install_blocks_run_the_documented_commands():
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
         ("python run_retrieval.py", "run_retrieval"),
         ("--model_type=reranker", "export_saved_model"),
+        ("--model_type=retrieval", "export_saved_model"),
         ("python run_reranker.py", "run_reranker"),
     ],
 )
