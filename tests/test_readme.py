@@ -69,6 +69,12 @@ BLOCKS = [
         "static: indexes 2,067 paragraphs with MiniLM (minutes); "
         "tests/test_run_retrieval.py runs the same command on 40",
     ),
+    (
+        "bash",
+        "--model_type=retrieval",
+        "static: flags checked; tests/test_run_retrieval.py exports a tiny dual "
+        "encoder over 40 paragraphs",
+    ),
     ("python", "BertReranker.from_checkpoint", "static: needs a cross-encoder"),
     (
         "bash",
@@ -651,6 +657,7 @@ def test_install_blocks_run_the_documented_commands():
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
         ("python run_retrieval.py", "run_retrieval"),
         ("--model_type=reranker", "export_saved_model"),
+        ("--model_type=retrieval", "export_saved_model"),
         ("python run_reranker.py", "run_reranker"),
     ],
 )

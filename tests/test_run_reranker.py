@@ -1,12 +1,12 @@
 """run_reranker.py end to end on SQuAD-as-BEIR: MiniLM as the first stage, a
 tiny cross-encoder trained on its hard negatives."""
 
-import json
 import os
-import sys
 
 import numpy as np
 import pytest
+from beir_fixtures import squad_beir  # noqa: F401  (fixture)
+from beir_fixtures import squad_subset
 from cli_script import REPO
 from cli_script import run_script
 
@@ -14,49 +14,17 @@ from bert_tf.data_prep import beir
 from bert_tf.retrieval_metrics import DEFAULT_METRIC_NAMES
 from bert_tf.retrieval_metrics import retrieval_metrics
 
-sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-import squad_to_beir  # noqa: E402
-
 SCRIPT = os.path.join(REPO, "run_reranker.py")
 NUM_DOCS = 30
 
 
-def _write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
-def _write_qrels(path, pairs):
-    with open(path, "w") as f:
-        f.write("query-id\tcorpus-id\tscore\n")
-        f.writelines(f"{q}\t{d}\t1\n" for q, d in pairs)
-
-
 @pytest.fixture(scope="module")
-def small_beir(shared_data, tmp_path_factory):
-    """The first 30 paragraphs of SQuAD dev as BEIR: every third question in
-    qrels/test.tsv, the others in qrels/train.tsv."""
-    full = tmp_path_factory.mktemp("squad_beir")
-    squad_to_beir.convert(os.path.join(shared_data, "squad/dev-v1.1.json"), str(full))
-    corpus = list(beir.read_corpus(str(full)).values())[:NUM_DOCS]
-    doc_ids = {d.id for d in corpus}
-    queries = beir.read_queries(str(full))
-    pairs = [
-        (q, d)
-        for q, judged in beir.read_qrels(str(full), "all").items()
-        for d in judged
-        if d in doc_ids
-    ]
-    small = tmp_path_factory.mktemp("small_beir")
-    os.makedirs(small / "qrels")
-    _write_jsonl(small / "corpus.jsonl", [d._asdict() | {"_id": d.id} for d in corpus])
-    _write_jsonl(
-        small / "queries.jsonl",
-        [{"_id": q, "text": queries[q].text} for q, _ in pairs],
+def small_beir(squad_beir, tmp_path_factory):  # noqa: F811
+    """The first 30 paragraphs of SQuAD dev as BEIR: every third question
+    (at most 40) in qrels/test.tsv, the others in qrels/train.tsv."""
+    return squad_subset(
+        squad_beir, tmp_path_factory.mktemp("small_beir"), NUM_DOCS, max_test_pairs=40
     )
-    _write_qrels(small / "qrels/test.tsv", pairs[::3][:40])
-    _write_qrels(small / "qrels/train.tsv", [p for i, p in enumerate(pairs) if i % 3])
-    return str(small)
 
 
 @pytest.fixture(scope="module")

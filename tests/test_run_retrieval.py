@@ -11,6 +11,9 @@ import pytest
 
 pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
 
+from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
+from beir_fixtures import squad_subset  # noqa: E402
+from beir_fixtures import write_jsonl  # noqa: E402
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
 from cli_script import script_env  # noqa: E402
@@ -22,49 +25,15 @@ from bert_tf.options import RunOptions  # noqa: E402
 from bert_tf.options import TrainingOptions  # noqa: E402
 from bert_tf.retrieval_metrics import retrieval_metrics  # noqa: E402
 
-sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-import squad_to_beir  # noqa: E402
-
 SCRIPT = os.path.join(REPO, "run_retrieval.py")
 NUM_DOCS = 40
 
 
-def _write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
-def _write_qrels(path, pairs):
-    with open(path, "w") as f:
-        f.write("query-id\tcorpus-id\tscore\n")
-        f.writelines(f"{q}\t{d}\t1\n" for q, d in pairs)
-
-
 @pytest.fixture(scope="module")
-def small_beir(shared_data, tmp_path_factory):
+def small_beir(squad_beir, tmp_path_factory):  # noqa: F811
     """The first 40 paragraphs of SQuAD dev (Super Bowl 50) as BEIR: every
     third question in qrels/test.tsv, the others in qrels/train.tsv."""
-    full = tmp_path_factory.mktemp("squad_beir")
-    squad_to_beir.convert(os.path.join(shared_data, "squad/dev-v1.1.json"), str(full))
-    corpus = list(beir.read_corpus(str(full)).values())[:NUM_DOCS]
-    doc_ids = {d.id for d in corpus}
-    queries = beir.read_queries(str(full))
-    pairs = [
-        (q, d)
-        for q, judged in beir.read_qrels(str(full), "all").items()
-        for d in judged
-        if d in doc_ids
-    ]
-    small = tmp_path_factory.mktemp("small_beir")
-    os.makedirs(small / "qrels")
-    _write_jsonl(small / "corpus.jsonl", [d._asdict() | {"_id": d.id} for d in corpus])
-    _write_jsonl(
-        small / "queries.jsonl",
-        [{"_id": q, "text": queries[q].text} for q, _ in pairs],
-    )
-    _write_qrels(small / "qrels/test.tsv", pairs[::3])
-    _write_qrels(small / "qrels/train.tsv", [p for i, p in enumerate(pairs) if i % 3])
-    return str(small)
+    return squad_subset(squad_beir, tmp_path_factory.mktemp("small_beir"), NUM_DOCS)
 
 
 def _tiny_st_dir(shared_data, directory, seed):
@@ -257,7 +226,7 @@ def test_cli_index_rerun_update_eval_export(small_beir, tiny_encoders, tmp_path)
     docs[0]["text"] = "Denver won the game."  # one passage now
     removed = docs.pop(1)
     docs.append({"_id": "new_doc", "title": "", "text": "A new short document."})
-    _write_jsonl(data / "corpus.jsonl", docs)
+    write_jsonl(data / "corpus.jsonl", docs)
     with open(data / "qrels/test.tsv") as f:
         kept = [line for line in f if f"\t{removed['_id']}\t" not in line]
     (data / "qrels/test.tsv").write_text("".join(kept))
@@ -490,3 +459,128 @@ def test_interrupted_training_resumes_where_it_stopped(
             not np.array_equal(a.numpy(), c.numpy())
             for a, c in zip(ours.weights, start.weights, strict=True)
         )
+
+
+def test_export_options_of_the_retrieval_type(small_beir, tmp_path):
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
+
+    def export_options(**kwargs):
+        return SavedModelExportOptions(
+            model_type="retrieval",
+            init_checkpoint=str(tmp_path),
+            export=ExportOptions(
+                str(tmp_path / "sm"), serving_dtype=kwargs.pop("dtype", "float32")
+            ),
+            **kwargs,
+        )
+
+    with pytest.raises(UserInputError, match="Flag --data_dir must be specified"):
+        export_options()
+    with pytest.raises(UserInputError, match="--serving_dtype=float16: expected"):
+        export_options(data_dir=small_beir, dtype="float16")
+    with pytest.raises(UserInputError, match="--passage_stride=9: must be at most"):
+        export_options(data_dir=small_beir, passage_length=8, passage_stride=9)
+    with pytest.raises(UserInputError, match="are for --model_type=retrieval"):
+        SavedModelExportOptions(
+            model_type="embedding",
+            init_checkpoint=str(tmp_path),
+            export=ExportOptions(str(tmp_path / "sm")),
+            data_dir=small_beir,
+        )
+
+
+@pytest.mark.slow
+def test_export_saved_model_retrieval_equals_milvus_flat(
+    small_beir, tiny_encoders, tmp_path
+):
+    """export_saved_model --model_type=retrieval (in process): the corpus
+    embedded at export, searched in the graph, answers as Milvus Lite's FLAT
+    index of the same passages does; stock TF Serving ops only."""
+    import tensorflow as tf
+    from test_reranker import STOCK_TF_TEXT_OPS
+    from test_reranker import ops_outside_core_tensorflow
+
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
+    from bert_tf.retrieval.dual_encoder import DualEncoder
+    from bert_tf.retrieval.milvus_store import MilvusStore
+    from bert_tf.retrieval.vector_store import StoredPassage
+    from bert_tf.tasks import retrieval
+    from bert_tf.tasks import saved_model_export
+    from bert_tf.tokenization import FullTokenizer
+
+    def export(dtype):
+        return saved_model_export.run(
+            SavedModelExportOptions(
+                model_type="retrieval",
+                init_checkpoint=tiny_encoders[0],
+                export=ExportOptions(str(tmp_path / dtype), serving_dtype=dtype),
+                data_dir=small_beir,
+                passage_length=48,
+                passage_stride=24,
+            )
+        )
+
+    path = export("float32")
+    assert ops_outside_core_tensorflow(path) <= STOCK_TF_TEXT_OPS
+
+    # The reference: the same passages in Milvus Lite (FLAT, inner product).
+    towers = DualEncoder.from_checkpoint(tiny_encoders[0])
+    tokenizer = FullTokenizer(os.path.join(tiny_encoders[0], "vocab.txt"), True)
+    passages = beir.split_passages(
+        beir.read_corpus(small_beir), lambda w: len(tokenizer.tokenize(w)) or 1, 48, 24
+    )
+    queries = beir.read_queries(small_beir)
+    texts = [queries[q].text for q in list(beir.read_qrels(small_beir, "test"))[:16]]
+    with MilvusStore(
+        str(tmp_path / "index.db"), "flat", towers.embedding_dim, "tiny"
+    ) as store:
+        store.upsert(
+            [StoredPassage(p.id, p.doc_id, "") for p in passages],
+            towers.encode_documents([p.text for p in passages]),
+        )
+        expected = retrieval.search_documents(
+            store, towers.encode_queries(texts), passages, 10
+        )
+
+    loaded = tf.saved_model.load(path)
+    found = loaded.signatures["serving_default"](
+        query=tf.constant(texts), top_k=tf.constant(10)
+    )
+    ids = found["ids"].numpy().astype(str)
+    for row, best in enumerate(expected):
+        assert list(ids[row]) == [d for d, _ in best]
+        np.testing.assert_allclose(
+            found["scores"].numpy()[row], [s for _, s in best], atol=1e-5
+        )
+    embedded = loaded.signatures["query_embedding"](query=tf.constant(texts[:2]))
+    np.testing.assert_allclose(
+        embedded["embeddings"].numpy(), towers.encode_queries(texts[:2]), atol=1e-5
+    )
+    metadata = json.load(
+        open(os.path.join(path, "assets.extra", "bert_tf_export.json"))
+    )
+    assert metadata["model"] == "retrieval"
+    assert metadata["num_passages"] == len(passages)
+
+    # bfloat16 corpus: half the bytes, the same documents' scores within its
+    # precision (8 bits of mantissa on unit vectors).
+    half = tf.saved_model.load(export("bfloat16"))
+    rounded = half.signatures["serving_default"](
+        query=tf.constant(texts), top_k=tf.constant(10)
+    )
+    for row, best in enumerate(expected):
+        exact = dict(best)
+        for doc, score in zip(
+            rounded["ids"].numpy()[row].astype(str),
+            rounded["scores"].numpy()[row],
+            strict=True,
+        ):
+            if doc in exact:
+                assert score == pytest.approx(exact[doc], abs=1e-2)
+    top1 = np.mean(
+        rounded["ids"].numpy()[:, 0].astype(str)
+        == found["ids"].numpy()[:, 0].astype(str)
+    )
+    assert top1 >= 0.75

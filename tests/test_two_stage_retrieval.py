@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
 
+from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
 from serving_process import call_in_fresh_process  # noqa: E402

@@ -7,6 +7,10 @@ int32 ids. See README.md ("Serving with TF Serving").
       --init_checkpoint=/tmp/mrpc_output --do_lower_case=True \
       --max_seq_length=128 --export_dir=/tmp/serving/mrpc
 
+    python export_saved_model.py --model_type=retrieval \
+      --init_checkpoint=/tmp/retrieval_output --data_dir=/tmp/squad_beir \
+      --export_dir=/tmp/serving/retrieval
+
 Installed as `bert-tf-export-saved-model`; also `python -m bert_tf.cli.export_saved_model` and `python export_saved_model.py`.
 """
 
@@ -16,6 +20,7 @@ from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
 from bert_tf.errors import UserInputError
 from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.retrieval_options import METRICS
 from bert_tf.options.saved_model_export_options import SPAN_OPTIONS
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
 from bert_tf.serving.span_options import MAX_CONTEXT_BYTES
@@ -36,7 +41,10 @@ def define_flags():
         "cross-encoder: a sentence-transformers CrossEncoder / one-label Hugging "
         "Face BertForSequenceClassification directory, or a run_reranker "
         "output_dir; its own max_seq_length, lower-casing and "
-        "activation are used).",
+        "activation are used), or retrieval (a dual encoder: a run_retrieval "
+        "output_dir or a sentence-transformers directory, over the --data_dir "
+        "corpus embedded into the SavedModel: query in, document ids and scores "
+        "out).",
     )
     flags.DEFINE_string(
         "init_checkpoint",
@@ -131,6 +139,42 @@ def define_flags():
         None,
         "embedding, plain BERT checkpoint: mean, cls, max or mean_sqrt_len_tokens.",
     )
+    flags.DEFINE_string(
+        "data_dir",
+        None,
+        "retrieval: BEIR directory whose corpus.jsonl is embedded into the "
+        "SavedModel (passages cut as run_retrieval.py cuts them).",
+    )
+    flags.DEFINE_integer(
+        "passage_length",
+        None,
+        "retrieval: word pieces per passage (default: the document tower's "
+        "max_seq_length - 2).",
+    )
+    flags.DEFINE_integer(
+        "passage_stride",
+        None,
+        "retrieval: word pieces between passage starts (default: half of "
+        "--passage_length).",
+    )
+    flags.DEFINE_enum(
+        "metric_type",
+        "IP",
+        list(METRICS),
+        "retrieval: similarity of the exact search: inner product, cosine or L2.",
+    )
+    flags.DEFINE_string(
+        "rerank_checkpoint",
+        None,
+        "retrieval: a cross-encoder (a CrossEncoder directory or a run_reranker "
+        "output_dir) that re-orders each query's --rerank_top_k best passages in "
+        "the SavedModel (both stages in one graph).",
+    )
+    flags.DEFINE_integer(
+        "rerank_top_k",
+        20,
+        "retrieval: candidate passages per query for the cross-encoder.",
+    )
     common_flags.define_serving_flags()
 
 
@@ -161,6 +205,12 @@ def options(flags_obj):
             pooling=f.pooling,
             use_crf=f.use_crf,
             crf_constrained=f.crf_constrained,
+            data_dir=f.data_dir,
+            passage_length=f.passage_length,
+            passage_stride=f.passage_stride,
+            metric_type=f.metric_type,
+            rerank_checkpoint=f.rerank_checkpoint,
+            rerank_top_k=f.rerank_top_k,
             **required,
             **{name: getattr(f, name) for name in SPAN_OPTIONS},
         ),

@@ -10,6 +10,11 @@ from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.retrieval_options import METRICS
+from bert_tf.options.retrieval_options import check_beir_dir
+from bert_tf.options.retrieval_options import check_passages
+from bert_tf.options.retrieval_options import check_rerank_checkpoint
+from bert_tf.options.retrieval_options import check_serving_dtype
 from bert_tf.serving.span_options import MAX_CONTEXT_BYTES
 from bert_tf.serving.span_options import MAX_WINDOWS
 from bert_tf.serving.span_options import SpanOptions
@@ -42,6 +47,11 @@ class SavedModelExportOptions:
         mean_sqrt_len_tokens.
       use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
         decoded with Viterbi; constrained: well-formed IOB2 paths only).
+      data_dir, passage_length, passage_stride, metric_type: retrieval: the
+        BEIR corpus embedded into the SavedModel, cut into passages as
+        run_retrieval cuts it, and the search's metric.
+      rerank_checkpoint, rerank_top_k: retrieval: a cross-encoder that
+        re-orders each query's rerank_top_k best passages in the graph.
 
     Example:
 
@@ -72,6 +82,12 @@ class SavedModelExportOptions:
     pooling: str | None = None
     use_crf: bool = False
     crf_constrained: bool = False
+    data_dir: str | None = None
+    passage_length: int | None = None
+    passage_stride: int | None = None
+    metric_type: str = "IP"
+    rerank_checkpoint: str | None = None
+    rerank_top_k: int = 20
 
     def __post_init__(self):
         required("model_type", self.model_type)
@@ -94,6 +110,12 @@ class SavedModelExportOptions:
             )
         if self.model_type == "classifier":
             self._check_classifier_labels()
+        if self.model_type == "retrieval":
+            self._check_retrieval()
+        elif self.rerank_checkpoint or self.data_dir:
+            raise UserInputError(
+                "--data_dir and --rerank_checkpoint are for --model_type=retrieval"
+            )
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
 
@@ -119,6 +141,18 @@ class SavedModelExportOptions:
             raise UserInputError(
                 f"--task_name: Task not found: {self.task_name!r}. Known tasks: "
                 f"{', '.join(sorted(glue.PROCESSORS))}"
+            )
+
+    def _check_retrieval(self):
+        required("data_dir", self.data_dir)
+        check_beir_dir(self.data_dir)
+        check_passages(self.passage_length, self.passage_stride)
+        check_rerank_checkpoint(self.rerank_checkpoint)
+        check_serving_dtype(self.export.serving_dtype)
+        positive("rerank_top_k", self.rerank_top_k)
+        if self.metric_type not in METRICS:
+            raise UserInputError(
+                f"--metric_type={self.metric_type}: expected one of {', '.join(METRICS)}"
             )
 
     def classifier_labels(self):

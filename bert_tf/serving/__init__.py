@@ -5,6 +5,7 @@
   tokenized endpoint (`serve_tokenized`), warmup requests and metadata.
 * One implementation per family: `ClassifierSignatures`,
   `EncoderSignatures`, `EmbeddingSignatures`, `RerankerSignatures`,
+  `RetrievalSignatures` (a `CorpusIndex`: query in, document ids out),
   `SpanSignatures` (with `DocumentAnswers` and `SpanOptions`), `TaggerSignatures`.
 * registry.py: model class -> family; a new family adds one entry with
   `register(ModelClass, SignatureModuleClass)` (or a line in its table).
@@ -29,6 +30,7 @@ _EXPORTS = {
     "EmbeddingSignatures": "bert_tf.serving.embedding_signatures",
     "EncoderSignatures": "bert_tf.serving.encoder_signatures",
     "RerankerSignatures": "bert_tf.serving.reranker_signatures",
+    "RetrievalSignatures": "bert_tf.serving.retrieval_signatures",
     "SignatureModule": "bert_tf.serving.signature_module",
     "SpanOptions": "bert_tf.serving.span_options",
     "SpanSignatures": "bert_tf.serving.span_signatures",

@@ -38,6 +38,9 @@ _BUILTIN = {
     "bert_tf.models.bert_sentence_encoder:BertSentenceEncoder": (
         "bert_tf.serving.embedding_signatures:EmbeddingSignatures"
     ),
+    "bert_tf.retrieval.corpus_index:CorpusIndex": (
+        "bert_tf.serving.retrieval_signatures:RetrievalSignatures"
+    ),
 }
 _registry = dict(_BUILTIN)
 

@@ -29,6 +29,9 @@ model               serving_default inputs       outputs
                     [B, N] ("" pads)             `ranking` [B, N] int32 (see
                                                  `RerankerSignatures`); serve_tokenized:
                                                  `scores`, `logits` [B]
+`CorpusIndex`       `query` [B], `top_k`         `ids` [B, k] document ids, `scores`
+(retrieval)                                      [B, k]; `query_embedding`: `embeddings`
+                                                 [B, D] (see `RetrievalSignatures`)
 `BertTokenClassi-   `text`                       `logits`, `tag_ids`, `tags` [B, L];
 fier` (tagger)                                   raw text only: `token_start`,
                                                  `token_end`, `entity_type`,
@@ -182,6 +185,8 @@ def export_saved_model(
     # model too would store each weight twice, once per Keras variable and
     # once per tf.Variable the endpoints capture (which alone are saved).
     archive.track(preprocessor)
+    for resource in module.trackables():
+        archive.track(resource)
     for name, (function, specs) in module.endpoints().items():
         archive.add_endpoint(name, function, specs)
 

@@ -63,6 +63,11 @@ class SignatureModule(abc.ABC):
     def tokenize_for_warmup(self, inputs):
         """The packed model inputs of the raw `inputs` (name -> strings)."""
 
+    def trackables(self):
+        """Objects the exporter must track beside the endpoints' variables
+        (lookup tables of a second preprocessor, tf.Variables of served data)."""
+        return []
+
     def tokenized_endpoint(self):
         """`(function, input specs)` of `serve_tokenized`."""
         specs = [

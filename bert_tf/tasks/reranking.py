@@ -36,7 +36,6 @@ from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.data_prep import beir
 from bert_tf.models.bert_reranker import BertReranker
 from bert_tf.options.reranker_options import RERANK_LOSSES
-from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.exact_store import ExactStore
 from bert_tf.retrieval.vector_store import StoredPassage
 from bert_tf.retrieval_metrics import DEFAULT_METRIC_NAMES
@@ -46,6 +45,7 @@ from bert_tf.tasks.retrieval import RUN_FILE
 from bert_tf.tasks.retrieval import RUN_NAME
 from bert_tf.tasks.retrieval import passages_of
 from bert_tf.tasks.retrieval import search_documents
+from bert_tf.tasks.retrieval import towers_at
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
@@ -195,9 +195,7 @@ def two_stage_metrics(qrels, first_run, reranked_run, names=DEFAULT_METRIC_NAMES
 def load_first_stage(path):
     """The dual encoder at `path`: a run_retrieval output_dir's trained
     towers, or a sentence-transformers directory (shared towers)."""
-    if DualEncoder.saved_in(path):
-        return DualEncoder.load(path)
-    return DualEncoder.from_checkpoint(path)
+    return towers_at(path)
 
 
 def has_score_head(path):

@@ -27,9 +27,12 @@ drives it: output_dir lock and identity, strategy, resumable training). What
   store, passages folded back to documents: ``eval_results.txt`` (``name =
   value``: recall@1/5/10/100, mrr@10, ndcg@10, num_queries) and ``run.tsv``
   (TREC run format: ``qid Q0 docid rank score run_name``).
-- ``export``: the retrieval SavedModel (`bert_tf.retrieval.retrieval_saved_model`)
-  over the vectors of the store; with ``rerank_checkpoint``, a cross-encoder
-  re-orders each query's ``rerank_top_k`` best passages in the same graph.
+- ``export``: the retrieval SavedModel over the vectors of the store: a
+  `CorpusIndex`, exported by the serving registry (`RetrievalSignatures`);
+  with ``rerank_checkpoint``, a cross-encoder re-orders each query's
+  ``rerank_top_k`` best passages in the same graph. export_saved_model.py
+  --model_type=retrieval builds the same index from a BEIR corpus
+  (`export_from_checkpoint`).
 
 The encoder is the one trained in ``output_dir`` when there is one, else
 ``init_checkpoint`` (--do_train starts from ``init_checkpoint`` when given).
@@ -68,13 +71,17 @@ INDEX_CHUNK = 256
 
 __all__ = [
     "RetrievalTask",
+    "corpus_index",
     "evaluate",
+    "export_corpus_index",
+    "export_from_checkpoint",
     "index_corpus",
     "load_dual_encoder",
     "open_store",
     "passages_of",
     "run",
     "search_documents",
+    "towers_at",
 ]
 
 
@@ -575,30 +582,118 @@ class RetrievalTask(Task):
 
     def export(self, model):
         """--export_dir: the retrieval SavedModel over the store's vectors."""
-        from bert_tf.retrieval.retrieval_saved_model import export_retrieval_saved_model
-
-        options, export = self.options, self.run.export
+        options = self.options
         with self.store() as store:
             stored, vectors = store.vectors()
-        second_stage = {}
-        if options.rerank_checkpoint:
-            from bert_tf.models.bert_reranker import BertReranker
-
-            text_of = {p.id: p.text for p in self.passages}
-            second_stage = {
-                "reranker": BertReranker.from_checkpoint(options.rerank_checkpoint),
-                "passage_texts": [text_of[p.id] for p in stored],
-                "rerank_top_k": options.rerank_top_k,
-            }
-        return export_retrieval_saved_model(
-            self.towers.query_encoder,
+        index = corpus_index(
+            self.towers,
             stored,
             vectors,
-            export.export_dir,
-            metric=options.metric_type,
-            dtype=export.serving_dtype,
-            **second_stage,
+            self.passages,
+            options.metric_type,
+            options.rerank_checkpoint,
+            options.rerank_top_k,
         )
+        return export_corpus_index(index, self.run.export)
+
+
+# --- the retrieval SavedModel -------------------------------------------------
+
+
+def corpus_index(
+    towers,
+    stored,
+    vectors,
+    passages,
+    metric="IP",
+    rerank_checkpoint=None,
+    rerank_top_k=20,
+):
+    """The `CorpusIndex` the retrieval SavedModel serves: the query tower over
+    the `stored` passages' `vectors`; with `rerank_checkpoint`, its
+    cross-encoder over each query's `rerank_top_k` best passages (their text
+    from `passages`)."""
+    from bert_tf.retrieval.corpus_index import CorpusIndex
+
+    second_stage = {}
+    if rerank_checkpoint:
+        from bert_tf.models.bert_reranker import BertReranker
+
+        text_of = {p.id: p.text for p in passages}
+        second_stage = {
+            "reranker": BertReranker.from_checkpoint(rerank_checkpoint),
+            "passage_texts": [text_of[p.id] for p in stored],
+            "rerank_top_k": rerank_top_k,
+        }
+    return CorpusIndex(towers.query_encoder, stored, vectors, metric, **second_stage)
+
+
+def export_corpus_index(index, export):
+    """Writes the retrieval SavedModel of `index` (`ExportOptions`: the
+    version directory, tokenizer; --serving_dtype: how the corpus embeddings
+    are stored) with the serving registry's exporter; returns its directory."""
+    from bert_tf.serving import export_saved_model
+
+    preprocessor = index.query_encoder.preprocessor
+    path = export_saved_model(
+        index,
+        export.export_dir,
+        preprocessor.vocab_file,
+        preprocessor.do_lower_case,
+        preprocessor.seq_length,
+        tokenizer=export.serving_tokenizer,
+        version=export.export_version,
+        save_keras=False,
+        corpus_dtype=export.serving_dtype,
+    )
+    logging.info(
+        "Retrieval SavedModel: %d passages of %d documents, %s",
+        len(index.passages),
+        len(index.doc_ids),
+        path,
+    )
+    return path
+
+
+def towers_at(path, **kwargs):
+    """The dual encoder at `path`: a run_retrieval output_dir's trained
+    towers, or a sentence-transformers directory / BERT checkpoint (shared
+    towers; `kwargs` as `BertSentenceEncoder.from_checkpoint`'s)."""
+    if DualEncoder.saved_in(path):
+        return DualEncoder.load(path)
+    return DualEncoder.from_checkpoint(path, **kwargs)
+
+
+def export_from_checkpoint(options):
+    """export_saved_model --model_type=retrieval: the corpus of
+    `options.data_dir` cut into passages as run_retrieval cuts them, embedded
+    by the document tower of `options.init_checkpoint`, and exported with its
+    query tower (and `options.rerank_checkpoint`); returns the version
+    directory.
+
+    Args:
+      options: a `SavedModelExportOptions` (init_checkpoint, data_dir,
+        passage_length, passage_stride, metric_type, pooling,
+        rerank_checkpoint, rerank_top_k, export).
+    """
+    towers = towers_at(
+        options.init_checkpoint,
+        **({"pooling": options.pooling} if options.pooling else {}),
+    )
+    passages = passages_of(beir.read_corpus(options.data_dir), towers, options)
+    logging.info("Embedding %d passages", len(passages))
+    vectors = towers.encode_documents([p.text for p in passages])
+    stored = [StoredPassage(p.id, p.doc_id, _text_hash(p.text)) for p in passages]
+    index = corpus_index(
+        towers,
+        stored,
+        vectors,
+        passages,
+        options.metric_type,
+        options.rerank_checkpoint,
+        options.rerank_top_k,
+    )
+    return export_corpus_index(index, options.export)
 
 
 def run(run_options, options):

@@ -104,6 +104,10 @@ def recorded_tokenization(options):
 def run(options):
     """Exports the checkpoint `SavedModelExportOptions` name; returns the
     version directory."""
+    if options.model_type == "retrieval":
+        from bert_tf.tasks import retrieval
+
+        return retrieval.export_from_checkpoint(options)
     vocab_file, config = checkpoint_files(options)
     init = options.init_checkpoint
     do_lower_case, recorded_labels = recorded_tokenization(options)

@@ -11,7 +11,18 @@ builds the model of each type:
 - embedding: a sentence encoder (`BertSentenceEncoder`: a sentence-transformers
   directory, e.g. a run_similarity output's, or a BERT checkpoint with --pooling);
 - reranker: a cross-encoder (`BertReranker`: a sentence-transformers CrossEncoder /
-  one-label BertForSequenceClassification directory, or our checkpoint of one).
+  one-label BertForSequenceClassification directory, or our checkpoint of one);
+- retrieval: a dual encoder (a run_retrieval output_dir or a sentence-transformers
+  directory) over a BEIR corpus embedded at export (`CorpusIndex`), optionally with a
+  cross-encoder second stage.
 """
 
-MODEL_TYPES = ("classifier", "span", "encoder", "tagger", "embedding", "reranker")
+MODEL_TYPES = (
+    "classifier",
+    "span",
+    "encoder",
+    "tagger",
+    "embedding",
+    "reranker",
+    "retrieval",
+)
