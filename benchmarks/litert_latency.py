@@ -5,7 +5,8 @@ weights when the package is installed; `--shape base`: BERT-base L12 H768,
 random weights) on the real MRPC dev pairs, raw text in, seq 128:
 
 * LiteRT dynamic_int8 and LiteRT float32 (`bert_tf.serving.export_litert`,
-  run by `bert_tf.litert.LiteRTModel`, tokenizer in the file),
+  run by `bert_tf.litert.LiteRTModel`, tokenizer in the file; as many threads
+  as cores, as TensorFlow uses, and int8 also with LiteRT's default of one),
 * our SavedModel, float32 and bfloat16 (`bert_tf.serving.export_saved_model`,
   `tf.saved_model.load`, raw-text `serving_default`).
 
@@ -97,14 +98,18 @@ def main():
                       quantization=quantization)  # fmt: skip
         print(f"  {name}: converted in {time.perf_counter() - began:.0f} s", flush=True)
         sizes[name] = os.path.getsize(path)
-        runtime = LiteRTModel(path, num_threads=os.cpu_count())
+        threads = [os.cpu_count(), 1] if quantization == "dynamic_int8" else [None]
+        for count in threads:
+            runtime = LiteRTModel(path, num_threads=count or os.cpu_count())
 
-        def call(batch, runtime=runtime):
-            return runtime(text_a=[a for a, _ in batch], text_b=[b for _, b in batch])[
-                "probabilities"
-            ]
+            def call(batch, runtime=runtime):
+                texts_a = [a for a, _ in batch]
+                texts_b = [b for _, b in batch]
+                return runtime(text_a=texts_a, text_b=texts_b)["probabilities"]
 
-        calls[name] = call
+            label = name if count != 1 else f"{name}, 1 thread"
+            calls[label] = call
+            sizes[label] = sizes[name]
     for dtype in ("float32", "bfloat16"):
         path = export_saved_model(
             model, os.path.join(tmp, f"mrpc-{dtype}"), vocab, True, SEQ,

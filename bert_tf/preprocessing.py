@@ -116,9 +116,14 @@ class BertPreprocessor(keras.layers.Layer):
         self.tokenizer = tokenizer
         self.padding = padding
         self._vocab_bytes = None
+        self._ids = None
         # A layer restored from a `.keras` file gets its vocabulary from the
-        # file's assets (`load_assets`), wherever vocab_file was when saved.
-        if not from_assets or os.path.exists(vocab_file):
+        # file's assets (`load_assets`), wherever vocab_file was when saved:
+        # the path in its config (which an untrusted file may point anywhere,
+        # at a FIFO or a device) is not opened then. A layer made by
+        # `from_config` outside a load reads it on first use.
+        self._deferred_vocab_file = vocab_file if from_assets else None
+        if not from_assets:
             self._set_vocabulary(vocab_file)
         # No weights: usable (and exportable) without a build step.
         self.built = True
@@ -136,10 +141,13 @@ class BertPreprocessor(keras.layers.Layer):
         for token in ("[CLS]", "[SEP]", "[UNK]"):
             if token not in vocab:
                 raise ValueError(f"{vocab_file}: the vocabulary has no {token}")
-        self.cls_id = vocab["[CLS]"]
-        self.sep_id = vocab["[SEP]"]
-        self.unk_id = vocab["[UNK]"]
-        self.vocab_size = len(vocab)
+        self._ids = {
+            "cls": vocab["[CLS]"],
+            "sep": vocab["[SEP]"],
+            "unk": vocab["[UNK]"],
+            "size": len(vocab),
+        }
+        self._deferred_vocab_file = None
         tokens = list(vocab)
         self._table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
@@ -180,12 +188,40 @@ class BertPreprocessor(keras.layers.Layer):
         self._set_vocabulary(os.path.join(dir_path, _VOCAB_ASSET))
 
     def _require_vocabulary(self):
+        if self._vocab_bytes is None and self._deferred_vocab_file:
+            if os.path.exists(self._deferred_vocab_file):
+                with tf.init_scope():  # the tables, also when first used in a graph
+                    self._set_vocabulary(self._deferred_vocab_file)
         if self._vocab_bytes is None:
             raise ValueError(
                 f"BertPreprocessor has no vocabulary: {self.vocab_file} does not "
                 "exist and no saved assets were loaded"
             )
         return self._vocab_bytes
+
+    @property
+    def cls_id(self):
+        """The id of [CLS]."""
+        self._require_vocabulary()
+        return self._ids["cls"]
+
+    @property
+    def sep_id(self):
+        """The id of [SEP]."""
+        self._require_vocabulary()
+        return self._ids["sep"]
+
+    @property
+    def unk_id(self):
+        """The id of [UNK]."""
+        self._require_vocabulary()
+        return self._ids["unk"]
+
+    @property
+    def vocab_size(self):
+        """The number of distinct tokens of the vocabulary."""
+        self._require_vocabulary()
+        return self._ids["size"]
 
     # --- tokenization -------------------------------------------------------
 
@@ -199,6 +235,7 @@ class BertPreprocessor(keras.layers.Layer):
         decomposed accent, a control character) maps back whole, as the
         original's `get_final_text` does when its character alignment fails.
         """
+        self._require_vocabulary()
         texts = repair_utf8(texts)
         if self.tokenizer == "fast_bert":
             ids, starts, ends = self._fast.tokenize_with_offsets(texts)

@@ -102,3 +102,21 @@ def test_a_signalled_process_leaves_the_temp_dir_empty(
     assert result.returncode == returncode, result.stderr
     assert result.stdout.strip().startswith(str(tmp_path))
     assert os.listdir(tmp_path) == []
+
+
+def test_pairs_are_parsed_and_a_lone_sentence_is_refused(
+    temp_root, monkeypatch, capsys
+):
+    seen = []
+    monkeypatch.setattr(demo, "minilm_directory", lambda: "minilm")
+    monkeypatch.setattr(
+        demo,
+        "fine_tune_and_classify",
+        lambda minilm, output_dir, pairs, kept=True: seen.append(pairs) or 0,
+    )
+    assert demo.main(["A dog runs. ||| A puppy is running.", "Rain.|||Sun."]) == 0
+    assert seen == [[("A dog runs.", "A puppy is running."), ("Rain.", "Sun.")]]
+    assert demo.main([]) == 0
+    assert seen[-1] == list(demo.DEFAULT_PAIRS)
+    assert demo.main(["A dog runs."]) == 2
+    assert "'first sentence ||| second sentence'" in capsys.readouterr().err

@@ -212,3 +212,83 @@ def test_span_request_bounds(modules):
         _answers(bounded, ["q", "q"], ["a " * 40, "a " * 40])
     with pytest.raises(bert_tf.UserInputError, match="max_windows"):
         SpanOptions(max_windows=0)
+
+
+def test_concurrent_exports_never_share_a_version(tmp_path):
+    """Exports to one export_dir choose and publish their version under a
+    lock on the directory: one holding it makes the others wait; two never
+    take one version; an explicit version taken meanwhile is a clear error."""
+    import fcntl
+    import threading
+
+    from bert_tf.serving.saved_model_exporter import publish_version
+
+    base = tmp_path / "export"
+    base.mkdir()
+
+    def finished_export(name):
+        path = base / f".tmp-0-host-1-{name * 32}"
+        path.mkdir()
+        (path / "saved_model.pb").write_text(name)
+        return str(path)
+
+    held = os.open(base, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another export is publishing
+    published = []
+    threads = [
+        threading.Thread(
+            target=lambda n=n: published.append(
+                publish_version(str(base), finished_export(n))
+            )
+        )
+        for n in "ab"
+    ]
+    for thread in threads:
+        thread.start()
+    threads[0].join(timeout=1)
+    assert threads[0].is_alive() and not published  # waiting for the lock
+    os.close(held)
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(os.path.basename(p) for p in published) == ["1", "2"]
+    contents = {(base / v / "saved_model.pb").read_text() for v in ("1", "2")}
+    assert contents == {"a", "b"}
+    with pytest.raises(bert_tf.UserInputError, match=r"version 2 already exists"):
+        publish_version(str(base), finished_export("c"), version=2)
+
+
+def test_preprocessor_from_an_untrusted_config_opens_no_path(vocab_file, tmp_path):
+    """A `.keras` file's config names the vocabulary's path when saved; a
+    hostile one may name a FIFO or a device. Loading opens the assets only."""
+    keras.utils.set_random_seed(2)
+    path = tmp_path / "fifo"
+    os.mkfifo(path)  # opening it for reading would block
+    config = BertPreprocessor(vocab_file, True, 16).get_config()
+    config["vocab_file"] = str(path)
+    import threading
+
+    made = []
+    # In a daemon thread: opening the FIFO would hang it, not the suite.
+    thread = threading.Thread(
+        target=lambda: made.append(BertPreprocessor.from_config(config)), daemon=True
+    )
+    thread.start()
+    thread.join(timeout=20)
+    assert made, f"from_config opened {path}"
+    (restored,) = made
+    restored.load_assets(os.path.dirname(_asset_copy(vocab_file, tmp_path)))
+    ids = restored(tf.constant(["hello world"]))["input_ids"][0, :4]
+    assert list(ids.numpy()) == [101, 7592, 2088, 102]
+    # Outside a load, a config's path is read on first use (a clone).
+    config["vocab_file"] = vocab_file
+    clone = BertPreprocessor.from_config(config)
+    assert clone.cls_id == 101 and clone.vocab_size == 30522
+
+
+def _asset_copy(vocab_file, tmp_path):
+    """The vocabulary as a `.keras` file's assets hold it."""
+    directory = tmp_path / "assets"
+    directory.mkdir()
+    target = directory / "vocab.txt"
+    target.write_bytes(open(vocab_file, "rb").read())
+    return str(target)

@@ -319,6 +319,10 @@ def _exported_with_the_run_record(paths, pid, result):
     assert metadata["do_lower_case"] is True, metadata
 
 
+def _nothing_trained(paths, pid, result):
+    assert not os.path.exists(os.path.join(paths["T"], "out", pid, "checkpoints"))
+
+
 def _ner_labels(paths, pid, result):
     path = os.path.join(paths["T"], "out", pid, "label_list.json")
     saved = json.load(open(path))
@@ -428,6 +432,12 @@ PROBES = [
     error("run_classifier", "cls-predict-other-casing", [*PREDICT_TRAINED, "--do_lower_case=false"], "--do_lower_case=false", "--do_lower_case=true", "{T}/out/trained"),
     error("run_classifier", "cls-predict-other-labels", [*PREDICT_TRAINED[:-2], "--train_file={T}/three_class.tsv", "--test_file={T}/trailing_space.tsv"], "--train_file={T}/three_class.tsv", "meh,neg,pos", "neg,pos"),
     correct("run_classifier", "cls-predict-as-recorded", PREDICT_TRAINED, _predictions_of_the_trained_run),
+    # A vocabulary without [CLS]/[UNK], one segment type for pairs, an export that must fail: before training.
+    error("run_classifier", "cls-vocab-without-cls", ["--do_train", "--output_dir=" + out("au"), *[a.replace("--vocab_file=" + V, "--vocab_file={T}/vocab_no_cls.txt") for a in CUSTOM], "--train_file={T}/two_class.tsv"], "{T}/vocab_no_cls.txt", "[CLS]"),
+    error("run_classifier", "cls-one-segment-type-pairs", ["--do_train", "--output_dir=" + out("av"), "--task_name=MRPC", "--data_dir=" + MRPC, "--vocab_file=" + V, "--bert_config_file={T}/one_type_config.json", "--max_seq_length=32"], "{T}/one_type_config.json", "type_vocab_size=1"),
+    error("run_classifier", "cls-export-dir-is-a-file", ["--do_train", "--output_dir=" + out("cls-export-dir-is-a-file"), *CUSTOM, "--train_file={T}/two_class.tsv", "--export_dir={T}/empty.txt"], "--export_dir={T}/empty.txt", check=_nothing_trained),
+    error("run_classifier", "cls-export-version-exists", ["--do_train", "--output_dir=" + out("cls-export-version-exists"), *CUSTOM, "--train_file={T}/two_class.tsv", "--export_dir=" + out("ey"), "--export_version=1"], "{T}/out/ey/1", "already exists", check=_nothing_trained,
+          pre="import os; os.makedirs(r'{T}/out/ey/1', exist_ok=True)"),
     error("run_classifier", "custom-jsonl-broken-line", ["--do_train", "--output_dir=" + out("ah"), *CUSTOM[:-2], "--text_a_column=text", "--label_column=label", "--train_file={T}/broken.jsonl"], "{T}/broken.jsonl:2"),
     error("run_classifier", "custom-csv-short-row", ["--do_train", "--output_dir=" + out("ai"), *CUSTOM, "--train_file={T}/short_row.csv"], "{T}/short_row.csv:3"),
     error("run_classifier", "cls-data-dir-without-train-tsv", ["--do_train", "--output_dir=" + out("aj"), "--task_name=MRPC", "--data_dir={T}/keras_hub", *CLS], "{T}/keras_hub/train.tsv"),
@@ -463,6 +473,8 @@ PROBES = [
     error("run_squad", "squad-answer-outside-context", ["--do_train", "--train_file={T}/answer_outside.json", "--output_dir=" + out("sr"), *SQ], "{T}/answer_outside.json", "q1"),
     error("run_squad", "squad-v1-file-v2-flags", ["--do_train", "--version_2_with_negative", "--train_file={T}/v1_small.json", "--output_dir=" + out("ss"), *SQ], "{T}/v1_small.json", "version_2_with_negative"),
     error("run_squad", "squad-two-answers-for-training", ["--do_train", "--train_file={T}/two_answers.json", "--output_dir=" + out("st"), *SQ], "{T}/two_answers.json", "train_answer"),
+    error("run_squad", "squad-one-segment-type", ["--do_train", "--train_file={T}/v1_small.json", "--output_dir=" + out("su"), *SQ[:1], "--bert_config_file={T}/one_type_config.json", *SQ[2:]], "{T}/one_type_config.json", "type_vocab_size=1"),
+    error("run_squad", "squad-vocab-without-unk", ["--do_train", "--train_file={T}/v1_small.json", "--output_dir=" + out("sv"), "--vocab_file={T}/vocab_no_unk.txt", *SQ[1:]], "{T}/vocab_no_unk.txt", "[UNK]"),
     # ---- run_pretraining
     error("run_pretraining", "pre-no-action", ["--input_file={T}/pretrain.tfrecord", "--output_dir=" + out("pa"), *PRE], "`do_train` or `do_eval`"),
     error("run_pretraining", "pre-no-input-file", ["--do_train", "--output_dir=" + out("pa2"), *PRE], "input_file"),
@@ -504,6 +516,7 @@ PROBES = [
     error("run_ner", "ner-predict-other-vocab", ["--do_predict", "--test_file={T}/words_only.conll", "--output_dir=" + NER_TRAINED, *swap_vocab(NER)], "--vocab_file=" + SWAPPED, NER_TRAINED),
     error("run_ner", "ner-predict-other-casing", ["--do_predict", "--test_file={T}/words_only.conll", "--output_dir=" + NER_TRAINED, *NER, "--do_lower_case=false"], "--do_lower_case=false", "--do_lower_case=true"),
     error("run_ner", "ner-predict-other-labels", ["--do_predict", "--test_file={T}/words_only.conll", "--labels=person", "--output_dir=" + NER_TRAINED, *NER], "--labels=person", "O,B-location,I-location"),
+    error("run_ner", "ner-vocab-without-unk", ["--do_train", "--train_file=" + CONLL, "--output_dir=" + out("no"), "--vocab_file={T}/vocab_no_unk.txt", *NER[1:]], "{T}/vocab_no_unk.txt", "[UNK]"),
     # ---- create_pretraining_data
     error("create_pretraining_data", "cpd-no-input", ["--output_file=" + out("ca") + ".tfrecord", *CPD], "input_file"),
     error("create_pretraining_data", "cpd-glob-matches-nothing", ["--input_file={T}/none-*.txt", "--output_file=" + out("cb") + ".tfrecord", *CPD], "{T}/none-*.txt"),
@@ -565,6 +578,8 @@ PROBES = [
     error("export_saved_model", "exp-run-labels-reversed", [*EXP_TRAINED, "--labels=pos,neg", "--export_dir=" + out("xo")], "--labels=pos,neg", "neg,pos", slow=True),
     error("export_saved_model", "exp-tagger-labels-reordered", ["--model_type=tagger", "--init_checkpoint=" + NER_TRAINED, "--labels=O,I-location,B-location", "--export_dir=" + out("xp"), *EXP], "--labels=O,I-location,B-location", "O,B-location,I-location", slow=True),
     correct("export_saved_model", "exp-run-as-recorded", [*EXP_TRAINED, "--export_dir=" + out("exp-run-as-recorded")], _exported_with_the_run_record, slow=True),
+    error("export_saved_model", "exp-vocab-without-unk", ["--model_type=encoder", "--init_checkpoint=" + K, "--export_dir=" + out("xq"), "--vocab_file={T}/vocab_no_unk.txt", *EXP[1:]], "{T}/vocab_no_unk.txt", "[UNK]"),
+    error("export_saved_model", "exp-span-one-segment-type", ["--model_type=span", "--init_checkpoint=" + K, "--export_dir=" + out("xr"), "--vocab_file=" + V, "--bert_config_file={T}/one_type_config.json", "--max_seq_length=32"], "{T}/one_type_config.json", "type_vocab_size=1"),
     error("export_saved_model", "exp-custom-task-without-labels", ["--model_type=classifier", "--task_name=custom", "--init_checkpoint=" + K, "--export_dir=" + out("xi"), *EXP], "labels"),
 ]
 # fmt: on
@@ -593,6 +608,7 @@ def _write_text_fixtures(root, vocab):
     write("small_vocab_config.json", json.dumps({**config, "vocab_size": 100}))
     write("empty.txt", "")
     write("odd_hidden_config.json", json.dumps({**config, "hidden_size": 15}))
+    write("one_type_config.json", json.dumps({**config, "type_vocab_size": 1}))
     write("bad_act_config.json", json.dumps({**config, "hidden_act": "swishy"}))
     # json.dumps writes NaN, which json.load reads back.
     write("nan_config.json", json.dumps({**config, "initializer_range": float("nan")}))
@@ -643,6 +659,7 @@ def _write_text_fixtures(root, vocab):
     os.symlink("nowhere.txt", os.path.join(root, "dangling.txt"))
     words = [w for w in open(vocab, encoding="utf-8").read().split("\n") if w]
     write("vocab_no_cls.txt", "\n".join(w for w in words if w != "[CLS]") + "\n")
+    write("vocab_no_unk.txt", "\n".join(w for w in words if w != "[UNK]") + "\n")
     write("vocab_copy.txt", open(vocab, encoding="utf-8").read())
     # As many tokens, two of them swapped: other ids for the same words.
     swapped = list(words)

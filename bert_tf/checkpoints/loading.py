@@ -135,12 +135,31 @@ def count_vocab_lines(vocab_file):
         return sum(1 for _ in f)
 
 
+# The tokens every fine-tuning tool writes or falls back to.
+SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[UNK]")
+
+
+def check_special_tokens(vocab_file, tokens=SPECIAL_TOKENS):
+    """Raises UserInputError naming `vocab_file` when it lacks one of
+    `tokens` (as a whole stripped line, as `load_vocab` reads it)."""
+    with open(vocab_file, encoding="utf-8", errors="replace") as f:
+        present = {line.strip() for line in f}
+    missing = [token for token in tokens if token not in present]
+    if missing:
+        raise UserInputError(
+            f"{vocab_file}: the vocabulary has no {', '.join(missing)} (BERT "
+            f"inputs need {', '.join(tokens)}): is it a BERT WordPiece vocab.txt?"
+        )
+
+
 def check_vocab_matches_config(vocab_file, config):
-    """Raises ValueError when vocab.txt has more entries than `vocab_size`.
+    """Raises UserInputError when vocab.txt lacks a special token
+    (`SPECIAL_TOKENS`) or has more entries than `vocab_size`.
 
     More entries than rows would index past the embedding table (the README's
     "NaNs" warning); fewer only leaves rows unused, which is legal.
     """
+    check_special_tokens(vocab_file)
     lines = count_vocab_lines(vocab_file)
     if lines > config.vocab_size:
         raise UserInputError(

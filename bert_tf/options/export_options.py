@@ -1,6 +1,7 @@
 """Where and how a run exports its SavedModel for TF Serving."""
 
 import dataclasses
+import os
 
 from bert_tf.errors import UserInputError
 
@@ -44,3 +45,24 @@ class ExportOptions:
                 f"--export_version={self.export_version}: must be positive (TF "
                 "Serving serves the highest numbered version)"
             )
+        self.check_target()
+
+    def check_target(self):
+        """The export would fail: export_dir is not a directory, or the
+        version exists. Checked when made, so that a run_* tool finds it
+        before training (local paths; remote ones when exporting)."""
+        directory = self.export_dir
+        if not directory or "://" in str(directory):
+            return
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise UserInputError(
+                f"--export_dir={directory}: exists and is not a directory"
+            )
+        if self.export_version is not None:
+            version_dir = os.path.join(directory, str(self.export_version))
+            if os.path.lexists(version_dir):
+                raise UserInputError(
+                    f"--export_dir={directory}: version {self.export_version} "
+                    f"already exists ({version_dir}); choose another "
+                    "--export_version, or leave it out for the next free one"
+                )

@@ -76,6 +76,7 @@ so the model server neither loads nor ships it (TF Serving serves only
 numeric directories).
 """
 
+import contextlib
 import json
 import os
 import re
@@ -192,9 +193,8 @@ def export_saved_model(
 
     tf.io.gfile.makedirs(export_dir)
     remove_abandoned_exports(export_dir)
-    version = _next_version(export_dir, version)
-    final_dir = os.path.join(export_dir, str(version))
-    temp_dir = os.path.join(export_dir, _temp_name(version))
+    temp_dir = os.path.join(export_dir, _temp_name(version or 0))
+    keras_temp = temp_dir + ".keras"
     try:
         archive.write_out(temp_dir, verbose=False)
         warmup.write_warmup_requests(
@@ -215,22 +215,61 @@ def export_saved_model(
             model.save(os.path.join(temp_dir, KERAS_FILE))
             # Out of the served directory: a model server would load (and a
             # deployment ship) it with the SavedModel.
-            tf.io.gfile.rename(
-                os.path.join(temp_dir, KERAS_FILE), keras_path(final_dir) + ".tmp"
-            )
-        tf.io.gfile.rename(temp_dir, final_dir)
-        if save_keras:
-            tf.io.gfile.rename(
-                keras_path(final_dir) + ".tmp", keras_path(final_dir), overwrite=True
-            )
+            tf.io.gfile.rename(os.path.join(temp_dir, KERAS_FILE), keras_temp)
+        final_dir = publish_version(
+            export_dir, temp_dir, version, keras_temp if save_keras else None
+        )
     finally:
         if tf.io.gfile.exists(temp_dir):
             tf.io.gfile.rmtree(temp_dir)
-        if tf.io.gfile.exists(keras_path(final_dir) + ".tmp"):
-            tf.io.gfile.remove(keras_path(final_dir) + ".tmp")
+        if tf.io.gfile.exists(keras_temp):
+            tf.io.gfile.remove(keras_temp)
     write_batching_parameters(export_dir)
     logging.info("Exported the %s SavedModel to %s", module.family, final_dir)
     return final_dir
+
+
+def publish_version(export_dir, temp_dir, version=None, keras_file=None):
+    """Renames the finished `temp_dir` to `export_dir/<version>` (and
+    `keras_file` to its `keras_path`); returns the version directory.
+
+    Exports to one `export_dir` may run at once: the choice of the version
+    and the rename happen under a lock on `export_dir`, so two of them never
+    take one version. `version` None: the next free one (at
+    publishing time); an explicit version another export has published
+    meanwhile is a `UserInputError`.
+    """
+    with _export_dir_lock(export_dir):
+        version = _next_version(export_dir, version)
+        final_dir = os.path.join(export_dir, str(version))
+        if tf.io.gfile.exists(final_dir):
+            raise UserInputError(
+                f"--export_dir={export_dir}: version {version} already exists "
+                f"({final_dir}; another export wrote it meanwhile); choose another "
+                "--export_version, or leave it out for the next free one"
+            )
+        tf.io.gfile.rename(temp_dir, final_dir)
+        if keras_file:
+            tf.io.gfile.rename(keras_file, keras_path(final_dir), overwrite=True)
+    return final_dir
+
+
+@contextlib.contextmanager
+def _export_dir_lock(export_dir):
+    """An exclusive `flock` on the `export_dir` directory itself (local
+    paths; no lock file is left in the model's base path), held while a
+    version is chosen and published; waits for the holder."""
+    if "://" in str(export_dir):
+        yield
+        return
+    import fcntl
+
+    descriptor = os.open(export_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def keras_path(version_dir):
@@ -320,12 +359,15 @@ def remove_abandoned_exports(export_dir):
             continue
         path = os.path.join(export_dir, name)
         logging.warning("Removing %s, left by an export that did not finish", path)
-        tf.io.gfile.rmtree(path)
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        else:
+            tf.io.gfile.remove(path)
 
 
 # .tmp-<version>-<host>-<pid>-<uuid>: the host and pid tell whether the
 # export writing it is still running.
-_TEMP_NAME = re.compile(r"\.tmp-\d+-(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{32}")
+_TEMP_NAME = re.compile(r"\.tmp-\d+-(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{32}(\.keras)?")
 
 
 def _temp_name(version):

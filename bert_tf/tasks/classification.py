@@ -195,6 +195,9 @@ class ClassificationTask(Task):
             self.run.vocab_file, self.run.do_lower_case
         )
 
+    def reads_sentence_pairs(self):
+        return bool(self.processor.text_pair)
+
     def flag_labels(self):
         options = self.options
         if options.tfds.tfds_name:

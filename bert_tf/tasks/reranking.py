@@ -224,6 +224,9 @@ class RerankingTask(Task):
     model_class = BertReranker
     copies_vocab = False  # prepare() writes the vocabulary and tokenizer settings
 
+    def reads_sentence_pairs(self):
+        return True
+
     def prepare(self, config):
         options = self.options
         self.corpus = beir.read_corpus(options.data_dir)

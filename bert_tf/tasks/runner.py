@@ -54,6 +54,8 @@ def _run_task(task):
     task.prepare(config)
     for record in recorded:
         check_recorded_run(task, record)
+    if config is not None:
+        check_segments(task, config)
 
     strategy = create_strategy(**run.distribution.strategy_kwargs())
     chief = is_chief(strategy)
@@ -124,6 +126,18 @@ def recorded_runs(run):
     if run.init_checkpoint and tf.io.gfile.exists(run.init_checkpoint):
         runs.append(RecordedRun.beside(run.init_checkpoint))
     return [record for record in runs if record.exists]
+
+
+def check_segments(task, config):
+    """A task that reads sentence pairs needs two segment types: with
+    `type_vocab_size=1` segment id 1 would index past the token type table
+    (an error inside a gather on a CPU, silently row 0 on a GPU)."""
+    if config.type_vocab_size < 2 and task.reads_sentence_pairs():
+        raise UserInputError(
+            f"{config.source or '--bert_config_file'}: type_vocab_size="
+            f"{config.type_vocab_size}, but {task.script} reads sentence pairs "
+            "(segment id 1): use a model with type_vocab_size >= 2"
+        )
 
 
 def check_recorded_run(task, recorded):

@@ -10,6 +10,7 @@ import os
 
 from absl import logging
 
+from bert_tf.checkpoints.loading import check_special_tokens
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
@@ -41,6 +42,18 @@ def tagger_labels(init_checkpoint):
     return saved.label_list
 
 
+def reads_sentence_pairs(options):
+    """Whether the export's signature packs two segments (question and
+    context, text_a and text_b)."""
+    if options.model_type == "span":
+        return True
+    if options.model_type == "classifier":
+        return bool(options.classifier_labels()[1])
+    if options.model_type == "encoder":
+        return bool(options.text_pair)
+    return False
+
+
 def checkpoint_files(options):
     """(vocab_file, --bert_config_file or None) of an export's checkpoint,
     checked: a vocabulary is found and --max_seq_length fits the model."""
@@ -51,9 +64,22 @@ def checkpoint_files(options):
             f"No vocab.txt beside {options.init_checkpoint}: give --vocab_file"
         )
     config = options.bert_config_file
-    max_positions = BertConfig.from_json_file(
-        config or files.config_file
-    ).max_position_embeddings
+    bert_config = BertConfig.from_json_file(config or files.config_file)
+    if options.model_type not in ("embedding", "reranker"):
+        # (Those two read their tokenizer from the checkpoint's own files.)
+        check_special_tokens(vocab_file)
+    if bert_config.type_vocab_size < 2 and reads_sentence_pairs(options):
+        raise UserInputError(
+            f"{config or files.config_file}: type_vocab_size="
+            f"{bert_config.type_vocab_size}, but the {options.model_type} export "
+            "reads sentence pairs (segment id 1); "
+            + (
+                "leave out --text_pair"
+                if options.model_type != "span"
+                else "a span model needs a model trained on pairs"
+            )
+        )
+    max_positions = bert_config.max_position_embeddings
     if options.max_seq_length > max_positions:
         # The signature would accept requests the model cannot encode.
         raise UserInputError(

@@ -186,6 +186,9 @@ class SquadTask(Task):
         super().__init__(run, options)
         self._predictions = None
 
+    def reads_sentence_pairs(self):
+        return True
+
     def prepare(self, config):
         check_vocab_matches_config(self.run.vocab_file, config)
         self.tokenizer = tokenization.FullTokenizer(

@@ -113,6 +113,11 @@ class Task(abc.ABC):
     def prepare(self, config):  # noqa: B027 (optional step)
         """Reads what the model depends on (labels, ...); checks inputs."""
 
+    def reads_sentence_pairs(self):
+        """Whether the task packs two segments (segment ids 0 and 1); the
+        runner checks the config has two token types (after `prepare`)."""
+        return False
+
     def flag_labels(self):
         """`(label_list, flag)`: the labels the flags give, in label-id order,
         and the flag(s) they come from; None when the flags give none. A run
