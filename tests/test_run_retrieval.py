@@ -354,34 +354,44 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
 def test_training_separate_towers_with_hard_negatives(
     small_beir, tiny_encoders, tmp_path
 ):
-    common = [
-        f"--data_dir={small_beir}",
-        "--eval_split=train",
-        "--do_index",
-        "--do_eval",
-    ]
-    run_script(
-        SCRIPT,
-        *common,
-        f"--output_dir={tmp_path / 'zero'}",
-        f"--init_checkpoint={tiny_encoders[0]}",
+    """run_retrieval's --do_train --noshared_towers --hard_negatives=2, then
+    --do_index --do_eval, in process: better than the zero-shot towers."""
+    from bert_tf.tasks import retrieval
+
+    def run(output_dir, **kwargs):
+        return retrieval.run(
+            RunOptions(
+                output_dir=str(output_dir),
+                init_checkpoint=tiny_encoders[0],
+                do_lower_case=None,
+                max_seq_length=None,
+                do_predict=True,  # --do_index
+                do_eval=True,
+                **kwargs,
+            ),
+            RetrievalOptions(
+                data_dir=small_beir,
+                eval_split="train",
+                shared_towers=False,
+                hard_negatives=2,
+            ),
+        )
+
+    before = run(tmp_path / "zero")
+    after = run(
+        tmp_path / "tuned",
+        do_train=True,
+        training=TrainingOptions(
+            train_batch_size=16,
+            learning_rate=1e-3,
+            num_train_epochs=3,
+            optimizer="adamw",
+        ),
     )
-    before = _read_results(tmp_path / "zero" / "eval_results.txt")
-    run_script(
-        SCRIPT,
-        *common,
-        f"--output_dir={tmp_path / 'tuned'}",
-        f"--init_checkpoint={tiny_encoders[0]}",
-        "--do_train",
-        "--noshared_towers",
-        "--hard_negatives=2",
-        "--train_batch_size=16",
-        "--learning_rate=1e-3",
-        "--num_train_epochs=3",
-        timeout=600,
-    )
-    after = _read_results(tmp_path / "tuned" / "eval_results.txt")
     assert after["mrr@10"] > before["mrr@10"] + 0.05, (before, after)
+    assert _read_results(tmp_path / "tuned" / "eval_results.txt")[
+        "mrr@10"
+    ] == pytest.approx(after["mrr@10"])
     for tower in ("query_encoder", "document_encoder"):
         assert os.path.isfile(tmp_path / "tuned" / tower / "model.safetensors")
     assert os.listdir(tmp_path / "tuned" / "tensorboard" / "train")
@@ -417,7 +427,7 @@ def test_interrupted_training_resumes_where_it_stopped(
             training=TrainingOptions(
                 train_batch_size=8,
                 learning_rate=1e-3,
-                num_train_epochs=0.25,
+                num_train_epochs=0.08,  # 4 steps
                 optimizer="adamw",
                 save_checkpoints_steps=2,
             ),
@@ -446,6 +456,9 @@ def test_interrupted_training_resumes_where_it_stopped(
     assert not DualEncoder.saved_in(tmp_path / "killed")
     train(tmp_path / "killed")
     assert starts == [0, 0, 2]
+    assert tf.train.latest_checkpoint(tmp_path / "killed" / "checkpoints").endswith(
+        "ckpt-4"
+    )
 
     reference = DualEncoder.load(tmp_path / "uninterrupted")
     resumed = DualEncoder.load(tmp_path / "killed")
@@ -510,19 +523,16 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
     from bert_tf.tasks import saved_model_export
     from bert_tf.tokenization import FullTokenizer
 
-    def export(dtype):
-        return saved_model_export.run(
-            SavedModelExportOptions(
-                model_type="retrieval",
-                init_checkpoint=tiny_encoders[0],
-                export=ExportOptions(str(tmp_path / dtype), serving_dtype=dtype),
-                data_dir=small_beir,
-                passage_length=48,
-                passage_stride=24,
-            )
+    path = saved_model_export.run(
+        SavedModelExportOptions(
+            model_type="retrieval",
+            init_checkpoint=tiny_encoders[0],
+            export=ExportOptions(str(tmp_path / "sm")),
+            data_dir=small_beir,
+            passage_length=48,
+            passage_stride=24,
         )
-
-    path = export("float32")
+    )
     assert ops_outside_core_tensorflow(path) <= STOCK_TF_TEXT_OPS
 
     # The reference: the same passages in Milvus Lite (FLAT, inner product).
@@ -564,23 +574,30 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
     assert metadata["model"] == "retrieval"
     assert metadata["num_passages"] == len(passages)
 
-    # bfloat16 corpus: half the bytes, the same documents' scores within its
-    # precision (8 bits of mantissa on unit vectors).
-    half = tf.saved_model.load(export("bfloat16"))
-    rounded = half.signatures["serving_default"](
-        query=tf.constant(texts), top_k=tf.constant(10)
+    # --serving_dtype=bfloat16: the corpus stored in bfloat16 (half the bytes),
+    # the same documents' scores within its precision (8 bits of mantissa);
+    # the family in process (the export above wrote the same graph).
+    from bert_tf import serving
+
+    index = retrieval.corpus_index(
+        towers,
+        [StoredPassage(p.id, p.doc_id, "") for p in passages],
+        towers.encode_documents([p.text for p in passages]),
+        passages,
     )
+    half = serving.signature_module_for(
+        index, towers.query_encoder.preprocessor, corpus_dtype="bfloat16"
+    )
+    assert half.state.corpus.dtype == tf.bfloat16
+    rounded_ids, rounded_scores = half.search(tf.constant(texts), 10)
     for row, best in enumerate(expected):
         exact = dict(best)
         for doc, score in zip(
-            rounded["ids"].numpy()[row].astype(str),
-            rounded["scores"].numpy()[row],
+            rounded_ids.numpy()[row].astype(str),
+            rounded_scores.numpy()[row],
             strict=True,
         ):
             if doc in exact:
                 assert score == pytest.approx(exact[doc], abs=1e-2)
-    top1 = np.mean(
-        rounded["ids"].numpy()[:, 0].astype(str)
-        == found["ids"].numpy()[:, 0].astype(str)
-    )
+    top1 = np.mean(rounded_ids.numpy()[:, 0].astype(str) == ids[:, 0])
     assert top1 >= 0.75
