@@ -11,7 +11,6 @@ from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
-from bert_tf.models import BertTokenClassifier
 from bert_tf.serving.litert_exporter import export_litert
 from bert_tf.tasks import ner
 from bert_tf.tasks.saved_model_export import checkpoint_files
@@ -44,20 +43,7 @@ def run(options):
         family_options = {"max_query_length": options.max_query_length}
     elif model_type == "tagger":
         labels = list(options.labels or tagger_labels(options.init_checkpoint))
-        model = BertTokenClassifier.from_checkpoint(
-            options.init_checkpoint,
-            config=config,
-            num_labels=len(labels),
-            **ner.crf_arguments(options, labels),
-        )
-        report = model.checkpoint_load_report
-        # A CRF checkpoint exported without --use_crf would lose its
-        # transitions (argmax tags), and the reverse would decode with zeros.
-        ner.check_crf_flag(
-            options.use_crf,
-            [*report.loaded, *report.unused],
-            f"--init_checkpoint={options.init_checkpoint}",
-        )
+        model = ner.tagger_for_export(options.init_checkpoint, config, options, labels)
         family_options = {"label_list": labels}
     elif model_type == "embedding":
         model = BertSentenceEncoder.from_checkpoint(
