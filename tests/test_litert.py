@@ -474,3 +474,39 @@ def test_missing_runtime_names_the_package(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
     with pytest.raises(ImportError, match=r'pip install "\.\[litert\]"'):
         LiteRTModel(str(tmp_path / "model.tflite"))
+
+
+@pytest.mark.slow
+def test_embedding_export_takes_the_encoders_own_length_and_casing(
+    shared_data, tmp_path
+):
+    """As the SavedModel export: a sentence-transformers directory's
+    max_seq_length (here 24, not the flag's default 128) and casing win."""
+    from bert_tf.options.litert_export_options import LiteRTExportOptions
+    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.tasks import litert_export
+
+    keras.utils.set_random_seed(3)
+    vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
+    encoder = bert_tf.BertSentenceEncoder(
+        tiny_bert_config(30522, max_position_embeddings=64, dropout=0.0),
+        preprocessor=BertPreprocessor(vocab, True, 24, padding="longest"),
+        pooling="mean",
+        normalize=True,
+    )
+    directory = encoder.save_sentence_transformers(str(tmp_path / "st"))
+    path = litert_export.run(
+        LiteRTExportOptions(
+            model_type="embedding",
+            init_checkpoint=directory,
+            output_file=str(tmp_path / "embedding.tflite"),
+            quantization="none",
+        )
+    )
+    model = LiteRTModel(path)
+    assert model.metadata["seq_length"] == 24
+    assert model.metadata["do_lower_case"] is True
+    texts = ["A Long sentence " * 20, "short one"]
+    np.testing.assert_allclose(
+        model(text=texts)["embeddings"], encoder.encode(texts), atol=5e-5
+    )

@@ -79,7 +79,9 @@ def checkpoint_files(options):
             )
         )
     max_positions = bert_config.max_position_embeddings
-    if options.max_seq_length > max_positions:
+    # The embedding and reranker exports use their checkpoint's own length.
+    own_length = options.model_type in ("embedding", "reranker")
+    if options.max_seq_length > max_positions and not own_length:
         # The signature would accept requests the model cannot encode.
         raise UserInputError(
             f"--max_seq_length={options.max_seq_length} > max_position_embeddings "
