@@ -510,3 +510,31 @@ def test_embedding_export_takes_the_encoders_own_length_and_casing(
     np.testing.assert_allclose(
         model(text=texts)["embeddings"], encoder.encode(texts), atol=5e-5
     )
+
+
+@pytest.mark.slow
+def test_tagger_entities_equal_the_saved_models(exported, tiny_models, shared_data):
+    """`LiteRTModel.entities` reads the tags as the tagger SavedModel's
+    `entity_*` outputs do (conlleval's chunks, byte offsets, mean score)."""
+    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.serving.tagger_signatures import TaggerSignatures
+
+    model = LiteRTModel(exported["tagger", "none"])
+    texts = TEXTS_A[:6] + ["Ünïcode wörds in Zürich, 東京 and São Paulo."]
+    got = model.entities(texts)
+    preprocessor = BertPreprocessor(
+        _vocab(shared_data), True, SEQ_LENGTH, padding="longest"
+    )
+    module = TaggerSignatures(tiny_models["tagger"], preprocessor, TAGS)
+    want = module.serve_text(tf.constant(texts))
+    assert sum(len(row) for row in got) > 3  # a random tagger tags plenty
+    for row, entities in enumerate(got):
+        assert len(entities) == int(want["num_entities"][row])
+        for index, entity in enumerate(entities):
+            assert entity["type"] == want["entity_type"][row, index].numpy().decode()
+            assert entity["text"] == want["entity_text"][row, index].numpy().decode()
+            assert entity["start"] == int(want["entity_start"][row, index])
+            assert entity["end"] == int(want["entity_end"][row, index])
+            assert abs(entity["score"] - float(want["entity_score"][row, index])) < 1e-4
+            data = texts[row].encode("utf-8")
+            assert data[entity["start"] : entity["end"]].decode() == entity["text"]
