@@ -118,6 +118,61 @@ class LiteRTModel:
             )
         return self._runner("serving_default")(**arrays)
 
+    def entities(self, texts):
+        """A tagger's entities of `texts`, as its SavedModel's `entity_*`
+        outputs give them: one list per text of dicts `type`, `text`,
+        `start`, `end` (byte offsets in the UTF-8 text) and `score` (the mean
+        probability of the entity's word tags).
+
+        Words are read as conlleval reads them: an `I-X` after `O` or another
+        type starts an entity. LiteRT has no string ops for this, so it runs
+        here, on `serving_default`'s tags and offsets.
+        """
+        if self.metadata.get("model") != "tagger":
+            raise ValueError(f"{self.path} is not a tagger export")
+        texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        out = self(text=texts)
+        logits = np.asarray(out["logits"], np.float64)
+        probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+        probabilities /= probabilities.sum(-1, keepdims=True)
+        labels = self.metadata["labels"]
+        result = []
+        for row, text in enumerate(texts):
+            data = text.encode("utf-8") if isinstance(text, str) else text
+            words = []  # [tag, begin, end, probability] per word, in order
+            for position, tag in enumerate(out["tags"][row]):
+                start = int(out["token_start"][row, position])
+                end = int(out["token_end"][row, position])
+                if start < 0:
+                    continue
+                if tag:  # a word's first piece
+                    tag_id = int(out["tag_ids"][row, position])
+                    probability = probabilities[row, position, tag_id]
+                    words.append([labels[tag_id], start, end, probability])
+                elif words:
+                    words[-1][2] = max(words[-1][2], end)
+            entities, previous = [], ("O", None)
+            for tag, begin, end, probability in words:
+                prefix, _, kind = tag.partition("-")
+                if tag == "O" or not kind:
+                    previous = ("O", None)
+                    continue
+                if prefix == "B" or previous[0] == "O" or previous[1] != kind:
+                    entities.append(
+                        {"type": kind, "start": begin, "end": end, "scores": []}
+                    )
+                entities[-1]["end"] = end
+                entities[-1]["scores"].append(probability)
+                previous = (prefix, kind)
+            for entity in entities:
+                scores = entity.pop("scores")
+                entity["score"] = float(np.mean(scores))
+                entity["text"] = data[entity["start"] : entity["end"]].decode(
+                    "utf-8", "replace"
+                )
+            result.append(entities)
+        return result
+
     def tokenized(self, input_ids, input_mask, segment_ids):
         """`serve_tokenized` on int32 [batch, length] arrays."""
         return self._runner("serve_tokenized")(

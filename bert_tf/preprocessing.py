@@ -353,8 +353,8 @@ class BertPreprocessor(keras.layers.Layer):
             for piece in (take_prefix(segment, lengths[index]), sep):
                 parts.append(piece)
                 types.append(piece * 0 + index)
-        ids = tf.concat(parts, axis=1)
-        type_ids = tf.concat(types, axis=1)
+        ids = concat_rows(parts)
+        type_ids = concat_rows(types)
         if self.padding == "max_length":
             shape = [None, seq_length]
         else:
@@ -495,6 +495,26 @@ def same_batch_size(tensors, names):
         return list(tensors)
     with tf.control_dependencies(checks):
         return [tf.identity(tensor) for tensor in tensors]
+
+
+def concat_rows(pieces):
+    """Row-wise concatenation of ragged [batch, (len)] tensors, as
+    `tf.concat(pieces, axis=1)`.
+
+    TensorFlow's own ragged concat permutes rows with an integer Transpose,
+    which oneDNN builds log as an error line ("oneDNN supports DT_INT64 only
+    on platforms with AVX-512") in every process that tokenizes; the same
+    permutation is computed here with index arithmetic.
+    """
+    count = len(pieces)
+    rows = pieces[0].nrows()
+    stacked = tf.concat(pieces, axis=0)
+    order = tf.range(rows * count)
+    # Row i of piece p sits at p * rows + i; output row i takes pieces 0..count-1.
+    permuted = tf.gather(stacked, (order % count) * rows + order // count)
+    return tf.RaggedTensor.from_row_splits(
+        permuted.values, permuted.row_splits[::count], validate=False
+    )
 
 
 def take_prefix(ragged, lengths):

@@ -144,6 +144,16 @@ def qrels_path(data_dir, split):
     return os.path.join(data_dir, QRELS_DIR, f"{split}.tsv")
 
 
+def training_fingerprints(data_dir, split):
+    """The fingerprints of the files a run trains on (corpus, queries and
+    ``qrels/<split>.tsv``): part of the run's identity, so that resuming on
+    changed data is refused."""
+    from bert_tf.training.output_dir import file_fingerprint
+
+    paths = [os.path.join(data_dir, name) for name in (CORPUS_FILE, QUERIES_FILE)]
+    return [file_fingerprint(path) for path in [*paths, qrels_path(data_dir, split)]]
+
+
 def read_qrels(data_dir, split, queries=None, corpus=None):
     """``qrels/<split>.tsv`` as {query id: {corpus id: score}}, in file order.
 

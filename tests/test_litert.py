@@ -474,3 +474,67 @@ def test_missing_runtime_names_the_package(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
     with pytest.raises(ImportError, match=r'pip install "\.\[litert\]"'):
         LiteRTModel(str(tmp_path / "model.tflite"))
+
+
+@pytest.mark.slow
+def test_embedding_export_takes_the_encoders_own_length_and_casing(
+    shared_data, tmp_path
+):
+    """As the SavedModel export: a sentence-transformers directory's
+    max_seq_length (here 24, not the flag's default 128) and casing win."""
+    from bert_tf.options.litert_export_options import LiteRTExportOptions
+    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.tasks import litert_export
+
+    keras.utils.set_random_seed(3)
+    vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
+    encoder = bert_tf.BertSentenceEncoder(
+        tiny_bert_config(30522, max_position_embeddings=64, dropout=0.0),
+        preprocessor=BertPreprocessor(vocab, True, 24, padding="longest"),
+        pooling="mean",
+        normalize=True,
+    )
+    directory = encoder.save_sentence_transformers(str(tmp_path / "st"))
+    path = litert_export.run(
+        LiteRTExportOptions(
+            model_type="embedding",
+            init_checkpoint=directory,
+            output_file=str(tmp_path / "embedding.tflite"),
+            quantization="none",
+        )
+    )
+    model = LiteRTModel(path)
+    assert model.metadata["seq_length"] == 24
+    assert model.metadata["do_lower_case"] is True
+    texts = ["A Long sentence " * 20, "short one"]
+    np.testing.assert_allclose(
+        model(text=texts)["embeddings"], encoder.encode(texts), atol=5e-5
+    )
+
+
+@pytest.mark.slow
+def test_tagger_entities_equal_the_saved_models(exported, tiny_models, shared_data):
+    """`LiteRTModel.entities` reads the tags as the tagger SavedModel's
+    `entity_*` outputs do (conlleval's chunks, byte offsets, mean score)."""
+    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.serving.tagger_signatures import TaggerSignatures
+
+    model = LiteRTModel(exported["tagger", "none"])
+    texts = TEXTS_A[:6] + ["Ünïcode wörds in Zürich, 東京 and São Paulo."]
+    got = model.entities(texts)
+    preprocessor = BertPreprocessor(
+        _vocab(shared_data), True, SEQ_LENGTH, padding="longest"
+    )
+    module = TaggerSignatures(tiny_models["tagger"], preprocessor, TAGS)
+    want = module.serve_text(tf.constant(texts))
+    assert sum(len(row) for row in got) > 3  # a random tagger tags plenty
+    for row, entities in enumerate(got):
+        assert len(entities) == int(want["num_entities"][row])
+        for index, entity in enumerate(entities):
+            assert entity["type"] == want["entity_type"][row, index].numpy().decode()
+            assert entity["text"] == want["entity_text"][row, index].numpy().decode()
+            assert entity["start"] == int(want["entity_start"][row, index])
+            assert entity["end"] == int(want["entity_end"][row, index])
+            assert abs(entity["score"] - float(want["entity_score"][row, index])) < 1e-4
+            data = texts[row].encode("utf-8")
+            assert data[entity["start"] : entity["end"]].decode() == entity["text"]

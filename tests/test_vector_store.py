@@ -173,3 +173,60 @@ def test_a_killed_writer_keeps_what_it_wrote(tmp_path):
     with MilvusStore(uri, "c", DIM, "m") as store:
         stored = store.stored_passages()
     assert {f"p{b}_{i}" for b in range(3) for i in range(10)} <= set(stored)
+
+
+def test_index_files_a_killed_run_truncated_are_rebuilt(tmp_path):
+    """Milvus Lite writes a segment's index file in place: a run killed
+    while writing it left a file every later load failed on. The rows are
+    intact, so the store removes the index files, says so, and reloads.
+    (Each open in its own process: Milvus Lite's embedded server keeps the
+    file locked and the collection loaded until its process ends.)"""
+    import glob
+    import json
+
+    uri = str(tmp_path / "i.db")
+    passages, vectors = _rows(40)
+    queries = np.random.default_rng(2).standard_normal((3, DIM)).astype(np.float32)
+    np.save(tmp_path / "vectors.npy", vectors)
+    np.save(tmp_path / "queries.npy", queries)
+
+    def in_a_process(write):
+        child = textwrap.dedent(
+            f"""
+            import json, numpy as np
+            from bert_tf.retrieval.milvus_store import MilvusStore
+            from bert_tf.retrieval.vector_store import StoredPassage
+            queries = np.load({str(tmp_path / "queries.npy")!r})
+            with MilvusStore({uri!r}, "c", {DIM}, "model-a") as store:
+                if {write!r}:
+                    passages = [StoredPassage(f"p{{i}}", f"d{{i // 2}}", f"h{{i}}")
+                                for i in range(40)]
+                    store.upsert(passages, np.load({str(tmp_path / "vectors.npy")!r}))
+                found = store.search(queries, top_k=5)
+                print(json.dumps([len(store), found.ids, np.asarray(found.scores).tolist()]))
+            """
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", child], capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
+
+    (count, expected_ids, expected_scores), _ = in_a_process(write=True)
+    assert count == 40
+    index_files = [
+        path
+        for path in glob.glob(os.path.join(uri, "collections", "c", "*", "*", "*", "*"))
+        if os.sep + "indexes" + os.sep in path
+    ]
+    assert index_files, os.listdir(uri)
+    for path in index_files:
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 3)
+    (count, ids, scores), log = in_a_process(write=False)
+    assert count == 40 and ids == expected_ids
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-5)
+    assert "left incomplete by a killed run" in log
+    # The exact answer, not just the same one twice.
+    best = np.argsort(-(queries @ vectors.T), axis=1, kind="stable")[:, :5]
+    assert ids == [[passages[i].id for i in row] for row in best]

@@ -46,8 +46,10 @@ def define_flags():
     )
     flags.DEFINE_bool(
         "do_lower_case",
-        True,
-        "Whether to lower case the input text (as the model was trained).",
+        None,
+        "Whether to lower case the input text (as the model was trained); "
+        "default: as the run recorded (run_settings.json), else True; "
+        "embedding: the sentence encoder's own.",
     )
     flags.DEFINE_integer(
         "max_seq_length",

@@ -23,8 +23,11 @@ class LiteRTExportOptions:
       init_checkpoint: the trained model (run_* output_dir, checkpoint, model dir).
       output_file: the .tflite file to write.
       bert_config_file, vocab_file: default: those beside the checkpoint.
-      do_lower_case: as the model was trained.
-      max_seq_length: longest packed input; span: the window length.
+      do_lower_case: as the model was trained (None: as the run in
+        init_checkpoint's directory recorded, else True; embedding: always
+        the sentence encoder's own).
+      max_seq_length: longest packed input; span: the window length;
+        embedding: the sentence encoder's own is used.
       quantization: one of `QUANTIZATIONS`.
       task_name, labels, text_pair: classifier (and tagger: labels) options.
       max_query_length: span: question word pieces kept.
@@ -44,7 +47,7 @@ class LiteRTExportOptions:
     output_file: str
     bert_config_file: str | None = None
     vocab_file: str | None = None
-    do_lower_case: bool = True
+    do_lower_case: bool | None = None
     max_seq_length: int = 128
     quantization: str = "dynamic_int8"
     task_name: str | None = None
@@ -74,9 +77,10 @@ class LiteRTExportOptions:
         positive("max_query_length", self.max_query_length)
         if self.crf_constrained and not self.use_crf:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
-        tokenization.validate_case_matches_checkpoint(
-            self.do_lower_case, self.init_checkpoint
-        )
+        if self.do_lower_case is not None:
+            tokenization.validate_case_matches_checkpoint(
+                self.do_lower_case, self.init_checkpoint
+            )
         if self.model_type == "classifier":
             # The SavedModel export's rules for --labels/--task_name/--text_pair.
             SavedModelExportOptions._check_classifier_labels(self)

@@ -7,6 +7,7 @@ filled it (a collection property), so vectors of two models are never mixed.
 Database errors become one `UserInputError` line naming the URI / collection.
 """
 
+import glob
 import logging
 import os
 
@@ -102,7 +103,7 @@ class MilvusStore(VectorStore):
             if self._client.has_collection(collection):
                 self._check_existing()
                 # A collection whose writer was killed is left released.
-                self._call("loading", self._client.load_collection, collection)
+                self._load_collection()
             else:
                 self._create(dict(index_params or {}))
         except Exception:
@@ -130,6 +131,42 @@ class MilvusStore(VectorStore):
             raise UserInputError(
                 f"{flag}={uri}: cannot connect ({e.message}{hint})"
             ) from None
+
+    def _load_collection(self):
+        """Loads the collection; for a Milvus Lite file, once more after
+        removing its index files if they cannot be read.
+
+        Milvus Lite writes a segment's index file (derived from the
+        segment's vectors, rebuilt when missing) in place, so a run killed
+        while writing it leaves a truncated file that fails every later load.
+        The rows themselves are intact: the index is rebuilt from them.
+        """
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            self._client.load_collection(self.collection)
+            return
+        except MilvusException as e:
+            if _is_server(self.uri):
+                message = " ".join(str(e.message).split())
+                raise UserInputError(
+                    f"{self._where}: loading failed ({message})"
+                ) from None
+            error = " ".join(str(e.message).split())
+        pattern = os.path.join(
+            self.uri, "collections", self.collection, "partitions", "*", "indexes", "*"
+        )
+        index_files = glob.glob(pattern)
+        for path in index_files:
+            os.remove(path)
+        logging.warning(
+            "%s: could not be loaded (%s); removed its %d index file(s), left "
+            "incomplete by a killed run, and rebuilt them from the stored rows",
+            self._where,
+            error,
+            len(index_files),
+        )
+        self._call("loading", self._client.load_collection, self.collection)
 
     def _call(self, what, function, *args, **kwargs):
         """Runs a client call; a database error becomes one line."""

@@ -30,7 +30,8 @@ Encoder`                                    two texts: their unit vectors' dot)
 
 The SavedModel export's outputs, minus what needs string or ragged ops LiteRT
 lacks: the tagger's entities and the span model's whole-document answer
-search are computed from these outputs by `bert_tf.litert.LiteRTModel`.
+search are computed from these outputs outside the file (the tagger's
+entities by `bert_tf.litert.LiteRTModel.entities`).
 Each request is padded to its longest row (never past `seq_length`).
 
 Quantization: "dynamic_int8" (default; int8 weights, int8 matrix products

@@ -11,10 +11,10 @@ from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
-from bert_tf.models import BertTokenClassifier
 from bert_tf.serving.litert_exporter import export_litert
 from bert_tf.tasks import ner
 from bert_tf.tasks.saved_model_export import checkpoint_files
+from bert_tf.tasks.saved_model_export import recorded_tokenization
 from bert_tf.tasks.saved_model_export import tagger_labels
 
 
@@ -25,10 +25,15 @@ def run(options):
       options: a `bert_tf.options.litert_export_options.LiteRTExportOptions`.
     """
     vocab_file, config = checkpoint_files(options)
+    # What the run recorded wins over the flags, as in the SavedModel export.
+    do_lower_case, recorded_labels = recorded_tokenization(options)
+    max_seq_length = options.max_seq_length
     model_type = options.model_type
     family_options = {}
     if model_type == "classifier":
         labels, pair = options.classifier_labels()
+        if labels is None:
+            labels = recorded_labels
         regression = glue.is_regression_label_list(labels)
         model = BertClassifier.from_checkpoint(
             options.init_checkpoint,
@@ -44,25 +49,16 @@ def run(options):
         family_options = {"max_query_length": options.max_query_length}
     elif model_type == "tagger":
         labels = list(options.labels or tagger_labels(options.init_checkpoint))
-        model = BertTokenClassifier.from_checkpoint(
-            options.init_checkpoint,
-            config=config,
-            num_labels=len(labels),
-            **ner.crf_arguments(options, labels),
-        )
-        report = model.checkpoint_load_report
-        # A CRF checkpoint exported without --use_crf would lose its
-        # transitions (argmax tags), and the reverse would decode with zeros.
-        ner.check_crf_flag(
-            options.use_crf,
-            [*report.loaded, *report.unused],
-            f"--init_checkpoint={options.init_checkpoint}",
-        )
+        model = ner.tagger_for_export(options.init_checkpoint, config, options, labels)
         family_options = {"label_list": labels}
     elif model_type == "embedding":
         model = BertSentenceEncoder.from_checkpoint(
             options.init_checkpoint, config=config, vocab_file=vocab_file
         )
+        # The tokenization and length the encoder was trained with (e.g.
+        # sentence_bert_config.json's 256), as the SavedModel export does.
+        do_lower_case = model.preprocessor.do_lower_case
+        max_seq_length = model.preprocessor.seq_length
     elif model_type == "encoder":
         model = BertEncoder.from_checkpoint(options.init_checkpoint, config=config)
         family_options = {"text_pair": bool(options.text_pair)}
@@ -90,8 +86,8 @@ def run(options):
             model,
             options.output_file,
             vocab_file,
-            options.do_lower_case,
-            options.max_seq_length,
+            do_lower_case,
+            max_seq_length,
             quantization=options.quantization,
             **family_options,
         )

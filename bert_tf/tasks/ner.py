@@ -109,6 +109,28 @@ def has_crf_variables(names):
     return any(_CRF_VARIABLE.search(name) for name in names)
 
 
+def tagger_for_export(init_checkpoint, config, options, labels):
+    """The `BertTokenClassifier` an export serves, from `init_checkpoint`, its
+    CRF as `options.use_crf` says, checked against the checkpoint: a CRF
+    checkpoint exported without --use_crf would lose its transitions (argmax
+    tags), and the reverse would decode with zeros."""
+    from bert_tf.models import BertTokenClassifier
+
+    model = BertTokenClassifier.from_checkpoint(
+        init_checkpoint,
+        config=config,
+        num_labels=len(labels),
+        **crf_arguments(options, labels),
+    )
+    report = model.checkpoint_load_report
+    check_crf_flag(
+        options.use_crf,
+        [*report.loaded, *report.unused],
+        f"--init_checkpoint={init_checkpoint}",
+    )
+    return model
+
+
 def check_crf_flag(use_crf, names, checkpoint):
     """One clear error when --use_crf and the checkpoint disagree.
 

@@ -49,7 +49,6 @@ from bert_tf.tasks.retrieval import towers_at
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
-from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.train_or_restore import training_steps
 
 # Suffixes of the two stages' metrics in eval_results.txt (sorted by name,
@@ -337,14 +336,11 @@ class RerankingTask(Task):
                 .prefetch(tf.data.AUTOTUNE)
             )
 
-        fingerprints = [
-            file_fingerprint(os.path.join(options.data_dir, name))
-            for name in ("corpus.jsonl", "queries.jsonl")
-        ]
-        fingerprints.append(
-            file_fingerprint(beir.qrels_path(options.data_dir, options.train_split))
+        return TrainingData(
+            dataset_fn,
+            num_train_steps,
+            beir.training_fingerprints(options.data_dir, options.train_split),
         )
-        return TrainingData(dataset_fn, num_train_steps, fingerprints)
 
     def loss(self, batch, outputs):
         return rerank_loss(self.options.rerank_loss, outputs, self.group_size)

@@ -60,7 +60,6 @@ from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.tokenization import FullTokenizer
-from bert_tf.training.output_dir import file_fingerprint
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 RUN_FILE = "run.tsv"
@@ -513,14 +512,11 @@ class RetrievalTask(Task):
                 .prefetch(tf.data.AUTOTUNE)
             )
 
-        fingerprints = [
-            file_fingerprint(os.path.join(options.data_dir, name))
-            for name in ("corpus.jsonl", "queries.jsonl")
-        ]
-        fingerprints.append(
-            file_fingerprint(beir.qrels_path(options.data_dir, options.train_split))
+        return TrainingData(
+            dataset_fn,
+            num_steps,
+            beir.training_fingerprints(options.data_dir, options.train_split),
         )
-        return TrainingData(dataset_fn, num_steps, fingerprints)
 
     def loss(self, batch, outputs):
         return in_batch_negatives_loss(

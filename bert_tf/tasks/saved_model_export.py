@@ -21,7 +21,6 @@ from bert_tf.models import BertEncoder
 from bert_tf.models import BertReranker
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
-from bert_tf.models import BertTokenClassifier
 from bert_tf.serving import export_saved_model
 from bert_tf.training.recorded_run import RecordedRun
 
@@ -80,7 +79,9 @@ def checkpoint_files(options):
             )
         )
     max_positions = bert_config.max_position_embeddings
-    if options.max_seq_length > max_positions:
+    # The embedding and reranker exports use their checkpoint's own length.
+    own_length = options.model_type in ("embedding", "reranker")
+    if options.max_seq_length > max_positions and not own_length:
         # The signature would accept requests the model cannot encode.
         raise UserInputError(
             f"--max_seq_length={options.max_seq_length} > max_position_embeddings "
@@ -154,18 +155,7 @@ def run(options):
         from bert_tf.tasks import ner
 
         labels = list(options.labels or tagger_labels(init))
-        model = BertTokenClassifier.from_checkpoint(
-            init,
-            config=config,
-            num_labels=len(labels),
-            **ner.crf_arguments(options, labels),
-        )
-        report = model.checkpoint_load_report
-        ner.check_crf_flag(
-            options.use_crf,
-            [*report.loaded, *report.unused],
-            f"--init_checkpoint={init}",
-        )
+        model = ner.tagger_for_export(init, config, options, labels)
         serving = {"label_list": labels}
     elif options.model_type == "embedding":
         model = BertSentenceEncoder.from_checkpoint(
