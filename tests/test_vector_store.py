@@ -230,3 +230,34 @@ def test_index_files_a_killed_run_truncated_are_rebuilt(tmp_path):
     # The exact answer, not just the same one twice.
     best = np.argsort(-(queries @ vectors.T), axis=1, kind="stable")[:, :5]
     assert ids == [[passages[i].id for i in row] for row in best]
+
+
+def test_evaluation_searches_a_flat_lite_collection_exactly(tmp_path):
+    """run_retrieval --do_eval searches a copy of a Milvus Lite FLAT
+    collection's rows (Milvus Lite answers a few deep queries a second): the
+    same documents and scores as the collection; other indexes as they are."""
+    from bert_tf.retrieval.exact_store import ExactStore
+    from bert_tf.tasks.retrieval import search_documents
+    from bert_tf.tasks.retrieval import searched_for_evaluation
+
+    passages, vectors = _rows(120)  # two passages a document
+    queries = np.random.default_rng(3).standard_normal((9, DIM)).astype(np.float32)
+    with MilvusStore(str(tmp_path / "f.db"), "c", DIM, "model-a") as flat:
+        flat.upsert(passages, vectors)
+        searched = searched_for_evaluation(flat)
+        assert isinstance(searched, ExactStore)
+        expected = search_documents(flat, queries, passages, top_k=20)
+        found = search_documents(searched, queries, passages, top_k=20)
+    assert [[d for d, _ in row] for row in found] == [
+        [d for d, _ in row] for row in expected
+    ]
+    np.testing.assert_allclose(
+        [[s for _, s in row] for row in found],
+        [[s for _, s in row] for row in expected],
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    with MilvusStore(
+        str(tmp_path / "h.db"), "c", DIM, "model-a", index_type="HNSW"
+    ) as hnsw:
+        assert searched_for_evaluation(hnsw) is hnsw

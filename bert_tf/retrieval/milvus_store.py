@@ -132,6 +132,11 @@ class MilvusStore(VectorStore):
                 f"{flag}={uri}: cannot connect ({e.message}{hint})"
             ) from None
 
+    @property
+    def embedded(self):
+        """Whether this is a Milvus Lite file (not a server or cluster)."""
+        return not _is_server(self.uri)
+
     def _load_collection(self):
         """Loads the collection; for a Milvus Lite file, once more after
         removing its index files if they cannot be read.
