@@ -468,7 +468,18 @@ class AdamWeightDecay(_BertOptimizer):
             # with the same float32 arithmetic; the op-by-op update makes ~10
             # passes over memory (at BERT-base on 2 CPU cores: 0.36 s of
             # optimizer time per step down to 0.10 s).
-            _fused_adam_weight_decay_update(*values, *arguments)
+            # One compiled function per optimizer: a module-level one kept
+            # the variables of the first model trained in the process in its
+            # trace, so training a second model in that process failed
+            # ("Called a function referencing variables which have been
+            # deleted").
+            fused = self.__dict__.get("_fused_update")
+            if fused is None:
+                fused = tf.function(
+                    _adam_weight_decay_update, jit_compile=True, reduce_retracing=True
+                )
+                self.__dict__["_fused_update"] = fused  # not a tracked attribute
+            fused(*values, *arguments)
 
     def get_config(self):
         config = super().get_config()
@@ -717,11 +728,6 @@ def _adam_weight_decay_update(
     variable.assign_sub(learning_rate * update)
     m.assign(next_m)
     v.assign(next_v)
-
-
-_fused_adam_weight_decay_update = tf.function(
-    _adam_weight_decay_update, jit_compile=True, reduce_retracing=True
-)
 
 
 def set_gradient_aggregation(optimizer, enabled):

@@ -986,3 +986,37 @@ def test_mirrored_strategy_step_equals_single_device():
             assert r["param_diff"] < 2e-6, (key, r)
             assert r["slot_diff"] < 2e-6, (key, r)
             assert r["copies_diff"] == 0.0, (key, r)
+
+
+def test_a_second_model_trains_in_the_same_process():
+    """The fused AdamW update was one module-level compiled function: its
+    trace kept the first model's variables, and training a second model in
+    the same process failed ("Called a function referencing variables which
+    have been deleted"). Now each optimizer compiles its own."""
+    import gc
+
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.optimization import AdamWeightDecay
+
+    def train_once():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+        optimizer = AdamWeightDecay(learning_rate=1e-3, weight_decay_rate=0.01)
+
+        @tf.function
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(x) ** 2)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(
+                zip(grads, model.trainable_variables, strict=True)
+            )
+            return loss
+
+        losses = [float(step(tf.ones((2, 4)))) for _ in range(3)]
+        assert losses[-1] < losses[0]
+
+    train_once()
+    gc.collect()
+    train_once()
