@@ -559,7 +559,7 @@ def input_byte_map(texts):
         tf.reduce_max(starts.with_flat_values(starts.flat_values + size), axis=1), 0
     )
     per_byte = tf.RaggedTensor.from_row_lengths(per_byte, row_bytes)
-    return tf.concat([per_byte, ends[:, None]], axis=1)
+    return concat_rows([per_byte, tf.RaggedTensor.from_tensor(ends[:, None])])
 
 
 def input_offsets(byte_map, offsets, end):

@@ -32,6 +32,7 @@ returns `logits`, `tag_ids` and `tags` (word starts found from the ids: not a
 import tensorflow as tf
 
 from bert_tf import tokenization
+from bert_tf.preprocessing import concat_rows
 from bert_tf.preprocessing import input_byte_map
 from bert_tf.preprocessing import input_offsets
 from bert_tf.preprocessing import repair_utf8
@@ -148,7 +149,8 @@ class TaggerSignatures(SignatureModule):
             # [CLS] first, then the kept pieces; -1 for [SEP] and padding.
             lead = tf.fill([tf.shape(length)[0], 1], tf.constant(-1, tf.int64))
             kept = take_prefix(values, length)
-            return tf.concat([lead, kept], axis=1).to_tensor(-1, shape=shape)
+            rows = concat_rows([tf.RaggedTensor.from_tensor(lead), kept])
+            return rows.to_tensor(-1, shape=shape)
 
         token_start, token_end = at_positions(starts), at_positions(ends)
         in_text = token_start >= 0
