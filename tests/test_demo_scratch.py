@@ -98,6 +98,9 @@ def test_a_signalled_process_leaves_the_temp_dir_empty(
         timeout=60,
         cwd=REPO,
         env={**os.environ, "TMPDIR": str(tmp_path)},
+        # As from a terminal: a pytest-xdist worker ignores SIGINT, and a
+        # child inherits that, so Python would never raise KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert result.returncode == returncode, result.stderr
     assert result.stdout.strip().startswith(str(tmp_path))
