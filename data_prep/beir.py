@@ -144,6 +144,19 @@ def qrels_path(data_dir, split):
     return os.path.join(data_dir, QRELS_DIR, f"{split}.tsv")
 
 
+def read_task_files(data_dir, train_split=None, eval_split=None):
+    """(corpus, queries, qrels) of a run: ``qrels`` holds ``"train"`` and/or
+    ``"eval"`` for the splits given, each checked against the corpus and
+    queries."""
+    corpus = read_corpus(data_dir)
+    queries = read_queries(data_dir)
+    qrels = {}
+    for name, split in (("train", train_split), ("eval", eval_split)):
+        if split is not None:
+            qrels[name] = read_qrels(data_dir, split, queries, corpus)
+    return corpus, queries, qrels
+
+
 def training_fingerprints(data_dir, split):
     """The fingerprints of the files a run trains on (corpus, queries and
     ``qrels/<split>.tsv``): part of the run's identity, so that resuming on

@@ -412,17 +412,11 @@ class RetrievalTask(Task):
     def prepare(self, config):
         """Reads the BEIR files (a bad line stops the run before TF work)."""
         options = self.options
-        self.corpus = beir.read_corpus(options.data_dir)
-        self.queries = beir.read_queries(options.data_dir)
-        self.qrels = {}
-        if self.run.do_train:
-            self.qrels["train"] = beir.read_qrels(
-                options.data_dir, options.train_split, self.queries, self.corpus
-            )
-        if self.run.do_eval:
-            self.qrels["eval"] = beir.read_qrels(
-                options.data_dir, options.eval_split, self.queries, self.corpus
-            )
+        self.corpus, self.queries, self.qrels = beir.read_task_files(
+            options.data_dir,
+            options.train_split if self.run.do_train else None,
+            options.eval_split if self.run.do_eval else None,
+        )
 
     def build_model(self, config):
         self.towers = load_dual_encoder(self.run, self.options)
