@@ -9,12 +9,25 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Its sitecustomize starts child processes as on a machine without the test
+# extras (see there).
+PLAIN_INSTALL_SITE = os.path.join(REPO, "tests", "plain_install_site")
+
+
+def child_pythonpath(*first):
+    """PYTHONPATH for a child process: `first`, the plain-install site, then
+    the test's own PYTHONPATH."""
+    paths = (*first, PLAIN_INSTALL_SITE, os.environ.get("PYTHONPATH"))
+    return os.pathsep.join(p for p in paths if p)
 
 
 def script_env():
     """The test's environment with the checkout importable (installed or not)."""
-    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    return {
+        **os.environ,
+        "PYTHONPATH": child_pythonpath(REPO),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
 
 
 def run_script(script, *flags, check=True, timeout=900):

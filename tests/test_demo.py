@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from cli_script import child_pythonpath
 
 from bert_tf import demo
 
@@ -25,7 +26,12 @@ def test_demo_fine_tunes_and_classifies_raw_pairs(minilm_dir, tmp_path):
         text=True,
         timeout=900,
         cwd=REPO,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TMPDIR": str(temp_root)},
+        env={
+            **os.environ,
+            "PYTHONPATH": child_pythonpath(),
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "TMPDIR": str(temp_root),
+        },
     )
     assert result.returncode == 0, result.stderr[-3000:]
     # Its temporary output_dir (about 350 MB) is gone.

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from cli_script import child_pythonpath
 
 import bert_tf
 
@@ -56,7 +57,7 @@ def test_writes_the_original_jsonl_with_the_encoder_values(tmp_path):
         ],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": REPO},
+        env={**os.environ, "PYTHONPATH": child_pythonpath(REPO)},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [
@@ -111,7 +112,7 @@ def test_a_hugging_face_directory_needs_no_config_flag(minilm_dir, tmp_path):
         ],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": REPO},
+        env={**os.environ, "PYTHONPATH": child_pythonpath(REPO)},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     (line,) = (tmp_path / "out.jsonl").read_text().splitlines()

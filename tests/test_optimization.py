@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from cli_script import child_pythonpath
 
 import bert_tf
 from bert_tf import optimization
@@ -959,10 +960,7 @@ def test_mirrored_strategy_step_equals_single_device():
     gradient summed twice or not at all would show in m even where Adam's
     scale invariance hides it in the parameters.
     """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [REPO_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    )
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(REPO_ROOT)}
     result = subprocess.run(
         [sys.executable, "-c", _MIRRORED_SCRIPT],
         cwd=REPO_ROOT,

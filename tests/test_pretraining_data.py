@@ -29,6 +29,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from cli_script import child_pythonpath
 
 from bert_tf import tokenization
 from bert_tf.data_prep import pretraining
@@ -425,7 +426,7 @@ def test_cli_end_to_end(sample_text, vocab_file, tmp_path):
         "--random_seed=12345",
         "--dupe_factor=2",
     ]
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(REPO_ROOT))
     result = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=300
     )
@@ -529,7 +530,7 @@ def test_default_mode_does_not_import_tensorflow(sample_text, vocab_file, tmp_pa
         "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
         "assert 'keras' not in sys.modules, 'keras imported'\n"
     )
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(REPO_ROOT))
     result = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True
     )
@@ -660,7 +661,7 @@ def test_cli_sharded_matches_library(small_corpus, vocab_file, tmp_path):
         "--num_workers=2",
         "--shard_size_mb=0.03",
     ]
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(REPO_ROOT))
     result = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=300
     )
@@ -717,7 +718,7 @@ def test_tasks_concatenated_equal_the_one_machine_output(
         "--dupe_factor=1",
         "--shard_size_mb=0.02",
     ]
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(REPO_ROOT))
     script = os.path.join(REPO_ROOT, "create_pretraining_data.py")
     one = tmp_path / "one" / "records.tfrecord"
     tasks = tmp_path / "tasks" / "records.tfrecord"

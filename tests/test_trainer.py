@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from cli_script import child_pythonpath
 
 # Every run is a training process of its own: the full suite's tier.
 pytestmark = pytest.mark.slow
@@ -21,8 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def worker_env(**extra):
     """The test's environment, with the checkout importable (installed or not)."""
-    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONPATH": path, **extra}
+    return {**os.environ, "PYTHONPATH": child_pythonpath(REPO), **extra}
 
 
 def run_worker(*args, env=None):
