@@ -986,6 +986,7 @@ def test_mirrored_strategy_step_equals_single_device():
             assert r["copies_diff"] == 0.0, (key, r)
 
 
+@pytest.mark.slow
 def test_a_second_model_trains_in_the_same_process():
     """The fused AdamW update was one module-level compiled function: its
     trace kept the first model's variables, and training a second model in
