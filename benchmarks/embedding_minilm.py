@@ -59,16 +59,14 @@ def throughput(args, data_dir, minilm_dir):
     torch.set_num_threads(os.cpu_count() or 1)
     first, second, gold = stsb(data_dir, "dev")
     sentences = first + second
+    ours_kwargs, theirs_kwargs = {}, {}
     if args.dtype == "bfloat16":
         # Both in bfloat16 (weights and compute): on CPUs with AMX or
         # AVX512_BF16 both frameworks' matrix products run in it.
-        ours = bert_tf.BertSentenceEncoder.from_checkpoint(minilm_dir, dtype="bfloat16")
-        theirs = SentenceTransformer(
-            minilm_dir, device="cpu", model_kwargs={"torch_dtype": torch.bfloat16}
-        )
-    else:
-        ours = bert_tf.BertSentenceEncoder.from_checkpoint(minilm_dir)
-        theirs = SentenceTransformer(minilm_dir, device="cpu")
+        ours_kwargs = {"dtype": "bfloat16"}
+        theirs_kwargs = {"model_kwargs": {"torch_dtype": torch.bfloat16}}
+    ours = bert_tf.BertSentenceEncoder.from_checkpoint(minilm_dir, **ours_kwargs)
+    theirs = SentenceTransformer(minilm_dir, device="cpu", **theirs_kwargs)
     print(f"throughput, {args.dtype}, batch {args.batch_size}:")
     runs = {
         "bert_tf": lambda: ours.encode(sentences, batch_size=args.batch_size),
@@ -76,6 +74,7 @@ def throughput(args, data_dir, minilm_dir):
             sentences, batch_size=args.batch_size
         ),
     }
+    # Warm-up pass (float32 out: bfloat16 embeddings come back as such).
     outputs = {name: np.asarray(run(), np.float32) for name, run in runs.items()}
     rates = {name: [] for name in runs}
     for _ in range(args.rounds):

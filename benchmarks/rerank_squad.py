@@ -185,7 +185,8 @@ def throughput(args, work_dir, minilm):
     print(f"  max |score difference| {delta:.2e}")
 
 
-def _export(*flags):
+def _export(export_dir, *flags):
+    """export_saved_model.py --model_type=retrieval; returns the version dir."""
     import subprocess
 
     subprocess.run(
@@ -194,12 +195,13 @@ def _export(*flags):
             os.path.join(REPO, "export_saved_model.py"),
             "--model_type=retrieval",
             *flags,
+            f"--export_dir={export_dir}",
             "--verbosity=-1",
         ],
         check=True,
         env={**os.environ, "PYTHONPATH": REPO},
     )
-    return os.path.join(flags[-1].split("=", 1)[1], "1")
+    return os.path.join(export_dir, "1")
 
 
 def latency(args, work_dir, minilm):
@@ -219,14 +221,12 @@ def latency(args, work_dir, minilm):
     )
     common = [f"--init_checkpoint={minilm}", f"--data_dir={data_dir}"]
     served = {
-        "retrieval only": _export(
-            *common, f"--export_dir={os.path.join(work_dir, 'serving_retrieval')}"
-        ),
+        "retrieval only": _export(os.path.join(work_dir, "serving_retrieval"), *common),
         f"two-stage (re-ranks the top {args.rerank_top_k})": _export(
+            os.path.join(work_dir, "serving_two_stage"),
             *common,
             f"--rerank_checkpoint={cross_encoder}",
             f"--rerank_top_k={args.rerank_top_k}",
-            f"--export_dir={os.path.join(work_dir, 'serving_two_stage')}",
         ),
     }
     queries = beir.read_queries(data_dir)
