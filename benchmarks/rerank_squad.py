@@ -208,6 +208,7 @@ def latency(args, work_dir, minilm):
     import numpy as np
     import squad_to_beir
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the SavedModels' tokenizer ops)
 
     from bert_tf.data_prep import beir
 
