@@ -64,6 +64,22 @@ def _percentiles(seconds):
     return f"p50 {np.percentile(ms, 50):.1f} ms, p99 {np.percentile(ms, 99):.1f} ms"
 
 
+def _passages(corpus, model_dir):
+    """The passages run_retrieval cuts `corpus` into with its default flags."""
+    from bert_tf.checkpoints.sentence_transformers_checkpoint import (
+        read_sentence_transformers,
+    )
+    from bert_tf.data_prep import beir
+    from bert_tf.tokenization import FullTokenizer
+
+    model = read_sentence_transformers(model_dir)
+    tokenizer = FullTokenizer(model.checkpoint.vocab_file, model.do_lower_case)
+    length = model.max_seq_length - 2
+    return beir.split_passages(
+        corpus, lambda w: len(tokenizer.tokenize(w)) or 1, length, length // 2
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip_training", action="store_true")
@@ -89,7 +105,10 @@ def main():
     common = [f"--data_dir={data}", f"--init_checkpoint={minilm}"]
     index_s = _run_cli(*common, f"--output_dir={zero}", "--do_index")
     corpus = beir.read_corpus(data)
-    passages = beir.split_passages(corpus, lambda w: 1, 10**6, 10**6)
+    # The passages run_retrieval indexed: paragraphs longer than the model
+    # reads (max_seq_length - 2 word pieces) are cut into half-overlapping
+    # windows, and the reference embeds the same ones.
+    passages = _passages(corpus, minilm)
     print(
         f"index, run_retrieval.py --do_index (whole command): {len(passages)} "
         f"passages in {index_s:.1f} s = {len(passages) / index_s:.1f} passages/s"
@@ -118,8 +137,13 @@ def main():
     qrels = beir.read_qrels(data, "all")
     q_vectors = model.encode([queries[q].text for q in qrels], batch_size=64)
     scores = q_vectors @ vectors.T
+    doc_of = {p.id: p.doc_id for p in passages}
     reference = {
-        q: {passages[i].doc_id: float(s[i]) for i in np.argsort(-s)[:100]}
+        q: dict(
+            beir.fold_to_documents(
+                ((passages[i].id, float(s[i])) for i in np.argsort(-s)), doc_of, 100
+            )
+        )
         for q, s in zip(qrels, scores, strict=True)
     }
     _show(

@@ -30,9 +30,20 @@ _READ_BATCH = 4096
 
 __all__ = ["INDEX_TYPES", "MilvusStore"]
 
-# pymilvus logs every failed call with its traceback, and a warning per
-# iterator on Milvus Lite; the store turns failures into one-line errors.
-logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+
+
+def _quiet_client_logs():
+    """Silences pymilvus's and Milvus Lite's own logging.
+
+    pymilvus logs every failed call with its traceback and warns once per
+    iterator on Milvus Lite; Milvus Lite's in-process gRPC server logs a
+    traceback for each method it lacks (AllocTimestamp, asked for by every
+    query iterator, which then falls back to a client-side timestamp). The
+    store turns real failures into one-line errors. Called after pymilvus is
+    imported: its import configures its loggers afresh.
+    """
+    logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 
 
 def _is_server(uri):
@@ -115,6 +126,7 @@ class MilvusStore(VectorStore):
         from pymilvus import MilvusClient
         from pymilvus.exceptions import MilvusException
 
+        _quiet_client_logs()
         if not _is_server(uri):
             if not uri.endswith(".db"):
                 raise UserInputError(
@@ -124,8 +136,15 @@ class MilvusStore(VectorStore):
             directory = os.path.dirname(os.path.abspath(uri))
             if not os.path.isdir(directory):
                 raise UserInputError(f"{flag}={uri}: no directory {directory}")
+        options = {}
+        if not _is_server(uri):
+            # pymilvus pings every 10 s; Milvus Lite's in-process gRPC server
+            # keeps gRPC's default of at most one ping per 5 min, answers a
+            # long call or idle spell with GOAWAY "too_many_pings" and logs it.
+            # A connection inside the process needs no keepalive.
+            options["grpc_options"] = {"grpc.keepalive_time_ms": 2**31 - 1}
         try:
-            return MilvusClient(uri=uri, timeout=10)
+            return MilvusClient(uri=uri, timeout=10, **options)
         except MilvusException as e:
             hint = "" if _is_server(uri) else "; is another process using this file?"
             raise UserInputError(

@@ -166,6 +166,8 @@ def index_corpus(towers, passages, store, batch_size=64):
 
     Each chunk of passages is written as soon as it is embedded, so a killed
     run loses at most one chunk and the next run embeds only what is missing.
+    Passages go longest first over the whole corpus, not chunk by chunk, so
+    each encoder batch holds passages of about one length and pads little.
     """
     stored = store.stored_passages()
     wanted = {p.id: StoredPassage(p.id, p.doc_id, _text_hash(p.text)) for p in passages}
@@ -174,6 +176,7 @@ def index_corpus(towers, passages, store, batch_size=64):
         logging.info("Removing %d passages no longer in the corpus", len(removed))
         store.delete(removed)
     todo = [p for p in passages if stored.get(p.id) != wanted[p.id]]
+    todo.sort(key=lambda p: -len(p.text))
     kept = len(passages) - len(todo)
     logging.info(
         "Indexing: %d passages already in the store, %d to embed", kept, len(todo)
