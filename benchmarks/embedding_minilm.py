@@ -59,15 +59,20 @@ def throughput(args, data_dir, minilm_dir):
     torch.set_num_threads(os.cpu_count() or 1)
     first, second, gold = stsb(data_dir, "dev")
     sentences = first + second
+    # bfloat16: weights and compute (on CPUs with AMX or AVX512_BF16 both
+    # frameworks' matrix products run in it).
+    reference_dtype = args.reference_dtype or args.dtype
     ours_kwargs, theirs_kwargs = {}, {}
     if args.dtype == "bfloat16":
-        # Both in bfloat16 (weights and compute): on CPUs with AMX or
-        # AVX512_BF16 both frameworks' matrix products run in it.
         ours_kwargs = {"dtype": "bfloat16"}
+    if reference_dtype == "bfloat16":
         theirs_kwargs = {"model_kwargs": {"torch_dtype": torch.bfloat16}}
     ours = bert_tf.BertSentenceEncoder.from_checkpoint(minilm_dir, **ours_kwargs)
     theirs = SentenceTransformer(minilm_dir, device="cpu", **theirs_kwargs)
-    print(f"throughput, {args.dtype}, batch {args.batch_size}:")
+    print(
+        f"throughput, batch {args.batch_size}: bert_tf {args.dtype}, "
+        f"sentence-transformers {reference_dtype}:"
+    )
     runs = {
         "bert_tf": lambda: ours.encode(sentences, batch_size=args.batch_size),
         "sentence-transformers": lambda: theirs.encode(
@@ -172,7 +177,14 @@ def main():
         "--dtype",
         choices=["float32", "bfloat16"],
         default="float32",
-        help="throughput: both frameworks' precision",
+        help="throughput: bert_tf's precision (and the reference's, unless "
+        "--reference_dtype)",
+    )
+    parser.add_argument(
+        "--reference_dtype",
+        choices=["float32", "bfloat16"],
+        default=None,
+        help="throughput: sentence-transformers' precision (default: --dtype)",
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=float, default=4.0)

@@ -28,6 +28,7 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
+from bert_tf.models.task_model import freeze_unread_pooler
 from bert_tf.preprocessing import BertPreprocessor
 
 # sentence-transformers' default batch size for encode().
@@ -112,6 +113,7 @@ class BertSentenceEncoder(BertTaskModel):
             super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         # === Config ===
         self.encoder = encoder
+        freeze_unread_pooler(self)
         self.preprocessor = preprocessor
         self.pooling = modes
         self.pooling_layer = pooling_layer

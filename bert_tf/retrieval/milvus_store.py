@@ -31,7 +31,6 @@ _READ_BATCH = 4096
 __all__ = ["INDEX_TYPES", "MilvusStore"]
 
 
-
 def _quiet_client_logs():
     """Silences pymilvus's and Milvus Lite's own logging.
 
