@@ -65,33 +65,23 @@ def _percentiles(seconds):
     return f"p50 {np.percentile(ms, 50):.1f} ms, p99 {np.percentile(ms, 99):.1f} ms"
 
 
-def _passages(corpus, model_dir):
-    """The passages run_retrieval cuts `corpus` into with its default flags."""
-    from bert_tf.checkpoints.sentence_transformers_checkpoint import (
-        read_sentence_transformers,
-    )
-    from bert_tf.data_prep import beir
-    from bert_tf.tokenization import FullTokenizer
-
-    model = read_sentence_transformers(model_dir)
-    tokenizer = FullTokenizer(model.checkpoint.vocab_file, model.do_lower_case)
-    length = model.max_seq_length - 2
-    return beir.split_passages(
-        corpus, lambda w: len(tokenizer.tokenize(w)) or 1, length, length // 2
-    )
-
-
 def _quality(args, common, work, zero, data, minilm, index_s):
     """Parts 1-3: index throughput against sentence-transformers, zero-shot
     and fine-tuned recall."""
     from bert_tf.data_prep import beir
+    from bert_tf.options.retrieval_options import RetrievalOptions
+    from bert_tf.retrieval.dual_encoder import DualEncoder
     from bert_tf.retrieval_metrics import retrieval_metrics
+    from bert_tf.tasks.retrieval import passages_of
 
-    corpus = beir.read_corpus(data)
-    # The passages run_retrieval indexed: paragraphs longer than the model
-    # reads (max_seq_length - 2 word pieces) are cut into half-overlapping
-    # windows, and the reference embeds the same ones.
-    passages = _passages(corpus, minilm)
+    # The passages run_retrieval indexed (its default flags: paragraphs longer
+    # than the model reads are cut into half-overlapping windows); the
+    # reference embeds the same ones.
+    passages = passages_of(
+        beir.read_corpus(data),
+        DualEncoder.from_checkpoint(minilm),
+        RetrievalOptions(data_dir=data),
+    )
     print(
         f"index, run_retrieval.py --do_index (whole command): {len(passages)} "
         f"passages in {index_s:.1f} s = {len(passages) / index_s:.1f} passages/s"

@@ -126,6 +126,7 @@ class MilvusStore(VectorStore):
         from pymilvus.exceptions import MilvusException
 
         _quiet_client_logs()
+        options = {}
         if not _is_server(uri):
             if not uri.endswith(".db"):
                 raise UserInputError(
@@ -135,8 +136,6 @@ class MilvusStore(VectorStore):
             directory = os.path.dirname(os.path.abspath(uri))
             if not os.path.isdir(directory):
                 raise UserInputError(f"{flag}={uri}: no directory {directory}")
-        options = {}
-        if not _is_server(uri):
             # pymilvus pings every 10 s; Milvus Lite's in-process gRPC server
             # keeps gRPC's default of at most one ping per 5 min, answers a
             # long call or idle spell with GOAWAY "too_many_pings" and logs it.
