@@ -108,6 +108,16 @@ def test_unreachable_or_bad_uri_is_one_line(tmp_path):
         MilvusStore(str(tmp_path / "missing" / "i.db"), "c", DIM, "m")
 
 
+def test_without_the_retrieval_extra_is_one_line(tmp_path, monkeypatch):
+    # As after a plain `pip install .`: pymilvus cannot be imported.
+    monkeypatch.setitem(sys.modules, "pymilvus", None)
+    uri = str(tmp_path / "index.db")
+    with pytest.raises(UserInputError) as error:
+        MilvusStore(uri, "c", DIM, "m")
+    assert str(error.value).startswith(f"--milvus_uri={uri}: Milvus needs")
+    assert "pip install '.[retrieval]'" in str(error.value)
+
+
 @pytest.mark.parametrize(
     "index_type, index_params, search_params",
     [

@@ -122,8 +122,14 @@ class MilvusStore(VectorStore):
 
     @staticmethod
     def _connect(uri, flag):
-        from pymilvus import MilvusClient
-        from pymilvus.exceptions import MilvusException
+        try:
+            from pymilvus import MilvusClient
+            from pymilvus.exceptions import MilvusException
+        except ImportError as error:
+            raise UserInputError(
+                f"{flag}={uri}: Milvus needs the retrieval extra ({error}): "
+                "pip install '.[retrieval]' (pymilvus and milvus-lite)"
+            ) from None
 
         _quiet_client_logs()
         options = {}
