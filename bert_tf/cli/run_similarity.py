@@ -67,6 +67,12 @@ def define_flags():
         None,
         "L2-normalise the embeddings (default: as the checkpoint says).",
     )
+    flags.DEFINE_bool(
+        "group_by_length",
+        None,
+        "Batch training rows of similar length together: less padding, the same "
+        "rows each epoch (default: on for cosine/cosent, off for mnr losses).",
+    )
     flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
     flags.DEFINE_integer("eval_batch_size", 32, "Texts per batch when evaluating.")
     common_flags.define_common_flags(
@@ -90,6 +96,7 @@ def options(flags_obj):
         similarity_scale=f.similarity_scale,
         pooling=f.pooling,
         normalize=f.normalize,
+        group_by_length=f.group_by_length,
     )
     run = common_flags.run_options(f, batching=False)
     similarity.check(run)

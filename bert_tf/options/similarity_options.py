@@ -29,6 +29,10 @@ class SimilarityOptions:
       pooling: pooling of a plain BERT checkpoint (a sentence-transformers
         directory says its own).
       normalize: L2-normalise the embeddings (None: as the checkpoint says).
+      group_by_length: batch rows of similar length together
+        (`bert_tf.data_prep.length_grouped_batches`); None: on for the scored
+        losses, off for the ranking ones, whose in-batch negatives would then
+        all share the anchor's length.
 
     Example:
 
@@ -50,6 +54,7 @@ class SimilarityOptions:
         "similarity_scale",
         "pooling",
         "normalize",
+        "group_by_length",
     )
 
     train_file: str | None = None
@@ -63,8 +68,11 @@ class SimilarityOptions:
     similarity_scale: float = DEFAULT_SCALE
     pooling: str | None = None
     normalize: bool | None = None
+    group_by_length: bool | None = None
 
     def __post_init__(self):
+        if self.group_by_length is None:
+            object.__setattr__(self, "group_by_length", self.loss in SCORED_LOSSES)
         if self.loss not in LOSSES:
             raise UserInputError(f"--loss={self.loss!r} is not one of {LOSSES}")
         if self.score_scale <= 0:

@@ -9,7 +9,11 @@ Two kinds of training rows (`bert_tf.data_prep.similarity_rows`):
 
 Every text of a micro-batch goes through the encoder in one pass (the
 columns one after the other, padded to the batch's longest), and the loss
-splits the embeddings back into columns. --do_eval writes the Pearson and
+splits the embeddings back into columns. With --group_by_length (the default
+for scored pairs) a batch holds rows of similar length
+(`bert_tf.data_prep.length_grouped_batches`): the same rows every epoch, less
+than half the padded word pieces on STS-B. sentence-transformers batches rows
+at random. --do_eval writes the Pearson and
 Spearman correlation of cosine and gold score on the dev pairs to
 eval_results.txt. The trained model is saved as our checkpoint
 (`model.ckpt-<step>`) and as a sentence-transformers directory
@@ -27,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.data_prep.length_grouped_batches import length_grouped_batches
 from bert_tf.data_prep.similarity_rows import read_similarity_rows
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertSentenceEncoder
@@ -126,6 +131,7 @@ class SimilarityTask(Task):
                 f"{training.train_batch_size} * --num_train_epochs="
                 f"{training.num_train_epochs} is less than one step"
             )
+        self.train_steps = steps
         return TrainingData(
             self.dataset_fn,
             steps,
@@ -133,8 +139,9 @@ class SimilarityTask(Task):
         )
 
     def dataset_fn(self, input_context, skip_batches):
-        """Repeating, shuffled micro-batches: the texts of every column one
-        after the other, tokenized and padded to the batch's longest."""
+        """Repeating, shuffled micro-batches (grouped by length if asked): the
+        texts of every column one after the other, tokenized and padded to the
+        batch's longest."""
         rows = self.train_rows
         columns = tuple(tf.constant(texts) for texts in rows.texts)
         scores = (
@@ -143,19 +150,48 @@ class SimilarityTask(Task):
             else np.zeros(len(rows), np.float32)
         )
         preprocessor = self.model.preprocessor
-        dataset = tf.data.Dataset.from_tensor_slices((columns, scores))
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(
-                input_context.num_input_pipelines, input_context.input_pipeline_id
+        micro_batch_size = self.run.training.micro_batch_size
+        if self.options.group_by_length:
+            # The plan covers every pipeline's micro-batches of the whole run;
+            # pipeline i takes every n-th batch of it.
+            replicas = input_context.num_replicas_in_sync if input_context else 1
+            plan = length_grouped_batches(
+                self._row_lengths(),
+                micro_batch_size,
+                self.train_steps
+                * self.run.training.gradient_accumulation_steps
+                * replicas,
+                self.run.seed,
             )
-        dataset = (
-            dataset.shuffle(
-                len(rows), seed=self.run.seed, reshuffle_each_iteration=True
+            if input_context is not None and input_context.num_input_pipelines > 1:
+                plan = plan[
+                    input_context.input_pipeline_id :: input_context.num_input_pipelines
+                ]
+            dataset = (
+                tf.data.Dataset.from_tensor_slices(plan)
+                .repeat()
+                .skip(skip_batches)
+                .map(
+                    lambda indexes: (
+                        tuple(tf.gather(column, indexes) for column in columns),
+                        tf.gather(scores, indexes),
+                    )
+                )
             )
-            .repeat()
-            .batch(self.run.training.micro_batch_size, drop_remainder=True)
-            .skip(skip_batches)
-        )
+        else:
+            dataset = tf.data.Dataset.from_tensor_slices((columns, scores))
+            if input_context is not None and input_context.num_input_pipelines > 1:
+                dataset = dataset.shard(
+                    input_context.num_input_pipelines, input_context.input_pipeline_id
+                )
+            dataset = (
+                dataset.shuffle(
+                    len(rows), seed=self.run.seed, reshuffle_each_iteration=True
+                )
+                .repeat()
+                .batch(micro_batch_size, drop_remainder=True)
+                .skip(skip_batches)
+            )
 
         def tokenize(texts, batch_scores):
             features = preprocessor(tf.concat(list(texts), axis=0))
@@ -165,6 +201,22 @@ class SimilarityTask(Task):
         return dataset.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
             tf.data.AUTOTUNE
         )
+
+    def _row_lengths(self):
+        """Each training row's longest text, in word pieces (as cut)."""
+        preprocessor = self.model.preprocessor
+        lengths = np.zeros(len(self.train_rows), np.int32)
+        chunk = 1024
+        for texts in self.train_rows.texts:
+            for start in range(0, len(texts), chunk):
+                mask = preprocessor(tf.constant(texts[start : start + chunk]))[
+                    "input_mask"
+                ]
+                lengths[start : start + chunk] = np.maximum(
+                    lengths[start : start + chunk],
+                    tf.reduce_sum(tf.cast(mask, tf.int32), axis=1).numpy(),
+                )
+        return lengths
 
     def loss(self, batch, outputs):
         """The chosen loss on the embeddings split back into columns."""
