@@ -54,8 +54,8 @@ def length_grouped_batches(
         raise ValueError("lengths must be a non-empty 1-D array")
     rng = np.random.default_rng(seed)
     window = batch_size * window_batches
-    batches, carried = [], np.zeros([0], np.int64)
-    while sum(len(b) for b in batches) < num_batches:
+    batches, planned, carried = [], 0, np.zeros([0], np.int64)
+    while planned < num_batches:
         # One epoch, after the rows the last one left short of a batch.
         epoch = np.concatenate([carried, rng.permutation(len(lengths))])
         usable = len(epoch) // batch_size * batch_size
@@ -65,4 +65,5 @@ def length_grouped_batches(
             part = part[np.argsort(lengths[part], kind="stable")]
             grouped = part.reshape(-1, batch_size)
             batches.append(grouped[rng.permutation(len(grouped))])
+            planned += len(grouped)
     return np.concatenate(batches)[:num_batches].astype(np.int64)
