@@ -343,31 +343,50 @@ class BertPreprocessor(keras.layers.Layer):
                 pair_b,
             ]
             with_sep[1] = tf.cast(has_b, tf.int64)
-        ones = tf.ones_like(row_lengths[0])
-        parts = [tf.RaggedTensor.from_row_lengths(ones * self.cls_id, ones)]
-        types = [parts[0] * 0]
-        for index, segment in enumerate(segments):
-            sep = tf.RaggedTensor.from_row_lengths(
-                tf.repeat(ones * self.sep_id, with_sep[index]), with_sep[index]
-            )
-            for piece in (take_prefix(segment, lengths[index]), sep):
-                parts.append(piece)
-                types.append(piece * 0 + index)
-        ids = concat_rows(parts)
-        type_ids = concat_rows(types)
+        # Row layout: [CLS] at 0, then per segment its kept tokens and its
+        # [SEP]. Built with dense index arithmetic on the segments' flat
+        # values: ragged concatenation and masking would add over a thousand
+        # ops (most of them ragged validity checks) to every graph that
+        # tokenizes, and tf.data instantiates that graph again for each
+        # iterator (each epoch, evaluate and predict call).
+        lengths = [tf.cast(length, tf.int64) for length in lengths]
+        with_sep = [tf.cast(sep, tf.int64) for sep in with_sep]
+        used = 1 + sum(lengths[i] + with_sep[i] for i in range(len(segments)))
         if self.padding == "max_length":
-            shape = [None, seq_length]
+            width = seq_length
         else:
             # An empty batch still has [CLS] and [SEP] columns: the model
             # reads position 0 (the pooler), and gives 0 rows.
-            width = tf.maximum(ids.bounding_shape(axis=1), 2)
-            shape = tf.stack([ids.nrows(), width])
+            width = tf.reduce_max(tf.concat([used, [2]], 0))
+        position = tf.expand_dims(tf.range(width, dtype=tf.int64), 0)
+        ids = tf.where(position == 0, tf.constant(self.cls_id, tf.int64), 0)
+        ids = tf.tile(ids, tf.stack([tf.size(used), 1]))
+        type_ids = tf.zeros_like(ids)
+        begin = tf.ones_like(used)
+        for index, segment in enumerate(segments):
+            offset = position - tf.expand_dims(begin, 1)
+            inside = (offset >= 0) & (offset < tf.expand_dims(lengths[index], 1))
+            # A trailing zero keeps the gather in range where nothing is read.
+            values = tf.concat(
+                [tf.cast(segment.values, tf.int64), tf.zeros([1], tf.int64)], 0
+            )
+            starts = tf.cast(segment.row_starts(), tf.int64)
+            flat = tf.expand_dims(starts, 1) + offset
+            read = tf.gather(
+                values, tf.where(inside, flat, tf.size(values, tf.int64) - 1)
+            )
+            ids = tf.where(inside, read, ids)
+            sep = (offset == tf.expand_dims(lengths[index], 1)) & tf.expand_dims(
+                with_sep[index] > 0, 1
+            )
+            ids = tf.where(sep, tf.constant(self.sep_id, tf.int64), ids)
+            type_ids = tf.where(inside | sep, tf.constant(index, tf.int64), type_ids)
+            begin = begin + lengths[index] + with_sep[index]
+        mask = position < tf.expand_dims(used, 1)
         return {
-            "input_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
-            "input_mask": tf.cast(
-                tf.ones_like(ids).to_tensor(0, shape=shape), tf.int32
-            ),
-            "segment_ids": tf.cast(type_ids.to_tensor(0, shape=shape), tf.int32),
+            "input_ids": tf.cast(ids, tf.int32),
+            "input_mask": tf.cast(mask, tf.int32),
+            "segment_ids": tf.cast(type_ids, tf.int32),
         }
 
     def call(self, inputs):
@@ -382,7 +401,14 @@ class BertPreprocessor(keras.layers.Layer):
         strings = [_as_batch(s) for s in strings]
         if len(strings) == 2:
             strings = same_batch_size(strings, ("first segment", "second segment"))
-        packed = self.pack([self.tokenize(s) for s in strings])
+        if len(strings) == 2:
+            # One tokenizer graph for both segments (half the ops of two).
+            rows = tf.shape(strings[0], out_type=tf.int64)[0]
+            ids = self.tokenize(tf.concat(strings, 0))
+            segments = [ids[:rows], ids[rows:]]
+        else:
+            segments = [self.tokenize(strings[0])]
+        packed = self.pack(segments)
         if scalar:
             return {key: value[0] for key, value in packed.items()}
         return packed
