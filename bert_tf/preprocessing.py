@@ -244,17 +244,8 @@ class BertPreprocessor(keras.layers.Layer):
                 starts.merge_dims(1, -1),
                 ends.merge_dims(1, -1),
             )
-        words, word_starts, word_ends = text.regex_split_with_offsets(
-            texts, WHITESPACE, ""
-        )
-        normalized = normalize_words(words, self.do_lower_case)
-        # [batch, words, pieces]
-        pieces, piece_starts, _ = text.regex_split_with_offsets(
-            normalized, _OWN_TOKEN, _OWN_TOKEN
-        )
-        too_long = (
-            tf.strings.length(pieces.flat_values, unit="UTF8_CHAR")
-            > _MAX_INPUT_CHARS_PER_WORD
+        words, word_starts, word_ends, normalized, pieces, piece_starts, too_long = (
+            self._split(texts)
         )
         unk_pieces = pieces.with_flat_values(
             tf.where(too_long, "[UNK]", pieces.flat_values)
@@ -314,9 +305,39 @@ class BertPreprocessor(keras.layers.Layer):
         ids = ids.merge_dims(1, -1)
         return ids, ids.with_flat_values(flat_start), ids.with_flat_values(flat_end)
 
+    def _split(self, texts):
+        """The original's BasicTokenizer on repaired `texts`: words (at
+        whitespace) with their byte spans, the normalized words, their pieces
+        (punctuation and CJK characters split off) [batch, words, pieces]
+        with byte starts, and which pieces are too long to look up."""
+        words, word_starts, word_ends = text.regex_split_with_offsets(
+            texts, WHITESPACE, ""
+        )
+        normalized = normalize_words(words, self.do_lower_case)
+        pieces, piece_starts, _ = text.regex_split_with_offsets(
+            normalized, _OWN_TOKEN, _OWN_TOKEN
+        )
+        too_long = (
+            tf.strings.length(pieces.flat_values, unit="UTF8_CHAR")
+            > _MAX_INPUT_CHARS_PER_WORD
+        )
+        return words, word_starts, word_ends, normalized, pieces, piece_starts, too_long
+
     def tokenize(self, texts):
-        """Word-piece ids of `texts` [batch]: int64 ragged [batch, tokens]."""
-        return self.tokenize_with_offsets(texts)[0]
+        """Word-piece ids of `texts` [batch]: int64 ragged [batch, tokens].
+
+        The ids of `tokenize_with_offsets` without the offsets' ops: half
+        the graph, which the model's inputs and tf.data maps carry.
+        """
+        if self.tokenizer == "fast_bert":
+            return self.tokenize_with_offsets(texts)[0]
+        self._require_vocabulary()
+        *_, pieces, _, too_long = self._split(repair_utf8(texts))
+        unk_pieces = pieces.with_flat_values(
+            tf.where(too_long, "[UNK]", pieces.flat_values)
+        )
+        ids, _, _ = self._wordpiece.tokenize_with_offsets(unk_pieces)
+        return ids.merge_dims(1, -1)
 
     # --- packing ----------------------------------------------------------
 
