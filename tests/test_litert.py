@@ -302,6 +302,8 @@ def test_span_and_encoder_outputs(exported, tiny_models, shared_data):
     np.testing.assert_allclose(
         embedding(text=TEXTS_A[:2])["embeddings"], want, atol=5e-5
     )
+    with pytest.raises(ValueError, match="encoder export, not an embedding one"):
+        encoder.encode(TEXTS_A[:2])
 
 
 # --- CRF tagger ---------------------------------------------------------------
@@ -510,6 +512,19 @@ def test_embedding_export_takes_the_encoders_own_length_and_casing(
     np.testing.assert_allclose(
         model(text=texts)["embeddings"], encoder.encode(texts), atol=5e-5
     )
+    # encode: length-sorted batches back in the callers' order, as the Keras
+    # model's encode (real STS-B sentences, three batches of unequal widths).
+    with open(os.path.join(shared_data, "glue/STS-B/dev.tsv"), encoding="utf-8") as f:
+        sentences = [line.split("\t")[7] for line in f.readlines()[1:40]]
+    done = []
+    vectors = model.encode(
+        sentences, batch_size=16, progress=lambda d, t: done.append(d)
+    )
+    assert done == [16, 32, 39]
+    assert model.metadata["embedding_dim"] == 32
+    np.testing.assert_allclose(vectors, encoder.encode(sentences), atol=5e-5)
+    np.testing.assert_allclose(model.encode(sentences[5]), vectors[5], atol=1e-6)
+    assert model.encode([]).shape == (0, 32)
 
 
 @pytest.mark.slow

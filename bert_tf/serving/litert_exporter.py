@@ -353,6 +353,9 @@ class _EmbeddingModule(_Module):
     def text_specs(self):
         return [tf.TensorSpec([None], tf.string, "text")]
 
+    def metadata(self):
+        return {"embedding_dim": int(self.model.embedding_dim)}
+
     def serve_text(self, text):
         return self._outputs(self.preprocessor.pack_texts([text]))
 
