@@ -118,6 +118,19 @@ class LiteRTModel:
             )
         return self._runner("serving_default")(**arrays)
 
+    @property
+    def embedding_dim(self):
+        """An embedding export's vector width."""
+        if self.metadata.get("model") != "embedding":
+            raise ValueError(
+                f"{self.path} is a {self.metadata.get('model')} export, "
+                "not an embedding one"
+            )
+        width = self.metadata.get("embedding_dim")
+        if width is None:  # a file exported before the width was stored
+            width = self(text=[""])["embeddings"].shape[-1]
+        return int(width)
+
     def encode(self, sentences, batch_size=32, progress=None):
         """An embedding export's vectors of `sentences`: float32 numpy
         [len(sentences), dim] in their order, as `BertSentenceEncoder.encode`.
@@ -150,10 +163,7 @@ class LiteRTModel:
             if progress is not None:
                 progress(min(start + batch_size, len(texts)), len(texts))
         if output is None:  # no sentences
-            width = self.metadata.get("embedding_dim")
-            if width is None:  # a file exported before the width was stored
-                width = self(text=[""])["embeddings"].shape[-1]
-            output = np.zeros((0, width), np.float32)
+            output = np.zeros((0, self.embedding_dim), np.float32)
         return output[0] if single else output
 
     def entities(self, texts):

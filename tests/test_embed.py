@@ -81,3 +81,46 @@ def test_embed_cli_writes_what_the_model_encodes(minilm_dir, tmp_path):
     )
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].endswith("in.txt:2: empty line")
+
+
+@pytest.mark.slow
+def test_embed_cli_runs_an_embedding_litert_file(shared_data, tmp_path):
+    """--init_checkpoint=<.tflite>: LiteRT embeds the file (the encoder's
+    vectors); flags the file fixes are refused, naming the flag."""
+    pytest.importorskip("ai_edge_litert", reason="ai-edge-litert (litert extra)")
+    import keras
+    from tiny_models import tiny_bert_config
+
+    import bert_tf
+    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.serving import export_litert
+
+    keras.utils.set_random_seed(5)
+    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    encoder = bert_tf.BertSentenceEncoder(
+        tiny_bert_config(30522, dropout=0.0),
+        preprocessor=BertPreprocessor(vocab, True, 32, padding="longest"),
+        pooling="mean",
+        normalize=True,
+    )
+    model_file = str(tmp_path / "embedding.tflite")
+    export_litert(encoder, model_file, vocab, True, 32, quantization="none")
+    with open(os.path.join(shared_data, "glue/STS-B/dev.tsv"), encoding="utf-8") as f:
+        sentences = [line.split("\t")[7] for line in f.readlines()[1:41]]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    output = tmp_path / "vectors.npy"
+    flags = [f"--input_file={source}", f"--output_file={output}", "--batch_size=16"]
+    run_script(SCRIPT, f"--init_checkpoint={model_file}", *flags)
+    np.testing.assert_allclose(np.load(output), encoder.encode(sentences), atol=5e-5)
+    assert (tmp_path / "vectors.ids.txt").read_text().split() == [
+        str(i) for i in range(1, 41)
+    ]
+    bad = run_script(
+        SCRIPT, f"--init_checkpoint={model_file}", "--pooling=cls", *flags, check=False
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1] == (
+        f"embed: error: --pooling: {model_file} is a LiteRT export, whose "
+        "tokenization and pooling are fixed in the file; leave the flag out"
+    )
