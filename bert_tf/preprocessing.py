@@ -364,13 +364,17 @@ class BertPreprocessor(keras.layers.Layer):
                 pair_b,
             ]
             with_sep[1] = tf.cast(has_b, tf.int64)
+        # Never more than a row holds (as a prefix of the row would be).
+        lengths = [
+            tf.minimum(tf.cast(length, tf.int64), tf.cast(row_length, tf.int64))
+            for length, row_length in zip(lengths, row_lengths, strict=True)
+        ]
         # Row layout: [CLS] at 0, then per segment its kept tokens and its
         # [SEP]. Built with dense index arithmetic on the segments' flat
         # values: ragged concatenation and masking would add over a thousand
         # ops (most of them ragged validity checks) to every graph that
         # tokenizes, and tf.data instantiates that graph again for each
         # iterator (each epoch, evaluate and predict call).
-        lengths = [tf.cast(length, tf.int64) for length in lengths]
         with_sep = [tf.cast(sep, tf.int64) for sep in with_sep]
         used = 1 + sum(lengths[i] + with_sep[i] for i in range(len(segments)))
         if self.padding == "max_length":

@@ -217,3 +217,33 @@ def test_pair_batch_size_mismatch_names_both_sizes(shared_data):
     )
     with pytest.raises(tf.errors.InvalidArgumentError, match="has 2 rows"):
         graph((tf.constant(["a", "b"]), tf.constant(["c"])))
+
+
+def test_pack_with_given_lengths_and_empty_batches(shared_data):
+    """`lengths` keeps a prefix of each row (never more than it holds) and
+    ends every segment with [SEP]; an empty batch packs to [0, 2] (longest)."""
+    vocab = _vocab(shared_data, "bert-base-uncased")
+    preprocessor = BertPreprocessor(vocab, True, 12, padding="longest")
+    cls, sep = preprocessor.cls_id, preprocessor.sep_id
+    a = tf.ragged.constant([[11, 12, 13], [21]], tf.int64)
+    b = tf.ragged.constant([[31, 32], [41, 42, 43, 44]], tf.int64)
+    packed = preprocessor.pack(
+        [a, b], lengths=[tf.constant([2, 5], tf.int64), tf.constant([9, 3], tf.int64)]
+    )
+    # Row 2 keeps its one token of a and 3 of b: 7 columns, as row 1.
+    assert packed["input_ids"].numpy().tolist() == [
+        [cls, 11, 12, sep, 31, 32, sep],
+        [cls, 21, sep, 41, 42, 43, sep],
+    ]
+    assert packed["segment_ids"].numpy().tolist() == [
+        [0, 0, 0, 0, 1, 1, 1],
+        [0, 0, 0, 1, 1, 1, 1],
+    ]
+    assert packed["input_mask"].numpy().tolist() == [[1] * 7, [1] * 7]
+    fixed = BertPreprocessor(vocab, True, 12).pack([a], lengths=[tf.constant([1, 1])])
+    assert fixed["input_ids"].numpy().tolist() == [
+        [cls, 11, sep] + [0] * 9,
+        [cls, 21, sep] + [0] * 9,
+    ]
+    empty = preprocessor((tf.constant([], tf.string), tf.constant([], tf.string)))
+    assert empty["input_ids"].shape == (0, 2)
