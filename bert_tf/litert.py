@@ -118,14 +118,20 @@ class LiteRTModel:
             )
         return self._runner("serving_default")(**arrays)
 
+    def require_model(self, kind):
+        """Raises ValueError unless the file is a `kind` export ("embedding",
+        "tagger", ...: the metadata's `model`)."""
+        found = self.metadata.get("model")
+        if found != kind:
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ValueError(
+                f"{self.path} is a {found} export, not {article} {kind} one"
+            )
+
     @property
     def embedding_dim(self):
         """An embedding export's vector width."""
-        if self.metadata.get("model") != "embedding":
-            raise ValueError(
-                f"{self.path} is a {self.metadata.get('model')} export, "
-                "not an embedding one"
-            )
+        self.require_model("embedding")
         width = self.metadata.get("embedding_dim")
         if width is None:  # a file exported before the width was stored
             width = self(text=[""])["embeddings"].shape[-1]
@@ -145,25 +151,15 @@ class LiteRTModel:
             batch_size: int. Sentences per call of the file.
             progress: optional callable(done, total) called after each batch.
         """
-        if self.metadata.get("model") != "embedding":
-            raise ValueError(
-                f"{self.path} is a {self.metadata.get('model')} export, "
-                "not an embedding one"
-            )
         single = isinstance(sentences, str)
         texts = [sentences] if single else [str(s) for s in sentences]
+        output = np.zeros((len(texts), self.embedding_dim), np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        output = None
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
-            vectors = self(text=[texts[i] for i in rows])["embeddings"]
-            if output is None:
-                output = np.zeros((len(texts), vectors.shape[-1]), np.float32)
-            output[rows] = vectors
+            output[rows] = self(text=[texts[i] for i in rows])["embeddings"]
             if progress is not None:
                 progress(min(start + batch_size, len(texts)), len(texts))
-        if output is None:  # no sentences
-            output = np.zeros((0, self.embedding_dim), np.float32)
         return output[0] if single else output
 
     def entities(self, texts):
@@ -176,8 +172,7 @@ class LiteRTModel:
         type starts an entity. LiteRT has no string ops for this, so it runs
         here, on `serving_default`'s tags and offsets.
         """
-        if self.metadata.get("model") != "tagger":
-            raise ValueError(f"{self.path} is not a tagger export")
+        self.require_model("tagger")
         texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
         out = self(text=texts)
         logits = np.asarray(out["logits"], np.float64)

@@ -247,11 +247,8 @@ class BertPreprocessor(keras.layers.Layer):
         words, word_starts, word_ends, normalized, pieces, piece_starts, too_long = (
             self._split(texts)
         )
-        unk_pieces = pieces.with_flat_values(
-            tf.where(too_long, "[UNK]", pieces.flat_values)
-        )
         # [batch, words, pieces, word pieces]; offsets in bytes of the piece.
-        ids, wp_starts, wp_ends = self._wordpiece.tokenize_with_offsets(unk_pieces)
+        ids, wp_starts, wp_ends = self._word_pieces(pieces, too_long)
         # Each word piece's bytes in its normalized word (a too-long piece,
         # now one [UNK], covers its whole piece).
         token_piece = ids.values.values.value_rowids()
@@ -333,11 +330,15 @@ class BertPreprocessor(keras.layers.Layer):
             return self.tokenize_with_offsets(texts)[0]
         self._require_vocabulary()
         *_, pieces, _, too_long = self._split(repair_utf8(texts))
+        return self._word_pieces(pieces, too_long)[0].merge_dims(1, -1)
+
+    def _word_pieces(self, pieces, too_long):
+        """WordPiece ids [batch, words, pieces, word pieces] of `pieces`, with
+        each one's byte offsets in its piece; a too-long piece is one [UNK]."""
         unk_pieces = pieces.with_flat_values(
             tf.where(too_long, "[UNK]", pieces.flat_values)
         )
-        ids, _, _ = self._wordpiece.tokenize_with_offsets(unk_pieces)
-        return ids.merge_dims(1, -1)
+        return self._wordpiece.tokenize_with_offsets(unk_pieces)
 
     # --- packing ----------------------------------------------------------
 
@@ -426,7 +427,6 @@ class BertPreprocessor(keras.layers.Layer):
         strings = [_as_batch(s) for s in strings]
         if len(strings) == 2:
             strings = same_batch_size(strings, ("first segment", "second segment"))
-        if len(strings) == 2:
             # One tokenizer graph for both segments (half the ops of two).
             rows = tf.shape(strings[0], out_type=tf.int64)[0]
             ids = self.tokenize(tf.concat(strings, 0))

@@ -125,14 +125,12 @@ def _litert_model(f):
         raise UserInputError(f"--init_checkpoint: {f.init_checkpoint} does not exist")
     try:
         model = LiteRTModel(f.init_checkpoint, num_threads=os.cpu_count() or 1)
-    except ValueError as error:  # not a bert_tf export, or not a model at all
-        raise UserInputError(f"--init_checkpoint: {error}") from error
-    if model.metadata.get("model") != "embedding":
+        model.require_model("embedding")
+    except ValueError as error:  # not a bert_tf embedding export, or no model
         raise UserInputError(
-            f"--init_checkpoint: {f.init_checkpoint} is a "
-            f"{model.metadata.get('model')} export, not an embedding one "
-            "(export_litert.py --model_type=embedding)"
-        )
+            f"--init_checkpoint: {error} (export_litert.py --model_type=embedding "
+            "writes one)"
+        ) from error
     return model
 
 
