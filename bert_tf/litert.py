@@ -11,6 +11,7 @@ array([b'1'], dtype=object)
 """
 
 import json
+import struct
 
 import numpy as np
 
@@ -75,7 +76,13 @@ class LiteRTModel:
         with open(path, "rb") as f:
             content = f.read()
         self.path = path
-        self.metadata = read_metadata(content)
+        try:
+            self.metadata = read_metadata(content)
+        except (struct.error, IndexError, UnicodeDecodeError) as error:
+            # The flatbuffer reader fails this way on bytes of another kind.
+            raise ValueError(
+                f"{path} is not a LiteRT (.tflite) file ({error})"
+            ) from error
         if self.metadata is None:
             raise ValueError(
                 f"{path} has no {METADATA_NAME} metadata: not a bert_tf LiteRT export"

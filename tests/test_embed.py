@@ -116,6 +116,17 @@ def test_embed_cli_runs_an_embedding_litert_file(shared_data, tmp_path):
     assert (tmp_path / "vectors.ids.txt").read_text().split() == [
         str(i) for i in range(1, 41)
     ]
+    junk = tmp_path / "junk.tflite"
+    junk.write_bytes(bytes(range(256)) * 8)
+    bad = run_script(SCRIPT, f"--init_checkpoint={junk}", *flags, check=False)
+    assert bad.returncode == 2
+    assert (
+        bad.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"embed: error: --init_checkpoint: {junk} is not a LiteRT (.tflite) file ("
+        )
+    )
     bad = run_script(
         SCRIPT, f"--init_checkpoint={model_file}", "--pooling=cls", *flags, check=False
     )
