@@ -1,6 +1,8 @@
 """embed.py: a text file to .npy + ids (+ TFRecord), as the model embeds it."""
 
 import os
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -135,3 +137,25 @@ def test_embed_cli_runs_an_embedding_litert_file(shared_data, tmp_path):
         f"embed: error: --pooling: {model_file} is a LiteRT export, whose "
         "tokenization and pooling are fixed in the file; leave the flag out"
     )
+
+
+def test_a_tflite_without_the_litert_extra_is_one_line(monkeypatch, tmp_path):
+    from bert_tf.cli.embed import _litert_model
+    from bert_tf.errors import UserInputError
+
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(b"")
+    flags = types.SimpleNamespace(
+        init_checkpoint=str(path),
+        pooling=None,
+        normalize=None,
+        max_seq_length=None,
+        vocab_file=None,
+        do_lower_case=None,
+    )
+    with pytest.raises(UserInputError) as error:
+        _litert_model(flags)
+    message = str(error.value)
+    assert message.startswith(f"--init_checkpoint={path}: bert_tf.litert needs")
+    assert 'pip install ".[litert]"' in message and "\n" not in message

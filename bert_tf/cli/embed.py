@@ -126,6 +126,10 @@ def _litert_model(f):
     try:
         model = LiteRTModel(f.init_checkpoint, num_threads=os.cpu_count() or 1)
         model.require_model("embedding")
+    except ImportError as error:  # the litert extra is not installed
+        raise UserInputError(
+            f"--init_checkpoint={f.init_checkpoint}: {error}"
+        ) from None
     except ValueError as error:  # not a bert_tf embedding export, or no model
         raise UserInputError(
             f"--init_checkpoint: {error} (export_litert.py --model_type=embedding "
