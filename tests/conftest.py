@@ -45,6 +45,47 @@ def tiny_config():
     return tiny_bert_config(99, intermediate_size=37, max_position_embeddings=40)
 
 
+# --- One XLA compilation cache for the whole run --------------------------------
+#
+# The training step's fused element-wise kernels and the optimizer's update are
+# XLA-compiled (bert_tf.layers.fused_elementwise, bert_tf.optimization): each
+# process that trains compiles them again for its shapes, a few seconds of CPU,
+# and the suite starts many such processes (every CLI run, every killed and
+# resumed run). TensorFlow's persistent cache lets a process load
+# an executable another one compiled for the same computation instead. The
+# cache starts empty each run (a fresh directory, removed at the end), so
+# every kernel is still compiled by this run; what a test computes is the same.
+XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
+
+
+def pytest_configure(config):
+    # Once, in the controller: xdist workers and their child processes
+    # inherit the environment.
+    if hasattr(config, "workerinput") or XLA_CACHE_FLAG in os.environ.get(
+        "TF_XLA_FLAGS", ""
+    ):
+        return
+    import tempfile
+
+    config.bert_tf_xla_cache = tempfile.mkdtemp(prefix="bert_tf_tests_xla_")
+    os.environ["TF_XLA_FLAGS"] = " ".join(
+        flag
+        for flag in (
+            os.environ.get("TF_XLA_FLAGS", ""),
+            f"{XLA_CACHE_FLAG}={config.bert_tf_xla_cache}",
+        )
+        if flag
+    )
+
+
+def pytest_unconfigure(config):
+    directory = getattr(config, "bert_tf_xla_cache", None)
+    if directory:
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 # --- Scheduling over pytest-xdist workers (`-n 3 --dist loadfile`) ---------------
 #
 # A file runs whole on one worker. By default xdist hands out files with the
