@@ -476,7 +476,10 @@ class AdamWeightDecay(_BertOptimizer):
             fused = self.__dict__.get("_fused_update")
             if fused is None:
                 fused = tf.function(
-                    _adam_weight_decay_update, jit_compile=True, reduce_retracing=True
+                    _adam_weight_decay_update,
+                    jit_compile=True,
+                    reduce_retracing=True,
+                    autograph=False,
                 )
                 self.__dict__["_fused_update"] = fused  # not a tracked attribute
             fused(*values, *arguments)

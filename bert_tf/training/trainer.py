@@ -201,7 +201,9 @@ class Trainer:
             optimizer.apply(summed, variables)
             return total_loss / accumulation
 
-        replica_step = tf.function(replica_step, jit_compile=self.use_xla)
+        replica_step = tf.function(
+            replica_step, jit_compile=self.use_xla, autograph=False
+        )
 
         first_loss = self._first_loss
 
