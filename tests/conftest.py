@@ -68,13 +68,9 @@ def pytest_configure(config):
     import tempfile
 
     config.bert_tf_xla_cache = tempfile.mkdtemp(prefix="bert_tf_tests_xla_")
-    os.environ["TF_XLA_FLAGS"] = " ".join(
-        flag
-        for flag in (
-            os.environ.get("TF_XLA_FLAGS", ""),
-            f"{XLA_CACHE_FLAG}={config.bert_tf_xla_cache}",
-        )
-        if flag
+    flags = os.environ.get("TF_XLA_FLAGS", "")
+    os.environ["TF_XLA_FLAGS"] = (
+        f"{flags} {XLA_CACHE_FLAG}={config.bert_tf_xla_cache}".strip()
     )
 
 

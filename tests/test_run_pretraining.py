@@ -16,6 +16,8 @@ pytestmark = pytest.mark.slow
 # 200 steps at lr 3e-3 reach masked_lm_accuracy 0.996 on the 57 records of
 # length 64 (≈40 s on 2 CPU cores; 160 steps reach only 0.93).
 NUM_STEPS = 200
+# The records' lengths (create_pretraining_data and run_pretraining flags).
+SEQ_LENGTH, PREDICTIONS = 64, 10
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "run_pretraining.py")
@@ -71,8 +73,8 @@ def sample_records(shared_data, tmp_path_factory):
         str(records),
         os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt"),
         do_lower_case=True,
-        max_seq_length=64,
-        max_predictions_per_seq=10,
+        max_seq_length=SEQ_LENGTH,
+        max_predictions_per_seq=PREDICTIONS,
         random_seed=12345,
         dupe_factor=3,
     )
@@ -112,8 +114,8 @@ def test_pretrains_from_scratch_to_overfit_sample_text(sample_records, tmp_path)
         "--do_train=true",
         "--do_eval=true",
         "--train_batch_size=16",
-        "--max_seq_length=64",
-        "--max_predictions_per_seq=10",
+        f"--max_seq_length={SEQ_LENGTH}",
+        f"--max_predictions_per_seq={PREDICTIONS}",
         f"--num_train_steps={NUM_STEPS}",
         "--num_warmup_steps=20",
         "--learning_rate=3e-3",
@@ -159,8 +161,8 @@ def test_pretrains_from_scratch_to_overfit_sample_text(sample_records, tmp_path)
         f"--bert_config_file={config}",
         f"--output_dir={output}",
         "--do_eval=true",
-        "--max_seq_length=64",
-        "--max_predictions_per_seq=10",
+        f"--max_seq_length={SEQ_LENGTH}",
+        f"--max_predictions_per_seq={PREDICTIONS}",
     )
     again = read_results(output / "eval_results.txt")
     assert again["global_step"] == NUM_STEPS

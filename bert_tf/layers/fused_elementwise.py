@@ -28,9 +28,15 @@ TensorFlow fuses into the matmul (oneDNN / cuBLASLt epilogues) and which the
 checkpoint-parity tests pin to the original.
 """
 
+import functools
 import math
 
 import tensorflow as tf
+
+# One XLA kernel per function. No autograph: the bodies have no Python
+# control flow on tensors, and converting their source is start-up work every
+# process that trains would repeat.
+_xla_kernel = functools.partial(tf.function, jit_compile=True, autograph=False)
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -65,7 +71,7 @@ def _keep_scale(like, seed, rate):
     return tf.reshape(tf.cast(keep, tf.float32) * (1.0 / (1.0 - rate)), tf.shape(like))
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def dropout_keep_scale(like, seed, rate):
     """XLA kernel: `FastDropout`'s mask for a tensor like `like` (float32)."""
     return _keep_scale(like, seed, rate)
@@ -78,13 +84,13 @@ def _tanh_arg(x):
     return _SQRT_2_OVER_PI * (x + _GELU_CUBIC * x * x * x)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _gelu_forward(x, bias):
     x32 = tf.cast(x, tf.float32) + bias
     return tf.cast(0.5 * x32 * (1.0 + tf.tanh(_tanh_arg(x32))), x.dtype)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _gelu_backward(x, bias, dy):
     x32 = tf.cast(x, tf.float32) + bias
     t = tf.tanh(_tanh_arg(x32))
@@ -122,7 +128,7 @@ def _pre_norm(x, bias, residual, seed, rate):
     return h, keep
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _layer_norm_forward(x, bias, residual, gamma, beta, seed, rate, epsilon):
     h, _ = _pre_norm(x, bias, residual, seed, rate)
     centered = h - tf.reduce_mean(h, axis=-1, keepdims=True)
@@ -131,7 +137,7 @@ def _layer_norm_forward(x, bias, residual, gamma, beta, seed, rate, epsilon):
     return tf.cast(centered * inv_std * gamma + beta, x.dtype), inv_std
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _layer_norm_backward(x, bias, residual, gamma, inv_std, seed, rate, dy):
     h, keep = _pre_norm(x, bias, residual, seed, rate)
     normalized = (h - tf.reduce_mean(h, axis=-1, keepdims=True)) * inv_std

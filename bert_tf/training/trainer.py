@@ -201,6 +201,8 @@ class Trainer:
             optimizer.apply(summed, variables)
             return total_loss / accumulation
 
+        # No autograph: replica_step's loops and branches are over Python
+        # values, and converting the model's source is start-up time.
         replica_step = tf.function(
             replica_step, jit_compile=self.use_xla, autograph=False
         )
