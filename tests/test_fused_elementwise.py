@@ -26,25 +26,50 @@ def _value_and_grads(fn, inputs, weights, variables=()):
     return y, tape.gradient(loss, list(inputs) + list(variables))
 
 
-def test_gelu_matches_keras_tanh_gelu_and_its_gradient():
+GELUS = [
+    pytest.param(fused_elementwise.gelu_tanh, True, id="tanh"),
+    pytest.param(fused_elementwise.gelu_erf, False, id="erf"),
+]
+
+
+@pytest.mark.parametrize("fused_gelu, approximate", GELUS)
+def test_gelu_matches_keras_gelu_and_its_gradient(fused_gelu, approximate):
     x = tf.constant(np.linspace(-8, 8, 4001, dtype="float32").reshape(1, -1))
     w = tf.constant(np.random.default_rng(0).normal(size=x.shape).astype("float32"))
-    fused, (d_fused,) = _value_and_grads(fused_elementwise.gelu_tanh, [x], w)
+    fused, (d_fused,) = _value_and_grads(fused_gelu, [x], w)
     plain, (d_plain,) = _value_and_grads(
-        lambda t: keras.activations.gelu(t, approximate=True), [x], w
+        lambda t: keras.activations.gelu(t, approximate=approximate), [x], w
     )
     np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
     # In the far negative tail both gradients are float32 noise around 0
-    # (1 + tanh cancels); 1e-5 is a millionth of the slope's range.
+    # (1 + tanh or 1 + erf cancels); 1e-5 is a millionth of the slope's range.
     np.testing.assert_allclose(d_fused, d_plain, rtol=1e-5, atol=1e-5)
 
 
-def test_gelu_in_bfloat16_is_the_float32_result_rounded():
+@pytest.mark.parametrize("fused_gelu, approximate", GELUS)
+def test_gelu_with_bias_is_gelu_of_the_sum_and_returns_the_bias_gradient(
+    fused_gelu, approximate
+):
+    rng = np.random.default_rng(7)
+    x = tf.constant(rng.normal(0, 2, size=(9, 24)).astype("float32"))
+    b = tf.constant(rng.normal(0, 1, size=(24,)).astype("float32"))
+    w = tf.constant(rng.normal(size=(9, 24)).astype("float32"))
+    fused, d_fused = _value_and_grads(fused_gelu, [x, b], w)
+    plain, d_plain = _value_and_grads(
+        lambda t, c: keras.activations.gelu(t + c, approximate=approximate), [x, b], w
+    )
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
+    for a, e in zip(d_fused, d_plain, strict=True):  # x, bias
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("fused_gelu, approximate", GELUS)
+def test_gelu_in_bfloat16_is_the_float32_result_rounded(fused_gelu, approximate):
     x = tf.constant(np.linspace(-5, 5, 1001, dtype="float32").reshape(1, -1))
     x16 = tf.cast(x, tf.bfloat16)
-    y = fused_elementwise.gelu_tanh(x16)
+    y = fused_gelu(x16)
     assert y.dtype == tf.bfloat16
-    exact = keras.activations.gelu(tf.cast(x16, tf.float32), approximate=True)
+    exact = keras.activations.gelu(tf.cast(x16, tf.float32), approximate=approximate)
     # Computed in float32 and rounded once: within bfloat16's half-ulp.
     np.testing.assert_allclose(tf.cast(y, tf.float32), exact, rtol=2**-8, atol=1e-5)
 
@@ -112,9 +137,10 @@ def test_dropout_rate_one_drops_everything():
     np.testing.assert_allclose(y, ln(r), rtol=1e-5, atol=1e-6)
 
 
-def _block(dropout):
+def _block(dropout, hidden_act="gelu"):
     block = TransformerBlock(
         hidden_size=32,
+        hidden_act=hidden_act,
         num_attention_heads=4,
         intermediate_size=64,
         hidden_dropout_prob=dropout,
@@ -124,10 +150,11 @@ def _block(dropout):
     return block
 
 
-def test_block_training_step_without_dropout_equals_inference_math():
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_exact"])
+def test_block_training_step_without_dropout_equals_inference_math(hidden_act):
     """With dropout 0 the training path (fused kernels) and the inference path
     (plain Keras/TF ops) are the same function: same outputs, same gradients."""
-    block = _block(0.0)
+    block = _block(0.0, hidden_act)
     rng = np.random.default_rng(7)
     h = tf.constant(rng.normal(size=(3, 9, 32)).astype("float32"))
     bias = np.zeros((3, 1, 1, 9), "float32")

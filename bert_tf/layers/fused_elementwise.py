@@ -40,6 +40,8 @@ _xla_kernel = functools.partial(tf.function, jit_compile=True, autograph=False)
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
+_SQRT_1_2 = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def dropout_threshold(rate):
@@ -115,6 +117,44 @@ def gelu_tanh(x, bias=None):
     @tf.custom_gradient
     def forward(x, bias):
         return _gelu_forward(x, bias), lambda dy: _gelu_backward(x, bias, dy)
+
+    return forward(x, tf.cast(bias, tf.float32))
+
+
+# --- GELU (erf) ------------------------------------------------------------
+
+
+@_xla_kernel
+def _gelu_erf_forward(x, bias):
+    x32 = tf.cast(x, tf.float32) + bias
+    return tf.cast(0.5 * x32 * (1.0 + tf.math.erf(x32 * _SQRT_1_2)), x.dtype)
+
+
+@_xla_kernel
+def _gelu_erf_backward(x, bias, dy):
+    x32 = tf.cast(x, tf.float32) + bias
+    # d/dx 0.5 x (1 + erf(x / sqrt 2)) = Phi(x) + x phi(x).
+    slope = 0.5 * (1.0 + tf.math.erf(x32 * _SQRT_1_2)) + x32 * _INV_SQRT_2PI * tf.exp(
+        -0.5 * x32 * x32
+    )
+    d_x = tf.cast(dy, tf.float32) * slope
+    return tf.cast(d_x, x.dtype), tf.reduce_sum(d_x, axis=0)
+
+
+def gelu_erf(x, bias=None):
+    """GELU with the erf (Hugging Face's "gelu", our "gelu_exact") of `x + bias`.
+
+    As `gelu_tanh`: one kernel each way, the backward pass recomputing from
+    `x`. Unfused, TensorFlow's erf and its gradient run as separate
+    unvectorized kernels (under bfloat16 the slowest ops of a MiniLM step).
+    """
+    width = x.shape[-1]
+    if bias is None:
+        bias = tf.zeros([width], tf.float32)
+
+    @tf.custom_gradient
+    def forward(x, bias):
+        return _gelu_erf_forward(x, bias), lambda dy: _gelu_erf_backward(x, bias, dy)
 
     return forward(x, tf.cast(bias, tf.float32))
 

@@ -229,8 +229,12 @@ class TransformerBlock(keras.layers.Layer):
             )
 
         # === Feed-forward ===
-        if training and self.hidden_act == "gelu":
-            intermediate = fused_elementwise.gelu_tanh(
+        fused_gelu = {
+            "gelu": fused_elementwise.gelu_tanh,
+            "gelu_exact": fused_elementwise.gelu_erf,
+        }.get(self.hidden_act)
+        if training and fused_gelu is not None:
+            intermediate = fused_gelu(
                 matmul(attention, self.intermediate), self.intermediate.bias
             )
         else:
