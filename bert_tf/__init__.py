@@ -46,6 +46,9 @@ keras_registration.install()
 # TensorFlow, when something imports it, without its start-up messages (the
 # oneDNN notice, a cuInit error on a CUDA build without a GPU).
 tensorflow_import.install_quiet_import()
+# oneDNN's matrix products on every x86-64 CPU, not only those TensorFlow
+# turns them on for (see `tensorflow_import.prefer_onednn`).
+tensorflow_import.prefer_onednn()
 
 
 def __getattr__(name):

@@ -7,6 +7,11 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import pytest  # noqa: E402
 
+# bert_tf before any test module imports TensorFlow: importing it asks for
+# oneDNN's kernels on every x86-64 CPU (bert_tf.tensorflow_import.prefer_onednn),
+# so the tests run the kernels the commands run.
+import bert_tf  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def shared_data():

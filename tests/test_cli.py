@@ -6,6 +6,7 @@ or from the checkout (``python X.py``).
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -357,6 +358,37 @@ def test_import_bert_tf_is_lazy_and_load_model_still_finds_its_classes(tmp_path)
         result = run_python("-c", load)
         assert result.returncode == 0, result.stderr[-3000:]
         assert result.stdout.split() == ["BertClassifier", "3"]
+
+
+@pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64"),
+    reason="bert_tf asks for oneDNN's kernels on x86-64 CPUs only",
+)
+@pytest.mark.parametrize(
+    "setting, expected", [(None, "1 True"), ("0", "0 False"), ("1", "1 True")]
+)
+def test_import_bert_tf_turns_onednn_on_unless_told_otherwise(setting, expected):
+    """TensorFlow turns its oneDNN kernels on by itself only on CPUs with
+    AVX512_VNNI, AVX512_BF16 or AMX; bert_tf asks for them on every x86-64 CPU
+    (prefer_onednn) and an explicit TF_ENABLE_ONEDNN_OPTS wins."""
+    probe = (
+        "import os, bert_tf, tensorflow; "
+        "from tensorflow.python.util import _pywrap_util_port as port; "
+        "print(os.environ['TF_ENABLE_ONEDNN_OPTS'], port.IsMklEnabled())"
+    )
+    environment = {k: v for k, v in env().items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    if setting is not None:
+        environment["TF_ENABLE_ONEDNN_OPTS"] = setting
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-2:] == expected.split()
 
 
 def test_shared_flags_list_the_strategies_the_trainer_knows():
