@@ -110,15 +110,7 @@ def gelu_tanh(x, bias=None):
     of keeping intermediate tensors alive, and returns the bias gradient
     from the same pass.
     """
-    width = x.shape[-1]
-    if bias is None:
-        bias = tf.zeros([width], tf.float32)
-
-    @tf.custom_gradient
-    def forward(x, bias):
-        return _gelu_forward(x, bias), lambda dy: _gelu_backward(x, bias, dy)
-
-    return forward(x, tf.cast(bias, tf.float32))
+    return _biased_gelu(_gelu_forward, _gelu_backward, x, bias)
 
 
 # --- GELU (erf) ------------------------------------------------------------
@@ -148,13 +140,18 @@ def gelu_erf(x, bias=None):
     `x`. Unfused, TensorFlow's erf and its gradient run as separate
     unvectorized kernels (under bfloat16 the slowest ops of a MiniLM step).
     """
-    width = x.shape[-1]
+    return _biased_gelu(_gelu_erf_forward, _gelu_erf_backward, x, bias)
+
+
+def _biased_gelu(forward_kernel, backward_kernel, x, bias):
+    """`forward_kernel(x, bias)`, differentiated by `backward_kernel(x, bias,
+    dy) -> (d_x, d_bias)`; a missing bias is zeros."""
     if bias is None:
-        bias = tf.zeros([width], tf.float32)
+        bias = tf.zeros([x.shape[-1]], tf.float32)
 
     @tf.custom_gradient
     def forward(x, bias):
-        return _gelu_erf_forward(x, bias), lambda dy: _gelu_erf_backward(x, bias, dy)
+        return forward_kernel(x, bias), lambda dy: backward_kernel(x, bias, dy)
 
     return forward(x, tf.cast(bias, tf.float32))
 
