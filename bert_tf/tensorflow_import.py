@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
+# platform.machine() (lower case) of the CPUs prefer_onednn asks oneDNN for.
+ONEDNN_MACHINES = ("x86_64", "amd64")
 
 
 @contextlib.contextmanager
@@ -148,7 +150,7 @@ def prefer_onednn():
     """
     if "tensorflow" in sys.modules:
         return
-    if platform.machine().lower() in ("x86_64", "amd64"):
+    if platform.machine().lower() in ONEDNN_MACHINES:
         os.environ.setdefault(ONEDNN_VARIABLE, "1")
 
 

@@ -13,6 +13,9 @@ import textwrap
 
 import pytest
 
+from bert_tf.tensorflow_import import ONEDNN_MACHINES
+from bert_tf.tensorflow_import import ONEDNN_VARIABLE
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # console command -> module:function: the names the README documents, checked
@@ -65,13 +68,13 @@ def env():
     }
 
 
-def run_python(*args, timeout=300, cwd=None):
+def run_python(*args, timeout=300, cwd=None, environment=None):
     return subprocess.run(
         [sys.executable, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env(),
+        env=environment or env(),
         cwd=cwd or REPO,
     )
 
@@ -360,8 +363,9 @@ def test_import_bert_tf_is_lazy_and_load_model_still_finds_its_classes(tmp_path)
         assert result.stdout.split() == ["BertClassifier", "3"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
-    platform.machine().lower() not in ("x86_64", "amd64"),
+    platform.machine().lower() not in ONEDNN_MACHINES,
     reason="bert_tf asks for oneDNN's kernels on x86-64 CPUs only",
 )
 @pytest.mark.parametrize(
@@ -374,19 +378,12 @@ def test_import_bert_tf_turns_onednn_on_unless_told_otherwise(setting, expected)
     probe = (
         "import os, bert_tf, tensorflow; "
         "from tensorflow.python.util import _pywrap_util_port as port; "
-        "print(os.environ['TF_ENABLE_ONEDNN_OPTS'], port.IsMklEnabled())"
+        f"print(os.environ[{ONEDNN_VARIABLE!r}], port.IsMklEnabled())"
     )
-    environment = {k: v for k, v in env().items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    environment = {k: v for k, v in env().items() if k != ONEDNN_VARIABLE}
     if setting is not None:
-        environment["TF_ENABLE_ONEDNN_OPTS"] = setting
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment,
-        cwd=REPO,
-    )
+        environment[ONEDNN_VARIABLE] = setting
+    result = run_python("-c", probe, environment=environment)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split()[-2:] == expected.split()
 
