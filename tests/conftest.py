@@ -58,9 +58,9 @@ def tiny_config():
 # several pools of two threads waiting on each other for two cores. With one
 # thread per op, the workers (and their subprocesses) share the cores instead.
 # Measured on 2 cores (2026-11-28), the full suite: 4,493 test-seconds with the
-# default pools, 4,032 with one thread (multi-threaded tests gained most: the
-# demo 241 s -> 177 s, STS-B parity 122 s -> 91 s), the same results. A value
-# set already is kept.
+# default pools, 4,032 and 4,227 in two runs with one thread (multi-threaded
+# tests gained most: the demo 241 s -> 177 s and 188 s, STS-B parity 122 s ->
+# 91 s), the same results. A value set already is kept.
 SINGLE_THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 
 
