@@ -74,7 +74,7 @@ def run_python(*args, timeout=300, cwd=None, environment=None):
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=environment or env(),
+        env=env() if environment is None else environment,
         cwd=cwd or REPO,
     )
 
