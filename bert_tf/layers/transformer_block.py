@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers import fused_elementwise
+from bert_tf.layers import fused_elementwise, token_packing
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.fast_dropout import FastDropout
 
@@ -67,6 +67,9 @@ class TransformerBlock(keras.layers.Layer):
             (and return) only these positions, e.g. [CLS] and the masked
             positions in the pre-trainer's last layer. Keys and values still
             cover the whole sequence, so the values are the full layer's.
+        packing: optional `token_packing.TokenPacking` (training only):
+            `hidden_states` are then the batch's real tokens packed into
+            [rows, hidden_size], and so is the output.
 
     Example:
     >>> block = TransformerBlock(hidden_size=16, num_attention_heads=2,
@@ -148,14 +151,27 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden)
         self.built = True
 
-    def call(self, hidden_states, attention_bias, training=False, query_positions=None):
-        batch_size = ops.shape(hidden_states)[0]
-        seq_length = ops.shape(hidden_states)[1]
+    def call(
+        self,
+        hidden_states,
+        attention_bias,
+        training=False,
+        query_positions=None,
+        packing=None,
+    ):
         heads, head_size = self.num_attention_heads, self.head_size
+        if packing is not None:
+            # Training on packed rows: only the attention sees [batch, seq].
+            batch_size, seq_length = packing.batch_size, packing.seq_length
+        else:
+            batch_size = ops.shape(hidden_states)[0]
+            seq_length = ops.shape(hidden_states)[1]
         # Everything dense runs on [batch * seq, hidden] matrices: one GEMM
         # per projection, as the original's reshape_to_matrix does.
         x = ops.reshape(hidden_states, (-1, self.hidden_size))
-        if query_positions is not None:
+        if packing is not None:
+            query_length, x_query = seq_length, x
+        elif query_positions is not None:
             query_length = ops.shape(query_positions)[1]
             x_query = ops.reshape(
                 ops.take_along_axis(
@@ -182,9 +198,11 @@ class TransformerBlock(keras.layers.Layer):
             return ops.transpose(t, (0, 2, 1, 3))
 
         # === Attention ===
-        heads_first = training and x_query is x
+        heads_first = (training and x_query is x) or packing is not None
         if heads_first:
-            query, key, value = self._heads_first_qkv(x, batch_size, seq_length)
+            query, key, value = self._heads_first_qkv(
+                x, batch_size, seq_length, packing
+            )
             # The mask follows the heads-first layout: [1 or heads, batch, ...].
             attention_bias = ops.convert_to_tensor(attention_bias)
             for _ in range(4 - len(attention_bias.shape)):
@@ -209,6 +227,8 @@ class TransformerBlock(keras.layers.Layer):
             ops.transpose(context, (1, 2, 0, 3) if heads_first else (0, 2, 1, 3)),
             (-1, self.hidden_size),
         )
+        if packing is not None:
+            context = token_packing.pack(context, packing)
 
         # Training runs the element-wise tails (bias + dropout + residual +
         # LayerNorm; bias + GELU) as single XLA kernels each way, which also
@@ -250,9 +270,11 @@ class TransformerBlock(keras.layers.Layer):
         else:
             output = dense(intermediate, self.output_dense)
             output = ops.cast(self.output_layer_norm(output + attention), x.dtype)
+        if packing is not None:
+            return output
         return ops.reshape(output, (batch_size, query_length, self.hidden_size))
 
-    def _heads_first_qkv(self, x, batch_size, seq_length):
+    def _heads_first_qkv(self, x, batch_size, seq_length, packing=None):
         # One [hidden, 3 * hidden] GEMM instead of three (and one for the
         # input gradient, with no sum of three), split into heads-first
         # [heads, batch, seq, head_size] tensors: the split is along the
@@ -261,6 +283,8 @@ class TransformerBlock(keras.layers.Layer):
         kernel = tf.concat([tf.cast(d.kernel, x.dtype) for d in projections], 1)
         bias = tf.concat([tf.cast(d.bias, x.dtype) for d in projections], 0)
         qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+        if packing is not None:
+            qkv = token_packing.unpack(qkv, packing)
         qkv = tf.reshape(
             qkv, (batch_size, seq_length, 3 * self.num_attention_heads, self.head_size)
         )

@@ -9,6 +9,7 @@ from bert_tf.checkpoints.loading import CheckpointMixin
 from bert_tf.checkpoints.name_map import encoder_variables
 from bert_tf.config import BertConfig
 from bert_tf.input_schema import ENCODER_INPUT_NAMES
+from bert_tf.layers import token_packing
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.transformer_block import TransformerBlock
 
@@ -76,6 +77,13 @@ class BertEncoder(CheckpointMixin, keras.Model):
     Outputs: a dict with `sequence_output` [batch, seq, hidden],
         `pooled_output` [batch, hidden] and `encoder_outputs`, the list of
         every block's output (the embeddings not included).
+
+    Attributes:
+        packed_training_rows: None (the default) or an int. If set, training
+            steps (`training=True`, no `output_range`) run the blocks on the
+            real tokens only, packed into a multiple of this many rows
+            (`bert_tf.layers.token_packing`); the outputs at padded positions
+            are then zeros. A training-time choice: not part of the config.
 
     Example:
     >>> encoder = bert_tf.BertEncoder.from_checkpoint("uncased_L-12_H-768_A-12")
@@ -148,6 +156,7 @@ class BertEncoder(CheckpointMixin, keras.Model):
         self.embeddings = embeddings
         self.encoder_layers = blocks
         self.pooler = pooler
+        self.packed_training_rows = None
 
     def call(self, inputs, training=False, mask=None):
         input_ids = inputs["input_ids"]
@@ -157,7 +166,41 @@ class BertEncoder(CheckpointMixin, keras.Model):
                 f"Sequence length {seq_length} exceeds max_position_embeddings "
                 f"({self.config.max_position_embeddings}) of this model"
             )
+        if training and self.packed_training_rows and self.output_range is None:
+            return self._packed_training_call(inputs)
         return super().call(inputs, training=training, mask=mask)
+
+    def _packed_training_call(self, inputs):
+        # The functional graph's computation, with the blocks on packed rows;
+        # each block's output is laid out as [batch, seq, hidden] only if
+        # used (the unused gathers are pruned from the step's graph).
+        packing = token_packing.token_packing(
+            inputs["input_mask"], self.packed_training_rows
+        )
+        hidden_size = self.config.hidden_size
+        embedded = self.embeddings(
+            inputs["input_ids"], inputs["segment_ids"], training=True
+        )
+        hidden_states = token_packing.pack(
+            ops.reshape(embedded, (-1, hidden_size)), packing
+        )
+        attention_bias = padded_key_bias(inputs["input_mask"])
+        outputs = []
+        for block in self.encoder_layers:
+            hidden_states = block(
+                hidden_states, attention_bias, packing=packing, training=True
+            )
+            outputs.append(
+                ops.reshape(
+                    token_packing.unpack(hidden_states, packing),
+                    (packing.batch_size, packing.seq_length, hidden_size),
+                )
+            )
+        return {
+            "sequence_output": outputs[-1],
+            "pooled_output": self.pooler(outputs[-1][:, 0, :]),
+            "encoder_outputs": outputs,
+        }
 
     def checkpoint_variables(self):
         return encoder_variables(self)
@@ -180,13 +223,7 @@ def run_layers(embeddings, blocks, inputs, query_positions=None):
     """Every block's output on `inputs`; the last block computes only
     `query_positions` when given (see `TransformerBlock`)."""
     hidden_states = embeddings(inputs["input_ids"], inputs["segment_ids"])
-    # [batch, 1, 1, seq]: masks padded keys for every head and query.
-    # (expand_dims, not [:, None, None, :]: LiteRT's builtin StridedSlice
-    # cannot add two axes, so that slice would need TensorFlow ops.)
-    visible = ops.expand_dims(
-        ops.expand_dims(ops.cast(inputs["input_mask"], "float32"), 1), 1
-    )
-    attention_bias = (1.0 - visible) * MASK_ADDER
+    attention_bias = padded_key_bias(inputs["input_mask"])
     outputs = []
     for index, block in enumerate(blocks):
         if query_positions is not None and index == len(blocks) - 1:
@@ -197,3 +234,12 @@ def run_layers(embeddings, blocks, inputs, query_positions=None):
             hidden_states = block(hidden_states, attention_bias)
         outputs.append(hidden_states)
     return outputs
+
+
+def padded_key_bias(input_mask):
+    """[batch, 1, 1, seq] attention bias: masks padded keys for every head
+    and query."""
+    # expand_dims, not [:, None, None, :]: LiteRT's builtin StridedSlice
+    # cannot add two axes, so that slice would need TensorFlow ops.
+    visible = ops.expand_dims(ops.expand_dims(ops.cast(input_mask, "float32"), 1), 1)
+    return (1.0 - visible) * MASK_ADDER

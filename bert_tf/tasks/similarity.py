@@ -43,6 +43,10 @@ from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import file_fingerprint
 
+# Packed training rows are rounded up to a multiple of this
+# (`bert_tf.layers.token_packing`).
+PACKED_ROWS_MULTIPLE = 32
+
 # Where the sentence-transformers copy of the trained model goes.
 SENTENCE_TRANSFORMERS_DIR = "sentence_transformers"
 
@@ -108,6 +112,9 @@ class SimilarityTask(Task):
         self.model = BertSentenceEncoder.from_checkpoint(
             self.run.init_checkpoint, **self.model_kwargs()
         )
+        # Training steps run on the real word pieces only (embeddings ignore
+        # the padded positions' outputs).
+        self.model.encoder.packed_training_rows = PACKED_ROWS_MULTIPLE
         return self.model
 
     def tokenization(self, model):
