@@ -76,14 +76,14 @@ def test_packed_training_step_equals_the_padded_one(hidden_act):
             loss = tf.reduce_sum(outputs["sequence_output"] * real * weights)
         variables = encoder.trainable_variables
         grads = tape.gradient(loss, variables)
-        return outputs, {v.path: g for v, g in zip(variables, grads) if g is not None}
+        return outputs, {
+            v.path: g for v, g in zip(variables, grads, strict=True) if g is not None
+        }
 
     padded, padded_grads = step(None)
     packed, packed_grads = step(8)
     mask = inputs["input_mask"].numpy().astype(bool)
-    for layer, (a, b) in enumerate(
-        zip(padded["encoder_outputs"], packed["encoder_outputs"], strict=True)
-    ):
+    for a, b in zip(padded["encoder_outputs"], packed["encoder_outputs"], strict=True):
         np.testing.assert_allclose(a.numpy()[mask], b.numpy()[mask], atol=2e-5)
         np.testing.assert_array_equal(b.numpy()[~mask], 0.0)  # padded positions
     assert packed_grads.keys() == padded_grads.keys()

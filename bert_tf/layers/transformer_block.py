@@ -6,7 +6,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.layers import fused_elementwise, token_packing
+from bert_tf.layers import fused_elementwise
+from bert_tf.layers import token_packing
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.fast_dropout import FastDropout
 
