@@ -75,6 +75,11 @@ def test_an_unknown_option_is_named(capsys):
 
 SIGNALLED = """
 import os, signal, sys, time
+# As from a terminal: Python raises KeyboardInterrupt on SIGINT. (A pytest-xdist
+# worker ignores SIGINT and its children inherit that. Resetting it here, not in
+# a preexec_fn, keeps subprocess from running Python between fork and exec,
+# where a worker's gRPC threads once made the child abort.)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from bert_tf.demo import scratch_directory
 with scratch_directory() as path:
     open(os.path.join(path, "weights"), "wb").write(b"x" * 1000)
@@ -98,9 +103,6 @@ def test_a_signalled_process_leaves_the_temp_dir_empty(
         timeout=60,
         cwd=REPO,
         env={**os.environ, "TMPDIR": str(tmp_path)},
-        # As from a terminal: a pytest-xdist worker ignores SIGINT, and a
-        # child inherits that, so Python would never raise KeyboardInterrupt.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert result.returncode == returncode, result.stderr
     assert result.stdout.strip().startswith(str(tmp_path))
