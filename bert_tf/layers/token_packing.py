@@ -64,27 +64,25 @@ def _gather_with_zero_row(values, index):
     return tf.gather(tf.pad(values, [[0, 1], [0, 0]]), index)
 
 
-def pack(padded, packing):
-    """[batch * seq, width] -> [rows, width]: the real tokens' rows."""
+def _inverse_gathers(values, index, inverse_index):
+    """`values` gathered by `index`, differentiated by gathering the gradient
+    by `inverse_index`: each real position is exactly one packed row, so the
+    gradient of the gather is the inverse gather, not a scatter-add."""
 
     @tf.custom_gradient
-    def forward(padded):
-        # Each real position is exactly one packed row, so the gradient of
-        # the gather is the inverse gather (no scatter-add needed).
-        return _gather_with_zero_row(padded, packing.packed_index), (
-            lambda d_packed: _gather_with_zero_row(d_packed, packing.padded_index)
+    def forward(values):
+        return _gather_with_zero_row(values, index), (
+            lambda dy: _gather_with_zero_row(dy, inverse_index)
         )
 
-    return forward(padded)
+    return forward(values)
+
+
+def pack(padded, packing):
+    """[batch * seq, width] -> [rows, width]: the real tokens' rows."""
+    return _inverse_gathers(padded, packing.packed_index, packing.padded_index)
 
 
 def unpack(packed, packing):
     """[rows, width] -> [batch * seq, width], zeros at padded positions."""
-
-    @tf.custom_gradient
-    def forward(packed):
-        return _gather_with_zero_row(packed, packing.padded_index), (
-            lambda d_padded: _gather_with_zero_row(d_padded, packing.packed_index)
-        )
-
-    return forward(packed)
+    return _inverse_gathers(packed, packing.padded_index, packing.packed_index)

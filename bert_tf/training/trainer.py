@@ -166,9 +166,10 @@ class Trainer:
         """The compiled loop `train_loop(iterator, steps) -> loss` that `train` runs.
 
         Each of the `steps` optimizer steps takes `gradient_accumulation_steps`
-        micro-batches from the distributed `iterator`, sums their gradients
-        over micro-batches and replicas, clips and applies them; the loss of
-        the last step is returned (the first step's is kept for the NaN check).
+        micro-batches from `iterator` (distributed; on one CPU the dataset's
+        own), sums their gradients over micro-batches and replicas, clips and
+        applies them; the loss of the last step is returned (the first step's
+        is kept for the NaN check).
         """
         strategy = self.strategy
         model, optimizer = self.model, self.optimizer
