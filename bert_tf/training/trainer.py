@@ -35,9 +35,9 @@ from bert_tf.training.strategy import is_chief
 def _without_autotune_model():
     # tf.data's autotuning model runs in a thread of each iterator that wakes
     # up at growing intervals (up to a minute), and at the end of training
-    # the iterator's destructor waited for it: the process sat idle for 30-40
-    # s after the last step in about a third of the runs of run_similarity.py
-    # (0.4 s in the others). Without the model, the AUTOTUNE map and prefetch
+    # the iterator's destructor waited for it: the process sat idle for 18-40
+    # s after the last step in 5 of 10 runs of run_similarity.py (0.4 s in
+    # the others). Without the model, the AUTOTUNE map and prefetch
     # keep working; the training input is a small part of a step.
     options = tf.data.Options()
     options.autotune.enabled = False
