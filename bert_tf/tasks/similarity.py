@@ -34,6 +34,7 @@ from absl import logging
 from bert_tf.data_prep.length_grouped_batches import length_grouped_batches
 from bert_tf.data_prep.similarity_rows import read_similarity_rows
 from bert_tf.errors import UserInputError
+from bert_tf.layers import token_packing
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.options.checks import run_defining
 from bert_tf.similarity_metrics import similarity_metrics
@@ -42,10 +43,6 @@ from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import file_fingerprint
-
-# Packed training rows are rounded up to a multiple of this
-# (`bert_tf.layers.token_packing`).
-PACKED_ROWS_MULTIPLE = 32
 
 # Where the sentence-transformers copy of the trained model goes.
 SENTENCE_TRANSFORMERS_DIR = "sentence_transformers"
@@ -114,7 +111,7 @@ class SimilarityTask(Task):
         )
         # Training steps run on the real word pieces only (embeddings ignore
         # the padded positions' outputs).
-        self.model.encoder.packed_training_rows = PACKED_ROWS_MULTIPLE
+        self.model.encoder.packed_training_rows = token_packing.ROWS_MULTIPLE
         return self.model
 
     def tokenization(self, model):
