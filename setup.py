@@ -31,15 +31,7 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10,<3.13",
-    # The repository keeps data_prep/ beside bert_tf/ (dataset -> features and
-    # TFRecords); it installs as bert_tf.data_prep, so no generic top-level
-    # name lands in site-packages.
-    packages=find_packages(include=["bert_tf", "bert_tf.*"])
-    + [
-        f"bert_tf.{name}"
-        for name in find_packages(include=["data_prep", "data_prep.*"])
-    ],
-    package_dir={"bert_tf.data_prep": "data_prep"},
+    packages=find_packages(include=["bert_tf", "bert_tf.*"]),
     package_data={"bert_tf": ["demo_data/*.tsv", "demo_data/README.md"]},
     install_requires=[
         "tensorflow>=2.21,<2.22",
@@ -62,7 +54,7 @@ setup(
         # torch, which the public index serves only as a CUDA build (~3 GB of
         # NVIDIA packages). The demo itself needs nothing beyond the base.
         "demo": [],
-        # export_litert.py's models and bert_tf.litert (the LiteRT runtime;
+        # export_litert.py's models and bert_tf.serving.litert_model (the LiteRT runtime;
         # tensorflow-text's LiteRT kernels come with the base install).
         "litert": ["ai-edge-litert>=2.1"],
         # --tfds_name input (TensorFlow Datasets). tensorflow-datasets 4.9.10
@@ -101,6 +93,6 @@ setup(
             f"bert-tf-{name.replace('_', '-')}=bert_tf.cli.{name}:main"
             for name in COMMANDS
         ]
-        + ["bert-tf-demo=bert_tf.demo:main"]
+        + ["bert-tf-demo=bert_tf.cli.demo:main"]
     },
 )

@@ -51,7 +51,7 @@ def stsb(data_dir, split):
 
 
 def spearman_of(embeddings, count, gold):
-    from bert_tf.similarity_metrics import spearman
+    from bert_tf.metrics.similarity import spearman
 
     a, b = embeddings[:count], embeddings[count:]
     cosine = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
@@ -88,8 +88,8 @@ def throughput(args, data_dir, minilm_dir):
         ),
     }
     if args.litert:
-        from bert_tf.litert import LiteRTModel
         from bert_tf.serving import export_litert
+        from bert_tf.serving.litert_model import LiteRTModel
 
         path = os.path.join(tempfile.mkdtemp(prefix="embedding_litert_"), "m.tflite")
         preprocessor = ours.preprocessor

@@ -104,7 +104,7 @@ def bench_bert_tf(size, jit_compile, as_run_classifier=False):
     if as_run_classifier:
         # Computes only the [CLS] position in its last layer (`output_range=1`).
         model = bert_tf.BertClassifier(config, num_labels=2)
-        from bert_tf.optimization import create_optimizer
+        from bert_tf.training.optimization import create_optimizer
 
         optimizer = create_optimizer("adamw_original", 1e-5, 1000, 100, model)
         variables = model.trainable_variables

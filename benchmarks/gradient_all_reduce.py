@@ -48,10 +48,10 @@ def parse_args():
 
 def build(args, strategy, aggregate_twice):
     import bert_tf
-    from bert_tf.optimization import create_optimizer
-    from bert_tf.optimization import set_gradient_aggregation
     from bert_tf.tasks.classification import classifier_loss_fn
     from bert_tf.training import Trainer
+    from bert_tf.training.optimization import create_optimizer
+    from bert_tf.training.optimization import set_gradient_aggregation
 
     config = bert_tf.BertConfig(
         vocab_size=args.vocab,

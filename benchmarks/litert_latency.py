@@ -5,7 +5,7 @@ weights when the package is installed; `--shape base`: BERT-base L12 H768,
 random weights) on the real MRPC dev pairs, raw text in, seq 128:
 
 * LiteRT dynamic_int8 and LiteRT float32 (`bert_tf.serving.export_litert`,
-  run by `bert_tf.litert.LiteRTModel`, tokenizer in the file; as many threads
+  run by `bert_tf.serving.litert_model.LiteRTModel`, tokenizer in the file; as many threads
   as cores, as TensorFlow uses, and int8 also with LiteRT's default of one),
 * our SavedModel, float32 and bfloat16 (`bert_tf.serving.export_saved_model`,
   `tf.saved_model.load`, raw-text `serving_default`).
@@ -77,9 +77,9 @@ def main():
     from serving_throughput import measure
     from serving_throughput import read_tsv
 
-    from bert_tf.litert import LiteRTModel
     from bert_tf.serving import export_litert
     from bert_tf.serving import export_saved_model
+    from bert_tf.serving.litert_model import LiteRTModel
 
     rows = [
         (r[3], r[4]) for r in read_tsv(os.path.join(data, "glue", "MRPC", "dev.tsv"))

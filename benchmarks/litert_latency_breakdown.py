@@ -60,9 +60,9 @@ def main():
     from litert_latency import classifier
     from serving_throughput import read_tsv
 
-    from bert_tf import tokenization
     from bert_tf.data_prep import glue
     from bert_tf.serving import export_litert
+    from bert_tf.text import tokenization
 
     rows = [
         (r[3], r[4]) for r in read_tsv(os.path.join(data, "glue", "MRPC", "dev.tsv"))

@@ -5,7 +5,7 @@ the real MRPC train set through run_classifier.py (a SHORT fine-tune by
 default: --epochs 2, lr 5e-5, batch 32, seq 128; or reuse a run with
 --checkpoint DIR), exports it with export_litert.py at each quantization,
 and scores the 408 MRPC dev pairs as raw text in LiteRT
-(`bert_tf.litert.LiteRTModel`, tokenizer in the file). The reference is the
+(`bert_tf.serving.litert_model.LiteRTModel`, tokenizer in the file). The reference is the
 Keras model fed by the original FullTokenizer and packing. Prints accuracy,
 F1, agreement with Keras and the largest probability difference.
 
@@ -45,8 +45,8 @@ def keras_probabilities(checkpoint, vocab, examples):
     import tensorflow as tf
 
     import bert_tf
-    from bert_tf import tokenization
     from bert_tf.data_prep import glue
+    from bert_tf.text import tokenization
 
     tokenizer = tokenization.FullTokenizer(vocab, True)
     features = [
@@ -122,7 +122,7 @@ def main():
     import numpy as np
 
     from bert_tf.data_prep import glue
-    from bert_tf.litert import LiteRTModel
+    from bert_tf.serving.litert_model import LiteRTModel
 
     examples = glue.get_processor("mrpc").get_dev_examples(mrpc)
     labels = [int(e.label) for e in examples]

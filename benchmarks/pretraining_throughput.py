@@ -101,8 +101,8 @@ def bench_run_pretraining(size, dtype="float32"):
     import tensorflow as tf
 
     import bert_tf
-    from bert_tf.optimization import create_optimizer
     from bert_tf.tasks.pretraining import pretraining_loss
+    from bert_tf.training.optimization import create_optimizer
     from bert_tf.training.strategy import create_strategy
     from bert_tf.training.trainer import Trainer
 

@@ -32,12 +32,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from create_pretraining_data_speed import write_squad_corpus  # noqa: E402
 
-from bert_tf import tokenization  # noqa: E402
 from bert_tf.data_prep import tfrecord_files  # noqa: E402
 from bert_tf.data_prep.pretraining import GenerationOptions  # noqa: E402
 from bert_tf.data_prep.pretraining import RecordEncoder  # noqa: E402
 from bert_tf.data_prep.pretraining import read_documents  # noqa: E402
 from bert_tf.data_prep.pretraining.instances import generate  # noqa: E402
+from bert_tf.text import tokenization  # noqa: E402
 
 SEQ = 128
 MAX_PRED = 20

@@ -69,9 +69,9 @@ def _quality(args, common, work, zero, data, minilm, index_s):
     """Parts 1-3: index throughput against sentence-transformers, zero-shot
     and fine-tuned recall."""
     from bert_tf.data_prep import beir
+    from bert_tf.metrics.retrieval import retrieval_metrics
     from bert_tf.options.retrieval_options import RetrievalOptions
     from bert_tf.retrieval.dual_encoder import DualEncoder
-    from bert_tf.retrieval_metrics import retrieval_metrics
     from bert_tf.tasks.retrieval import passages_of
 
     # The passages run_retrieval indexed (its default flags: paragraphs longer

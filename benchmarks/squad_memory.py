@@ -48,8 +48,8 @@ def _child_features(squad_file, vocab_file, mode, record_file):
     from bert_tf.cli.command import import_tensorflow
 
     import_tensorflow()
-    from bert_tf import tokenization
     from bert_tf.data_prep import squad
+    from bert_tf.text import tokenization
 
     print(f"  TensorFlow imported         peak {_stage_peak_mib():6.0f} MiB")
     is_training = mode == "train"

@@ -57,7 +57,7 @@ def keras_hub_task(minilm, max_length):
 def run(name, build, minilm, args, train, dev):
     import keras
 
-    from bert_tf import classification_metrics
+    from bert_tf.metrics import classification as classification_metrics
 
     keras.utils.set_random_seed(args.seed)
     task = build(minilm, args.max_length)

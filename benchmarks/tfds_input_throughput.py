@@ -67,9 +67,9 @@ def main():
     from absl import logging
 
     logging.set_verbosity(logging.WARNING)
-    from bert_tf import tokenization
     from bert_tf.data_prep import glue
     from bert_tf.data_prep import tfds_input
+    from bert_tf.text import tokenization
 
     # The offline TFDS build the tests use (tests/tfds_local_files.py).
     sys.path.insert(0, os.path.join(REPO, "tests"))

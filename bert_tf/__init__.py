@@ -25,7 +25,7 @@ _EXPORTS = {
     "BertClassifier": "bert_tf.models",
     "BertConfig": "bert_tf.config",
     "BertEncoder": "bert_tf.models",
-    "BertPreprocessor": "bert_tf.preprocessing",
+    "BertPreprocessor": "bert_tf.text.preprocessing",
     "BertPretrainer": "bert_tf.models",
     "BertReranker": "bert_tf.models",
     "BertSentenceEncoder": "bert_tf.models",
@@ -38,7 +38,7 @@ _EXPORTS = {
     "pipeline": "bert_tf.pipelines",
     "save_tf1_checkpoint": "bert_tf.checkpoints",
 }
-_SUBMODULES = ("optimization", "tokenization")
+_SUBMODULES = ("optimization", "tokenization")  # shims of training/, text/
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 

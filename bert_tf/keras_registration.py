@@ -20,8 +20,8 @@ PREFIX = "bert_tf>"
 REGISTERING_MODULES = (
     "bert_tf.layers",
     "bert_tf.models",
-    "bert_tf.optimization",
-    "bert_tf.preprocessing",
+    "bert_tf.training.optimization",
+    "bert_tf.text.preprocessing",
 )
 
 

@@ -67,7 +67,7 @@ SINGLE_THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 # --- One XLA compilation cache for the whole run --------------------------------
 #
 # The training step's fused element-wise kernels and the optimizer's update are
-# XLA-compiled (bert_tf.layers.fused_elementwise, bert_tf.optimization): each
+# XLA-compiled (bert_tf.layers.fused_elementwise, bert_tf.training.optimization): each
 # process that trains compiles them again for its shapes, a few seconds of CPU,
 # and the suite starts many such processes (every CLI run, every killed and
 # resumed run). TensorFlow's persistent cache lets a process load

@@ -15,7 +15,7 @@ from cli_script import run_script
 from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
-from bert_tf import tokenization
+from bert_tf.text import tokenization
 
 SEQ_LENGTH = 32
 SCRIPT = os.path.join(REPO, "run_ner.py")

@@ -16,7 +16,7 @@ LOADER = textwrap.dedent(
 
     class NoBertTf(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("bert_tf", "data_prep"):
+            if name.split(".")[0] in ("bert_tf",):
                 raise ImportError("the SavedModel must not need " + name)
 
     sys.meta_path.insert(0, NoBertTf())

@@ -9,9 +9,9 @@ import pytest
 
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
-from bert_tf.retrieval_metrics import rank_documents
-from bert_tf.retrieval_metrics import retrieval_metrics
-from bert_tf.tokenization import FullTokenizer
+from bert_tf.metrics.retrieval import rank_documents
+from bert_tf.metrics.retrieval import retrieval_metrics
+from bert_tf.text.tokenization import FullTokenizer
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import squad_to_beir  # noqa: E402

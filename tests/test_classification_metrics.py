@@ -1,4 +1,4 @@
-"""Tests for bert_tf.classification_metrics.
+"""Tests for bert_tf.metrics.classification.
 
 Expected values are worked out by hand from small confusion matrices written out
 below, and compared with sklearn / scipy when they are importable.
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from bert_tf import classification_metrics as metrics
+from bert_tf.metrics import classification as metrics
 
 
 def _from_confusion(tp, fn, fp, tn):

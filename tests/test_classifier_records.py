@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import tokenization
 from bert_tf.data_prep import classifier_records
 from bert_tf.data_prep import glue
 from bert_tf.data_prep import record_pipeline
+from bert_tf.text import tokenization
 
 
 def _features():

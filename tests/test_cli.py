@@ -33,13 +33,13 @@ COMMANDS = {
     "bert-tf-run-retrieval": "bert_tf.cli.run_retrieval:main",
     "bert-tf-run-reranker": "bert_tf.cli.run_reranker:main",
     "bert-tf-export-litert": "bert_tf.cli.export_litert:main",
-    "bert-tf-demo": "bert_tf.demo:main",
+    "bert-tf-demo": "bert_tf.cli.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
 TOOLS = [
     target.split(":")[0].removeprefix("bert_tf.cli.")
     for target in COMMANDS.values()
-    if target.startswith("bert_tf.cli.")
+    if target.startswith("bert_tf.cli.") and not target.startswith("bert_tf.cli.demo")
 ]
 # One flag of the original script and one bert_tf adds, per tool.
 ORIGINAL_AND_ADDED = {

@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from bert_tf import tokenization
 from bert_tf.data_prep import conll
+from bert_tf.text import tokenization
 
 CONLL2003 = """-DOCSTART- -X- -X- O
 

@@ -147,8 +147,8 @@ def _word_starts(words, tokenizer, seq_length):
 def test_real_emissions_of_minilm_on_wnut17_match_pytorch_crf(shared_data, minilm_dir):
     """MiniLM's per-piece scores on real WNUT-17 dev sentences, the chain over
     their word starts, transitions from the gold tags' bigram counts."""
-    from bert_tf import tokenization
     from bert_tf.data_prep import conll
+    from bert_tf.text import tokenization
 
     path = os.path.join(shared_data, "ner", "wnut17", "emerging.dev.conll")
     sentences = conll.read_conll(path)[:48]

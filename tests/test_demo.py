@@ -9,7 +9,7 @@ import sys
 import pytest
 from cli_script import child_pythonpath
 
-from bert_tf import demo
+from bert_tf.cli import demo
 
 # End-to-end runs through the command line: the full suite's tier.
 pytestmark = pytest.mark.slow

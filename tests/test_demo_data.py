@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bert_tf import demo
+from bert_tf.cli import demo
 
 THRESHOLD = 3.0  # "roughly equivalent" and above on STS's 0-5 scale
 

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from bert_tf import demo
+from bert_tf.cli import demo
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

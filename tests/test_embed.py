@@ -94,8 +94,8 @@ def test_embed_cli_runs_an_embedding_litert_file(shared_data, tmp_path):
     from tiny_models import tiny_bert_config
 
     import bert_tf
-    from bert_tf.preprocessing import BertPreprocessor
     from bert_tf.serving import export_litert
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     keras.utils.set_random_seed(5)
     vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
@@ -157,5 +157,7 @@ def test_a_tflite_without_the_litert_extra_is_one_line(monkeypatch, tmp_path):
     with pytest.raises(UserInputError) as error:
         _litert_model(flags)
     message = str(error.value)
-    assert message.startswith(f"--init_checkpoint={path}: bert_tf.litert needs")
+    assert message.startswith(
+        f"--init_checkpoint={path}: bert_tf.serving.litert_model needs"
+    )
     assert 'pip install ".[litert]"' in message and "\n" not in message

@@ -11,8 +11,8 @@ import random
 import pytest
 
 from bert_tf.data_prep import conll
-from bert_tf.entity_metrics import entity_scores
-from bert_tf.entity_metrics import get_entities
+from bert_tf.metrics.entity import entity_scores
+from bert_tf.metrics.entity import get_entities
 
 # (tags, entities (type, first, last)) worked out by hand from conlleval's rules.
 ENTITY_CASES = [

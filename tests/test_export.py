@@ -23,12 +23,12 @@ from tiny_models import tiny_bert_config
 
 import bert_tf
 from bert_tf import serving
-from bert_tf import tokenization
 from bert_tf.data_prep import glue
-from bert_tf.input_schema import ENCODER_INPUT_NAMES
 from bert_tf.serving import saved_model_exporter as exporter
 from bert_tf.serving import warmup
 from bert_tf.serving.signature_module import WARMUP_TEXTS
+from bert_tf.text import tokenization
+from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 SEQ_LENGTH = 32
 LABELS = ["not_equivalent", "equivalent"]

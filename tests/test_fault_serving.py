@@ -25,9 +25,9 @@ from tiny_models import tiny_bert_config
 
 import bert_tf
 from bert_tf import serving
-from bert_tf import tokenization
-from bert_tf.preprocessing import BertPreprocessor
 from bert_tf.serving.span_options import SpanOptions
+from bert_tf.text import tokenization
+from bert_tf.text.preprocessing import BertPreprocessor
 
 SEQ_LENGTH = 32
 # A string input of another shape than [batch] (the op names the input).

@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from bert_tf import tokenization
 from bert_tf.data_prep import glue
+from bert_tf.text import tokenization
 
 
 def _write(path, text, encoding="utf-8"):

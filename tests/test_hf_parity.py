@@ -59,7 +59,7 @@ def torch_inputs(features):
 
 @pytest.mark.slow
 def test_minilm_encoder_matches_transformers(minilm_dir):
-    tokenizer = bert_tf.tokenization.FullTokenizer(
+    tokenizer = bert_tf.text.tokenization.FullTokenizer(
         os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True
     )
     features = pack(tokenizer, SENTENCES)
@@ -87,7 +87,7 @@ def test_minilm_encoder_matches_transformers(minilm_dir):
 
 
 def test_minilm_all_layer_outputs_match_hidden_states(minilm_dir):
-    tokenizer = bert_tf.tokenization.FullTokenizer(
+    tokenizer = bert_tf.text.tokenization.FullTokenizer(
         os.path.join(minilm_dir, "vocab.txt")
     )
     features = pack(tokenizer, SENTENCES[:4], pairs=SENTENCES[4:8])

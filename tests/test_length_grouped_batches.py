@@ -63,8 +63,8 @@ def _task(minilm_dir, train_file, output_dir, group_by_length):
     from bert_tf.options.run_options import RunOptions
     from bert_tf.options.similarity_options import SimilarityOptions
     from bert_tf.options.training_options import TrainingOptions
-    from bert_tf.preprocessing import BertPreprocessor
     from bert_tf.tasks.similarity import SimilarityTask
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     run = RunOptions(
         output_dir=str(output_dir),

@@ -23,14 +23,14 @@ from tiny_models import tiny_bert_config
 from tokenizer_torture import generate_torture_strings
 
 import bert_tf
-from bert_tf import tokenization
 from bert_tf.data_prep import conll
 from bert_tf.data_prep import glue
+from bert_tf.text import tokenization
 
 pytest.importorskip("ai_edge_litert", reason="ai-edge-litert ([litert]) is missing")
 
-from bert_tf.litert import LiteRTModel  # noqa: E402
 from bert_tf.serving.litert_exporter import export_litert  # noqa: E402
+from bert_tf.serving.litert_model import LiteRTModel  # noqa: E402
 from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor  # noqa: E402
 
 SEQ_LENGTH = 24
@@ -432,7 +432,7 @@ FRESH_PROCESS = textwrap.dedent(
         # The file must run with ai-edge-litert and tensorflow-text alone.
         # (TensorFlow, under tensorflow-text, probes for keras: let it.)
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("bert_tf", "data_prep"):
+            if name.split(".")[0] in ("bert_tf",):
                 raise ImportError("the LiteRT file must not need " + name)
 
     sys.meta_path.insert(0, Only())
@@ -485,8 +485,8 @@ def test_embedding_export_takes_the_encoders_own_length_and_casing(
     """As the SavedModel export: a sentence-transformers directory's
     max_seq_length (here 24, not the flag's default 128) and casing win."""
     from bert_tf.options.litert_export_options import LiteRTExportOptions
-    from bert_tf.preprocessing import BertPreprocessor
     from bert_tf.tasks import litert_export
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     keras.utils.set_random_seed(3)
     vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
@@ -531,8 +531,8 @@ def test_embedding_export_takes_the_encoders_own_length_and_casing(
 def test_tagger_entities_equal_the_saved_models(exported, tiny_models, shared_data):
     """`LiteRTModel.entities` reads the tags as the tagger SavedModel's
     `entity_*` outputs do (conlleval's chunks, byte offsets, mean score)."""
-    from bert_tf.preprocessing import BertPreprocessor
     from bert_tf.serving.tagger_signatures import TaggerSignatures
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     model = LiteRTModel(exported["tagger", "none"])
     texts = TEXTS_A[:6] + ["Ünïcode wörds in Zürich, 東京 and São Paulo."]

@@ -33,8 +33,8 @@ def test_crf_learning_rate_multiplier_checks():
 
 
 def test_the_optimizer_gets_the_crf_scope_at_the_multiplier():
-    from bert_tf import optimization
     from bert_tf.tasks.ner import crf_learning_rate_multipliers
+    from bert_tf.training import optimization
 
     assert crf_learning_rate_multipliers(NerOptions()) is None
     multipliers = crf_learning_rate_multipliers(

@@ -1,4 +1,4 @@
-"""bert_tf.optimization against the original formulas, computed here in numpy.
+"""bert_tf.training.optimization against the original formulas, computed here in numpy.
 
 The references below are written from the original `optimization.py` (and TF
 Model Garden's `lamb.py` for LAMB), not from bert_tf's code.
@@ -18,10 +18,10 @@ import tensorflow as tf
 from cli_script import child_pythonpath
 
 import bert_tf
-from bert_tf import optimization
-from bert_tf.optimization import AdamWeightDecay
-from bert_tf.optimization import Lamb
-from bert_tf.optimization import LinearWarmupLinearDecay
+from bert_tf.training import optimization
+from bert_tf.training.optimization import AdamWeightDecay
+from bert_tf.training.optimization import Lamb
+from bert_tf.training.optimization import LinearWarmupLinearDecay
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -816,7 +816,7 @@ _MIRRORED_SCRIPT = textwrap.dedent(
     import keras
     import numpy as np
 
-    from bert_tf import optimization
+    from bert_tf.training import optimization
 
     STEPS, GLOBAL_BATCH = 3, 8
     # Scales the loss in the clipped runs so that clipping at 1.0 is active.
@@ -997,7 +997,7 @@ def test_a_second_model_trains_in_the_same_process():
     import keras
     import tensorflow as tf
 
-    from bert_tf.optimization import AdamWeightDecay
+    from bert_tf.training.optimization import AdamWeightDecay
 
     def train_once():
         model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])

@@ -13,9 +13,9 @@ import pytest
 from tiny_models import tiny_bert_config
 
 import bert_tf
-from bert_tf import tokenization
 from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
+from bert_tf.text import tokenization
 
 SEQ_LENGTH = 32
 LABELS = ["negative", "positive"]
@@ -222,7 +222,7 @@ def checkpoints_and_exports(models, vocab_file, tmp_path_factory):
     """The classifier and span model as output_dirs and as exports, and a
     tiny sentence encoder's export."""
     from bert_tf import serving
-    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     base = tmp_path_factory.mktemp("pipeline")
     pairs = {"script": "run_classifier", "task_name": "MRPC"}

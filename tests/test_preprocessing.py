@@ -17,10 +17,10 @@ import tensorflow as tf
 from tokenizer_torture import generate_torture_strings
 from tokenizer_torture import load_squad_sentences
 
-from bert_tf import tokenization
 from bert_tf.data_prep import glue
-from bert_tf.preprocessing import BertPreprocessor
-from bert_tf.preprocessing import truncated_pair_lengths
+from bert_tf.text import tokenization
+from bert_tf.text.preprocessing import BertPreprocessor
+from bert_tf.text.preprocessing import truncated_pair_lengths
 
 N_STRINGS = 6000
 VOCABS = ("bert-base-uncased", "bert-base-cased")

@@ -31,9 +31,9 @@ import pytest
 import tensorflow as tf
 from cli_script import child_pythonpath
 
-from bert_tf import tokenization
 from bert_tf.data_prep import pretraining
 from bert_tf.data_prep.pretraining.documents import MemoTokenizer
+from bert_tf.text import tokenization
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

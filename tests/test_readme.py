@@ -99,7 +99,7 @@ BLOCKS = [
     ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
     ("bash", "saved_model_cli show", "run"),
     ("bash", "python export_litert.py", "run"),
-    ("python", "from bert_tf.litert import LiteRTModel", "run"),
+    ("python", "from bert_tf.serving.litert_model import LiteRTModel", "run"),
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("python", 'bert_tf.pipeline("text-classification"', "run"),
@@ -472,7 +472,9 @@ def test_litert_export_command_and_snippet(workspace, mrpc_output):
         "--max_seq_length=128", f"--max_seq_length={TINY_POSITIONS}"
     )
     run_shell(workspace, command)
-    code = small(workspace, block("from bert_tf.litert import LiteRTModel"))
+    code = small(
+        workspace, block("from bert_tf.serving.litert_model import LiteRTModel")
+    )
     printed = run_python(workspace, code, "litert_api.py").stdout.splitlines()
     assert printed[0] == "['0', '1'] ['text_a', 'text_b']"
     assert printed[1] in ("[b'0']", "[b'1']")
@@ -593,8 +595,10 @@ def layout_path_exists(name):
     for folder in (
         "",
         "bert_tf",
-        "data_prep",
-        "data_prep/tfds_input",
+        "bert_tf/data_prep",
+        "bert_tf/data_prep/tfds_input",
+        "bert_tf/text",
+        "bert_tf/metrics",
         "bert_tf/layers",
         "bert_tf/models",
         "tests",

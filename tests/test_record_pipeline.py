@@ -11,7 +11,6 @@ import struct
 import pytest
 import tensorflow as tf
 
-from bert_tf import tokenization
 from bert_tf.data_prep import classifier_records
 from bert_tf.data_prep import glue
 from bert_tf.data_prep import record_pipeline
@@ -19,6 +18,7 @@ from bert_tf.data_prep import tfrecord_files
 from bert_tf.data_prep.pretraining import create_pretraining_data
 from bert_tf.data_prep.pretraining import pretraining_feature_spec
 from bert_tf.tasks import pretraining as pretraining_task
+from bert_tf.text import tokenization
 
 SEQ = 64
 MAX_PRED = 10

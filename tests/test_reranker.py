@@ -106,7 +106,7 @@ def tiny_reranker(shared_data):
     from tiny_models import tiny_bert_config
 
     from bert_tf.models.bert_reranker import BertReranker
-    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     keras.utils.set_random_seed(3)
     vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
@@ -219,7 +219,7 @@ def test_a_sentence_encoder_directory_is_not_a_cross_encoder(shared_data, tmp_pa
 
     from bert_tf.models.bert_reranker import BertReranker
     from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
-    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
     encoder = BertSentenceEncoder(

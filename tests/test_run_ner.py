@@ -25,10 +25,10 @@ from ner_run_fixtures import trained_ner_run
 from serving_process import call_in_fresh_process
 
 import bert_tf
-from bert_tf import tokenization
-from bert_tf.entity_metrics import get_entities
-from bert_tf.preprocessing import BertPreprocessor
+from bert_tf.metrics.entity import get_entities
 from bert_tf.serving import TaggerSignatures
+from bert_tf.text import tokenization
+from bert_tf.text.preprocessing import BertPreprocessor
 
 # End-to-end runs through the command line: the full suite's tier.
 pytestmark = pytest.mark.slow

@@ -24,9 +24,9 @@ from ner_run_fixtures import trained_ner_run
 from serving_process import call_in_fresh_process
 
 import bert_tf
-from bert_tf.entity_metrics import get_entities
 from bert_tf.layers.crf import FORBIDDEN_SCORE
 from bert_tf.layers.crf import iob2_allowed
+from bert_tf.metrics.entity import get_entities
 
 torchcrf = pytest.importorskip("torchcrf", reason="pytorch-crf (test extra) missing")
 torch = pytest.importorskip("torch")

@@ -11,8 +11,8 @@ from cli_script import REPO
 from cli_script import run_script
 
 from bert_tf.data_prep import beir
-from bert_tf.retrieval_metrics import DEFAULT_METRIC_NAMES
-from bert_tf.retrieval_metrics import retrieval_metrics
+from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
+from bert_tf.metrics.retrieval import retrieval_metrics
 
 SCRIPT = os.path.join(REPO, "run_reranker.py")
 NUM_DOCS = 30
@@ -34,7 +34,7 @@ def tiny_bert_dir(shared_data, tmp_path_factory):
     from tiny_models import tiny_bert_config
 
     from bert_tf.models.bert_reranker import BertReranker
-    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     keras.utils.set_random_seed(4)
     vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")

@@ -20,10 +20,10 @@ from cli_script import script_env  # noqa: E402
 
 from bert_tf.data_prep import beir  # noqa: E402
 from bert_tf.errors import UserInputError  # noqa: E402
+from bert_tf.metrics.retrieval import retrieval_metrics  # noqa: E402
 from bert_tf.options import RetrievalOptions  # noqa: E402
 from bert_tf.options import RunOptions  # noqa: E402
 from bert_tf.options import TrainingOptions  # noqa: E402
-from bert_tf.retrieval_metrics import retrieval_metrics  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "run_retrieval.py")
 NUM_DOCS = 40
@@ -42,7 +42,7 @@ def _tiny_st_dir(shared_data, directory, seed):
     from tiny_models import tiny_bert_config
 
     from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
-    from bert_tf.preprocessing import BertPreprocessor
+    from bert_tf.text.preprocessing import BertPreprocessor
 
     keras.utils.set_random_seed(seed)
     vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
@@ -127,7 +127,7 @@ def test_zero_shot_minilm_equals_sentence_transformers(
     qrels = beir.read_qrels(small_beir, "test")
     # The same passages (paragraphs over 254 word pieces are cut in two), each
     # document scored by its best passage.
-    from bert_tf.tokenization import FullTokenizer
+    from bert_tf.text.tokenization import FullTokenizer
 
     tokenizer = FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), True)
     passages = beir.split_passages(
@@ -174,7 +174,7 @@ def test_cli_index_rerun_update_eval_export(small_beir, tiny_encoders, tmp_path)
         SCRIPT, *common, "--do_index", "--do_eval", f"--export_dir={tmp_path / 'sm'}"
     )
     corpus = beir.read_corpus(str(data))
-    from bert_tf.tokenization import FullTokenizer
+    from bert_tf.text.tokenization import FullTokenizer
 
     tokenizer = FullTokenizer(os.path.join(tiny_encoders[0], "vocab.txt"), True)
     passages = beir.split_passages(
@@ -525,7 +525,7 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
     from bert_tf.retrieval.vector_store import StoredPassage
     from bert_tf.tasks import retrieval
     from bert_tf.tasks import saved_model_export
-    from bert_tf.tokenization import FullTokenizer
+    from bert_tf.text.tokenization import FullTokenizer
 
     path = saved_model_export.run(
         SavedModelExportOptions(

@@ -51,7 +51,7 @@ def test_losses_equal_sentence_transformers(name):
 def test_correlations_equal_scipy():
     from scipy import stats
 
-    from bert_tf.similarity_metrics import similarity_metrics
+    from bert_tf.metrics.similarity import similarity_metrics
 
     rng = np.random.default_rng(3)
     gold = np.round(rng.uniform(0, 5, size=200), 1)  # many ties, as STS-B

@@ -1,4 +1,4 @@
-"""Tests for bert_tf.data_prep.squad and bert_tf.squad_postprocessing.
+"""Tests for bert_tf.data_prep.squad and bert_tf.metrics.squad.
 
 The oracle test runs on the real SQuAD v1.1 dev set and the uncased vocabulary
 from $BERT_TF_DATA (skipped without it) and checks the figures measured from
@@ -14,10 +14,10 @@ import os
 
 import pytest
 
-from bert_tf import squad_postprocessing as post
-from bert_tf import tokenization
 from bert_tf.data_prep import squad
 from bert_tf.errors import UserInputError
+from bert_tf.metrics import squad as post
+from bert_tf.text import tokenization
 
 # ---------------------------------------------------------------------------
 # Helpers

@@ -22,11 +22,11 @@ pytest.importorskip(
 
 import tensorflow_datasets as tfds  # noqa: E402
 
-from bert_tf import tokenization  # noqa: E402
 from bert_tf.data_prep import glue  # noqa: E402
 from bert_tf.data_prep import squad as squad_data  # noqa: E402
 from bert_tf.data_prep import tfds_input  # noqa: E402
 from bert_tf.data_prep.tfds_input import builders  # noqa: E402
+from bert_tf.text import tokenization  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Rows kept of each split of the larger GLUE tasks (MRPC is used whole).

@@ -1,4 +1,4 @@
-"""Unit tests for bert_tf.tokenization against the original BERT behaviour.
+"""Unit tests for bert_tf.text.tokenization against the original BERT behaviour.
 
 Expected values come from the original tokenization.py / tokenization_test.py
 (reference spec section 6), reasoned step by step where noted. Tests that need
@@ -11,7 +11,7 @@ import unicodedata
 
 import pytest
 
-from bert_tf import tokenization
+from bert_tf.text import tokenization
 
 # The vocabulary of the original tokenization_test.py.
 TEST_VOCAB = [

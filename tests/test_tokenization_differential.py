@@ -31,7 +31,7 @@ import unicodedata
 import pytest
 from tokenizer_torture import generate_torture_strings
 
-from bert_tf import tokenization
+from bert_tf.text import tokenization
 
 N_STRINGS = 6000
 SEED = 0

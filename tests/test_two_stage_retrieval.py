@@ -33,9 +33,9 @@ def test_served_ranking_is_the_cross_encoders_order_of_the_candidates(
     from tiny_models import tiny_bert_config
 
     from bert_tf.models.bert_reranker import BertReranker
-    from bert_tf.preprocessing import BertPreprocessor
     from bert_tf.retrieval.dual_encoder import DualEncoder
-    from bert_tf.tokenization import FullTokenizer
+    from bert_tf.text.preprocessing import BertPreprocessor
+    from bert_tf.text.tokenization import FullTokenizer
 
     keras.utils.set_random_seed(6)
     vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")

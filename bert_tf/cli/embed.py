@@ -113,7 +113,7 @@ def _litert_model(f):
     import os
 
     from bert_tf.errors import UserInputError
-    from bert_tf.litert import LiteRTModel
+    from bert_tf.serving.litert_model import LiteRTModel
 
     given = [name for name in _FIXED_BY_THE_FILE if getattr(f, name) is not None]
     if given:

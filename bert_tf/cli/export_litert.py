@@ -1,7 +1,7 @@
 r"""Exports a trained BERT checkpoint as a LiteRT (TFLite) file that takes raw text.
 
 The tokenizer is inside the file (tensorflow-text's fast BERT tokenizer,
-whose LiteRT kernels `bert_tf.litert.LiteRTModel` registers); weights are
+whose LiteRT kernels `bert_tf.serving.litert_model.LiteRTModel` registers); weights are
 int8 by default. See README.md ("LiteRT").
 
     python export_litert.py --model_type=classifier --task_name=MRPC \

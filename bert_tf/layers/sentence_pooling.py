@@ -60,7 +60,7 @@ class SentencePooling(keras.layers.Layer):
     def call(self, sequence_output, input_mask):
         vectors = ops.cast(sequence_output, "float32")
         # expand_dims, not [:, :, None]: LiteRT's builtin StridedSlice has no
-        # new axes, so the slice would not convert for bert_tf.litert.
+        # new axes, so the slice would not convert for bert_tf.serving.litert_model.
         mask = ops.expand_dims(ops.cast(input_mask, "float32"), -1)
         outputs = []
         for mode in self.modes:

@@ -8,10 +8,10 @@ from keras import ops
 from bert_tf.checkpoints.loading import CheckpointMixin
 from bert_tf.checkpoints.name_map import encoder_variables
 from bert_tf.config import BertConfig
-from bert_tf.input_schema import ENCODER_INPUT_NAMES
 from bert_tf.layers import token_packing
 from bert_tf.layers.bert_embeddings import BertEmbeddings
 from bert_tf.layers.transformer_block import TransformerBlock
+from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 # The original adds this to the scores of padded keys: large enough to zero
 # them after the softmax, small enough to stay finite in float16.

@@ -13,7 +13,7 @@ from bert_tf.config import BertConfig
 from bert_tf.errors import UserInputError
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.text_task import BertTextTask
-from bert_tf.preprocessing import BertPreprocessor
+from bert_tf.text.preprocessing import BertPreprocessor
 
 # CrossEncoder.predict's default batch size.
 DEFAULT_BATCH_SIZE = 32

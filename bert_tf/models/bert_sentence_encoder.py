@@ -29,7 +29,7 @@ from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
 from bert_tf.models.task_model import freeze_unread_pooler
-from bert_tf.preprocessing import BertPreprocessor
+from bert_tf.text.preprocessing import BertPreprocessor
 
 # sentence-transformers' default batch size for encode().
 DEFAULT_BATCH_SIZE = 32

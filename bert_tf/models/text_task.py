@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints.loading import find_checkpoint
-from bert_tf.preprocessing import BertPreprocessor
+from bert_tf.text.preprocessing import BertPreprocessor
 
 # Keras loss names that read probabilities unless told `from_logits=True`;
 # the text tasks output logits, so these names get logits-aware losses.

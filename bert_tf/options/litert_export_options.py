@@ -2,12 +2,12 @@
 
 import dataclasses
 
-from bert_tf import tokenization
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
+from bert_tf.text import tokenization
 
 # bert_tf.serving.litert_exporter checks the same names (it needs TensorFlow).
 LITERT_MODEL_TYPES = ("classifier", "tagger", "span", "embedding", "encoder")

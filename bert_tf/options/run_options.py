@@ -2,7 +2,6 @@
 
 import dataclasses
 
-from bert_tf import tokenization
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
@@ -10,6 +9,7 @@ from bert_tf.options.checks import sequence_length_fits
 from bert_tf.options.distribution_options import DistributionOptions
 from bert_tf.options.export_options import ExportOptions
 from bert_tf.options.training_options import TrainingOptions
+from bert_tf.text import tokenization
 
 DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
 

@@ -3,7 +3,6 @@
 import dataclasses
 import os
 
-from bert_tf import tokenization
 from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
@@ -19,6 +18,7 @@ from bert_tf.serving.span_options import MAX_CONTEXT_BYTES
 from bert_tf.serving.span_options import MAX_WINDOWS
 from bert_tf.serving.span_options import SpanOptions
 from bert_tf.tasks.saved_model_types import MODEL_TYPES
+from bert_tf.text import tokenization
 
 # Written by run_classifier / run_ner beside their checkpoints.
 LABEL_LIST_FILE = "label_list.json"

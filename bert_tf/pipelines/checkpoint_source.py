@@ -138,7 +138,7 @@ class CheckpointSource:
         )
 
     def _preprocessor(self):
-        from bert_tf.preprocessing import BertPreprocessor
+        from bert_tf.text.preprocessing import BertPreprocessor
 
         return BertPreprocessor(
             self.files.vocab_file,

@@ -2,8 +2,8 @@
 
 import keras
 
-from bert_tf.input_schema import ENCODER_INPUT_NAMES
 from bert_tf.retrieval.dual_encoder import DualEncoder
+from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 __all__ = ["DualEncoderModel"]
 

@@ -51,15 +51,15 @@ in the span's first word with other case or accents ("Anna" -> "##a").
 import tensorflow as tf
 import tensorflow_text as text
 
-from bert_tf import tokenization
-from bert_tf.preprocessing import WHITESPACE
-from bert_tf.preprocessing import input_byte_map
-from bert_tf.preprocessing import input_offsets
-from bert_tf.preprocessing import normalize_words
-from bert_tf.preprocessing import repair_utf8
-from bert_tf.preprocessing import request_batch
-from bert_tf.preprocessing import same_batch_size
 from bert_tf.serving.span_options import SpanOptions
+from bert_tf.text import tokenization
+from bert_tf.text.preprocessing import WHITESPACE
+from bert_tf.text.preprocessing import input_byte_map
+from bert_tf.text.preprocessing import input_offsets
+from bert_tf.text.preprocessing import normalize_words
+from bert_tf.text.preprocessing import repair_utf8
+from bert_tf.text.preprocessing import request_batch
+from bert_tf.text.preprocessing import same_batch_size
 
 # run_squad.py splits contexts into words at these characters only.
 DOC_WHITESPACE = r"[ \t\r\n\x{202F}]+"

@@ -31,7 +31,7 @@ Encoder`                                    two texts: their unit vectors' dot)
 The SavedModel export's outputs, minus what needs string or ragged ops LiteRT
 lacks: the tagger's entities and the span model's whole-document answer
 search are computed from these outputs outside the file (the tagger's
-entities by `bert_tf.litert.LiteRTModel.entities`).
+entities by `bert_tf.serving.litert_model.LiteRTModel.entities`).
 Each request is padded to its longest row (never past `seq_length`).
 
 Quantization: "dynamic_int8" (default; int8 weights, int8 matrix products
@@ -47,13 +47,13 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.input_schema import ENCODER_INPUT_NAMES
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
 from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor
+from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 QUANTIZATIONS = ("dynamic_int8", "float16", "none")
 METADATA_NAME = "bert_tf_export"
@@ -244,7 +244,7 @@ def _check_ops(blob):
 
 def with_metadata(blob, entries):
     """`blob` (a .tflite flatbuffer) with `entries` {name: bytes} added to
-    its metadata (readable by `bert_tf.litert.read_metadata`)."""
+    its metadata (readable by `bert_tf.serving.litert_model.read_metadata`)."""
     return _edit_model(blob, metadata=entries)
 
 

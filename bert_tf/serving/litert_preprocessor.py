@@ -16,8 +16,8 @@ listed in `bert_tf.serving.litert_exporter.TOKENIZER_DIFFERENCES`.
 import tensorflow as tf
 import tensorflow_text as text
 
-from bert_tf import tokenization
-from bert_tf.preprocessing import truncated_pair_lengths
+from bert_tf.text import tokenization
+from bert_tf.text.preprocessing import truncated_pair_lengths
 
 # The original's WordpieceTokenizer turns words longer than 200 characters
 # into [UNK]; FastBertTokenizer's limit counts bytes, the nearest it has.

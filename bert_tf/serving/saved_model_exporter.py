@@ -88,9 +88,9 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.errors import UserInputError
-from bert_tf.preprocessing import BertPreprocessor
 from bert_tf.serving import warmup
 from bert_tf.serving.registry import signature_module_for
+from bert_tf.text.preprocessing import BertPreprocessor
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")

@@ -18,7 +18,7 @@ import abc
 
 import tensorflow as tf
 
-from bert_tf.input_schema import ENCODER_INPUT_NAMES
+from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 # Raw texts of the warmup requests (one request per signature) that TF
 # Serving replays before it serves.

@@ -31,15 +31,15 @@ returns `logits`, `tag_ids` and `tags` (word starts found from the ids: not a
 
 import tensorflow as tf
 
-from bert_tf import tokenization
-from bert_tf.preprocessing import concat_rows
-from bert_tf.preprocessing import input_byte_map
-from bert_tf.preprocessing import input_offsets
-from bert_tf.preprocessing import repair_utf8
-from bert_tf.preprocessing import request_batch
-from bert_tf.preprocessing import take_prefix
 from bert_tf.serving.signature_module import SignatureModule
 from bert_tf.serving.signature_module import model_inputs
+from bert_tf.text import tokenization
+from bert_tf.text.preprocessing import concat_rows
+from bert_tf.text.preprocessing import input_byte_map
+from bert_tf.text.preprocessing import input_offsets
+from bert_tf.text.preprocessing import repair_utf8
+from bert_tf.text.preprocessing import request_batch
+from bert_tf.text.preprocessing import take_prefix
 
 # Tag prefixes, as codes: the model's labels are IOB2 tags.
 _OUTSIDE, _BEGIN, _INSIDE = 0, 1, 2

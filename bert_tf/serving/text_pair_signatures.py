@@ -2,10 +2,10 @@
 
 import tensorflow as tf
 
-from bert_tf.preprocessing import request_batch
-from bert_tf.preprocessing import same_batch_size
 from bert_tf.serving.signature_module import SignatureModule
 from bert_tf.serving.signature_module import model_inputs
+from bert_tf.text.preprocessing import request_batch
+from bert_tf.text.preprocessing import same_batch_size
 
 
 class TextPairSignatures(SignatureModule):

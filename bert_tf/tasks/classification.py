@@ -18,10 +18,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
-from bert_tf.classification_metrics import accuracy
-from bert_tf.classification_metrics import glue_metrics
 from bert_tf.data_prep import glue
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep import tfds_input
@@ -29,11 +26,14 @@ from bert_tf.data_prep.classifier_records import feature_spec
 from bert_tf.data_prep.classifier_records import file_based_convert_examples_to_features
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.data_prep.label_list_file import write_label_list
+from bert_tf.metrics.classification import accuracy
+from bert_tf.metrics.classification import glue_metrics
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
+from bert_tf.text import tokenization
 from bert_tf.training.output_dir import examples_fingerprint
 from bert_tf.training.progress import batches_with_progress
 from bert_tf.training.train_or_restore import training_steps

@@ -124,7 +124,7 @@ def embed_file(
     output_tfrecord=None,
 ):
     """Embeds every row of `input_file` with `model` (a `BertSentenceEncoder`,
-    or a `bert_tf.litert.LiteRTModel` of an embedding export).
+    or a `bert_tf.serving.litert_model.LiteRTModel` of an embedding export).
 
     Writes `output_file` (float32 `.npy` [rows, dim], memory-mapped),
     `<output_file without .npy>.ids.txt` (one id per line, in row order) and,

@@ -15,12 +15,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertEncoder
 from bert_tf.options.checks import sequence_length_fits
 from bert_tf.tasks.runner import load_config
+from bert_tf.text import tokenization
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 

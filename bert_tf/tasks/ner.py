@@ -31,7 +31,6 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.name_map import CRF_SCOPE
@@ -40,8 +39,8 @@ from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep.label_list_file import LABEL_LIST_FILE
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.data_prep.label_list_file import write_label_list
-from bert_tf.entity_metrics import entity_scores
 from bert_tf.errors import UserInputError
+from bert_tf.metrics.entity import entity_scores
 from bert_tf.models import BertTokenClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.options.checks import required
@@ -49,6 +48,7 @@ from bert_tf.options.ner_options import SPLIT_RUN_OPTIONS
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
+from bert_tf.text import tokenization
 from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.train_or_restore import training_steps
 

@@ -34,13 +34,13 @@ from absl import logging
 
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.data_prep import beir
+from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
+from bert_tf.metrics.retrieval import rank_documents
+from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.models.bert_reranker import BertReranker
 from bert_tf.options.reranker_options import RERANK_LOSSES
 from bert_tf.retrieval.exact_store import ExactStore
 from bert_tf.retrieval.vector_store import StoredPassage
-from bert_tf.retrieval_metrics import DEFAULT_METRIC_NAMES
-from bert_tf.retrieval_metrics import rank_documents
-from bert_tf.retrieval_metrics import retrieval_metrics
 from bert_tf.tasks.retrieval import RUN_FILE
 from bert_tf.tasks.retrieval import RUN_NAME
 from bert_tf.tasks.retrieval import passages_of

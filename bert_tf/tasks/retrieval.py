@@ -51,15 +51,15 @@ from absl import logging
 
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
+from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
+from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.dual_encoder_model import DualEncoderModel
 from bert_tf.retrieval.vector_store import StoredPassage
-from bert_tf.retrieval_metrics import DEFAULT_METRIC_NAMES
-from bert_tf.retrieval_metrics import retrieval_metrics
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
-from bert_tf.tokenization import FullTokenizer
+from bert_tf.text.tokenization import FullTokenizer
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 RUN_FILE = "run.tsv"

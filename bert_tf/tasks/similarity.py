@@ -35,9 +35,9 @@ from bert_tf.data_prep.length_grouped_batches import length_grouped_batches
 from bert_tf.data_prep.similarity_rows import read_similarity_rows
 from bert_tf.errors import UserInputError
 from bert_tf.layers import token_packing
+from bert_tf.metrics.similarity import similarity_metrics
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.options.checks import run_defining
-from bert_tf.similarity_metrics import similarity_metrics
 from bert_tf.tasks import similarity_losses
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task

@@ -18,7 +18,7 @@ class TrainingData:
         (`file_fingerprint` of input files or `examples_fingerprint` of
         parsed examples; never of records the run writes itself).
       learning_rate_multipliers: `{regex: factor}` for the optimizer
-        (`bert_tf.optimization.create_optimizer`): variables whose original
+        (`bert_tf.training.optimization.create_optimizer`): variables whose original
         name matches train at `factor` times --learning_rate (e.g. run_ner's
         CRF transitions, `{"^cls/crf/": 100.0}`). None: one learning rate.
 

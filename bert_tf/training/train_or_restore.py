@@ -17,7 +17,7 @@ from absl import logging
 from bert_tf.checkpoints import save_tf1_checkpoint
 from bert_tf.checkpoints.loading import load_checkpoint
 from bert_tf.errors import UserInputError
-from bert_tf.optimization import create_optimizer
+from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.output_dir import RunSettings
 from bert_tf.training.strategy import is_chief
 from bert_tf.training.trainer import Trainer

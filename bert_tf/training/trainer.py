@@ -28,7 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.errors import UserInputError
-from bert_tf.optimization import set_gradient_aggregation
+from bert_tf.training.optimization import set_gradient_aggregation
 from bert_tf.training.strategy import is_chief
 
 

@@ -10,11 +10,11 @@ import os
 
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.data_prep.pretraining.records import FEATURE_NAMES
 from bert_tf.data_prep.pretraining.records import decode_record
 from bert_tf.data_prep.tfrecord_files import frame_records
 from bert_tf.errors import UserInputError
+from bert_tf.text import tokenization
 
 # The original logs this many instances (tokens and features) when writing.
 NUM_LOGGED_INSTANCES = 20

@@ -7,7 +7,7 @@ import dataclasses
 
 from absl import logging
 
-from bert_tf import tokenization
+from bert_tf.text import tokenization
 
 __all__ = [
     "InputExample",

@@ -52,9 +52,9 @@ import json
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.data_prep.local_files import check_not_a_pipe
 from bert_tf.errors import UserInputError
+from bert_tf.text import tokenization
 
 __all__ = [
     "FIRST_UNIQUE_ID",

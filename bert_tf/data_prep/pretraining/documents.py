@@ -9,10 +9,10 @@ UnicodeDecodeError). Local files are read without TensorFlow; remote
 
 import os
 
-from bert_tf import tokenization
 from bert_tf.data_prep.local_files import open_input_file
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
+from bert_tf.text import tokenization
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
 # Distinct whitespace words memoised by the tokenizer before the memo is reset

@@ -30,7 +30,6 @@ import threading
 
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.data_prep.pretraining.documents import documents_from_lines
 from bert_tf.data_prep.pretraining.documents import iter_shard_spans
 from bert_tf.data_prep.pretraining.documents import tokenize_function
@@ -41,6 +40,7 @@ from bert_tf.data_prep.pretraining.output import log_record
 from bert_tf.data_prep.pretraining.records import RecordEncoder
 from bert_tf.data_prep.tfrecord_files import frame_records
 from bert_tf.errors import UserInputError
+from bert_tf.text import tokenization
 
 # Shard size of the sharded mode when --shard_size_mb is not given. At seq 128
 # a 1 MiB shard gives ~3,000 instances per pass (SQuAD text), and a worker

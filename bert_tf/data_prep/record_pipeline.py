@@ -20,7 +20,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.data_prep.tfrecord_files import check_tfrecord_file
-from bert_tf.input_schema import ENCODER_INPUT_NAMES
+from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 __all__ = [
     "PAD_MULTIPLE",

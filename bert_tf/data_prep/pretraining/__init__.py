@@ -36,7 +36,6 @@ import random
 
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.data_prep.pretraining.documents import check_vocab
 from bert_tf.data_prep.pretraining.documents import expand_input_files
 from bert_tf.data_prep.pretraining.documents import iter_shards
@@ -63,7 +62,8 @@ from bert_tf.data_prep.pretraining.sharded import write_sharded
 from bert_tf.data_prep.tfrecord_files import frame_records
 from bert_tf.data_prep.tfrecord_files import masked_crc32c
 from bert_tf.errors import UserInputError
-from bert_tf.input_overwrite_check import check_outputs_are_not_inputs
+from bert_tf.options.input_overwrite_check import check_outputs_are_not_inputs
+from bert_tf.text import tokenization
 
 __all__ = [
     "DEFAULT_SHARD_SIZE_MB",

@@ -14,7 +14,7 @@ so a resumed run sees the same masks as an uninterrupted one.
 
 import tensorflow as tf
 
-from bert_tf import tokenization
+from bert_tf.text import tokenization
 
 
 def special_token_ids(vocab_file):

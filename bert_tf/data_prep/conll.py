@@ -173,7 +173,7 @@ def entity_spans(tags):
 
     Works for IOB1, IOB2 and BIOES alike, and for ill-formed sequences.
     """
-    from bert_tf.entity_metrics import get_entities
+    from bert_tf.metrics.entity import get_entities
 
     return get_entities(list(tags))
 

@@ -12,8 +12,8 @@ instances of all passes shuffled together.
 
 import dataclasses
 
-from bert_tf import tokenization
 from bert_tf.data_prep.pretraining.options import GenerationOptions
+from bert_tf.text import tokenization
 
 
 @dataclasses.dataclass

@@ -13,7 +13,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as text
 
-from bert_tf import tokenization
+from bert_tf.text import tokenization
 
 # Python's str.split() after the original's _clean_text: tab/newline/CR and Zs
 # became " "; U+2028/U+2029 are the only other separators that survive

@@ -27,7 +27,7 @@ import string
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import tokenization
+from bert_tf.text import tokenization
 
 __all__ = [
     "RawResult",

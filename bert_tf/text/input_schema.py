@@ -5,7 +5,7 @@
 module imports nothing else (no TensorFlow).
 
 Example:
->>> from bert_tf.input_schema import ENCODER_INPUT_NAMES
+>>> from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 >>> ENCODER_INPUT_NAMES
 ('input_ids', 'input_mask', 'segment_ids')
 """

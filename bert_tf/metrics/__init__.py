@@ -1,0 +1,1 @@
+"""Metrics, each the standard definition: classification, entity (conlleval), retrieval (trec_eval), similarity, SQuAD."""

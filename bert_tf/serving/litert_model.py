@@ -1,0 +1,232 @@
+"""Runs a bert_tf LiteRT file: raw text in, predictions out.
+
+Needs only ai-edge-litert and tensorflow-text (`pip install ".[litert]"`);
+the file comes from `bert-tf-export-litert` (`bert_tf.serving.litert_exporter`).
+
+Example:
+>>> from bert_tf.serving.litert_model import LiteRTModel
+>>> model = LiteRTModel("/tmp/mrpc.tflite")
+>>> model(text_a=["He left."], text_b=["He is gone."])["labels"]
+array([b'1'], dtype=object)
+"""
+
+import json
+import struct
+
+import numpy as np
+
+METADATA_NAME = "bert_tf_export"
+INSTALL_HINT = 'pip install ".[litert]" (ai-edge-litert and tensorflow-text)'
+
+
+def _import_runtime():
+    """(InterpreterWithCustomOps, tensorflow-text's LiteRT op registrars)."""
+    try:
+        from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    except ImportError as error:
+        raise ImportError(
+            f"bert_tf.serving.litert_model needs the ai-edge-litert package ({error}): {INSTALL_HINT}"
+        ) from error
+    try:
+        import tensorflow_text
+    except ImportError as error:
+        raise ImportError(
+            "bert_tf.serving.litert_model needs the tensorflow-text package for the tokenizer's "
+            f"LiteRT kernels ({error}): {INSTALL_HINT}"
+        ) from error
+    return InterpreterWithCustomOps, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
+
+
+def read_metadata(model_content):
+    """The `bert_tf_export` JSON entry of a .tflite file's bytes (or None)."""
+    try:
+        from ai_edge_litert import schema_py_generated as schema
+    except ImportError as error:
+        raise ImportError(
+            f"bert_tf.serving.litert_model needs the ai-edge-litert package ({error}): {INSTALL_HINT}"
+        ) from error
+    model = schema.Model.GetRootAs(model_content, 0)
+    for index in range(model.MetadataLength()):
+        entry = model.Metadata(index)
+        if entry.Name().decode() == METADATA_NAME:
+            data = model.Buffers(entry.Buffer()).DataAsNumpy()
+            return json.loads(bytes(data).decode())
+    return None
+
+
+class LiteRTModel:
+    """A bert_tf `.tflite` file, opened with tensorflow-text's LiteRT kernels.
+
+    Calling it runs `serving_default` on raw strings; `tokenized(...)` runs
+    `serve_tokenized`; `metadata` holds what the export stored (model type,
+    labels, seq_length, quantization, ...).
+
+    Args:
+        path: the `.tflite` file.
+        num_threads: CPU threads of the interpreter (default: LiteRT's).
+
+    Example:
+    >>> model = LiteRTModel("/tmp/ner.tflite")
+    >>> model(text=["Angela Merkel visited Paris."])["tags"][0, :4]
+    array([b'', b'B-person', b'I-person', b'O'], dtype=object)
+    """
+
+    def __init__(self, path, num_threads=None):
+        interpreter_class, registrars = _import_runtime()
+        with open(path, "rb") as f:
+            content = f.read()
+        self.path = path
+        try:
+            self.metadata = read_metadata(content)
+        except (struct.error, IndexError, UnicodeDecodeError) as error:
+            # The flatbuffer reader fails this way on bytes of another kind.
+            raise ValueError(
+                f"{path} is not a LiteRT (.tflite) file ({error})"
+            ) from error
+        if self.metadata is None:
+            raise ValueError(
+                f"{path} has no {METADATA_NAME} metadata: not a bert_tf LiteRT export"
+            )
+        self._interpreter = interpreter_class(
+            custom_op_registerers=registrars,
+            model_content=content,
+            num_threads=num_threads,
+        )
+        self._runners = {}
+
+    @property
+    def input_names(self):
+        """The raw-text inputs of `serving_default`."""
+        return list(self.metadata["signatures"]["serving_default"])
+
+    def _runner(self, name):
+        if name not in self._runners:
+            self._runners[name] = self._interpreter.get_signature_runner(name)
+        return self._runners[name]
+
+    def __call__(self, **texts):
+        """`serving_default` on equally long lists of strings per input."""
+        if sorted(texts) != sorted(self.input_names):
+            raise ValueError(
+                f"{self.path} takes {self.input_names}, got {sorted(texts)}"
+            )
+        arrays = {}
+        for name, values in texts.items():
+            values = [values] if isinstance(values, (str, bytes)) else list(values)
+            arrays[name] = np.array(
+                [v.encode("utf-8") if isinstance(v, str) else v for v in values],
+                dtype=object,
+            )
+        sizes = {len(a) for a in arrays.values()}
+        if len(sizes) != 1:
+            raise ValueError(
+                f"inputs {sorted(arrays)} must have the same number of strings, got "
+                + ", ".join(f"{k}: {len(v)}" for k, v in sorted(arrays.items()))
+            )
+        return self._runner("serving_default")(**arrays)
+
+    def require_model(self, kind):
+        """Raises ValueError unless the file is a `kind` export ("embedding",
+        "tagger", ...: the metadata's `model`)."""
+        found = self.metadata.get("model")
+        if found != kind:
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ValueError(
+                f"{self.path} is a {found} export, not {article} {kind} one"
+            )
+
+    @property
+    def embedding_dim(self):
+        """An embedding export's vector width."""
+        self.require_model("embedding")
+        width = self.metadata.get("embedding_dim")
+        if width is None:  # a file exported before the width was stored
+            width = self(text=[""])["embeddings"].shape[-1]
+        return int(width)
+
+    def encode(self, sentences, batch_size=32, progress=None):
+        """An embedding export's vectors of `sentences`: float32 numpy
+        [len(sentences), dim] in their order, as `BertSentenceEncoder.encode`.
+
+        Sentences are sorted by length (longest first; characters, as
+        sentence-transformers sorts, since the word pieces are counted only
+        inside the file), cut into batches of `batch_size`, and each batch is
+        padded to its own longest row, so short sentences cost little.
+
+        Args:
+            sentences: list of str (or one str: returns [dim]).
+            batch_size: int. Sentences per call of the file.
+            progress: optional callable(done, total) called after each batch.
+        """
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else [str(s) for s in sentences]
+        output = np.zeros((len(texts), self.embedding_dim), np.float32)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for start in range(0, len(texts), batch_size):
+            rows = order[start : start + batch_size]
+            output[rows] = self(text=[texts[i] for i in rows])["embeddings"]
+            if progress is not None:
+                progress(min(start + batch_size, len(texts)), len(texts))
+        return output[0] if single else output
+
+    def entities(self, texts):
+        """A tagger's entities of `texts`, as its SavedModel's `entity_*`
+        outputs give them: one list per text of dicts `type`, `text`,
+        `start`, `end` (byte offsets in the UTF-8 text) and `score` (the mean
+        probability of the entity's word tags).
+
+        Words are read as conlleval reads them: an `I-X` after `O` or another
+        type starts an entity. LiteRT has no string ops for this, so it runs
+        here, on `serving_default`'s tags and offsets.
+        """
+        self.require_model("tagger")
+        texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        out = self(text=texts)
+        logits = np.asarray(out["logits"], np.float64)
+        probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+        probabilities /= probabilities.sum(-1, keepdims=True)
+        labels = self.metadata["labels"]
+        result = []
+        for row, text in enumerate(texts):
+            data = text.encode("utf-8") if isinstance(text, str) else text
+            words = []  # [tag, begin, end, probability] per word, in order
+            for position, tag in enumerate(out["tags"][row]):
+                start = int(out["token_start"][row, position])
+                end = int(out["token_end"][row, position])
+                if start < 0:
+                    continue
+                if tag:  # a word's first piece
+                    tag_id = int(out["tag_ids"][row, position])
+                    probability = probabilities[row, position, tag_id]
+                    words.append([labels[tag_id], start, end, probability])
+                elif words:
+                    words[-1][2] = max(words[-1][2], end)
+            entities, previous = [], ("O", None)
+            for tag, begin, end, probability in words:
+                prefix, _, kind = tag.partition("-")
+                if tag == "O" or not kind:
+                    previous = ("O", None)
+                    continue
+                if prefix == "B" or previous[0] == "O" or previous[1] != kind:
+                    entities.append(
+                        {"type": kind, "start": begin, "end": end, "scores": []}
+                    )
+                entities[-1]["end"] = end
+                entities[-1]["scores"].append(probability)
+                previous = (prefix, kind)
+            for entity in entities:
+                scores = entity.pop("scores")
+                entity["score"] = float(np.mean(scores))
+                entity["text"] = data[entity["start"] : entity["end"]].decode(
+                    "utf-8", "replace"
+                )
+            result.append(entities)
+        return result
+
+    def tokenized(self, input_ids, input_mask, segment_ids):
+        """`serve_tokenized` on int32 [batch, length] arrays."""
+        return self._runner("serve_tokenized")(
+            input_ids=np.asarray(input_ids, np.int32),
+            input_mask=np.asarray(input_mask, np.int32),
+            segment_ids=np.asarray(segment_ids, np.int32),
+        )
