@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 from safetensors.numpy import save_file
+from serving_ops import STOCK_TF_TEXT_OPS
+from serving_ops import ops_outside_core_tensorflow
 
 from bert_tf.errors import UserInputError
 
@@ -233,45 +235,6 @@ def test_a_sentence_encoder_directory_is_not_a_cross_encoder(shared_data, tmp_pa
 
 
 # --- serving ---------------------------------------------------------------
-
-# The tensorflow-text ops stock TF Serving links in (since 2.3); every other
-# op of an export must be a core TensorFlow op.
-STOCK_TF_TEXT_OPS = {
-    "RegexSplitWithOffsets",
-    "NormalizeUTF8",
-    "WordpieceTokenizeWithOffsets",
-}
-OPS_OUTSIDE_CORE = """
-import sys
-import tensorflow as tf
-from tensorflow.core.protobuf import saved_model_pb2
-from tensorflow.python.framework import op_def_registry
-
-proto = saved_model_pb2.SavedModel()
-proto.ParseFromString(open(sys.argv[1] + "/saved_model.pb", "rb").read())
-graph = proto.meta_graphs[0].graph_def
-ops = {n.op for n in graph.node}
-ops |= {n.op for f in graph.library.function for n in f.node_def}
-print(",".join(sorted(op for op in ops if op_def_registry.get(op) is None)))
-"""
-
-
-def ops_outside_core_tensorflow(saved_model_dir):
-    """The op types of a SavedModel that core TensorFlow (without
-    tensorflow-text, in a fresh process) does not register."""
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, "-c", OPS_OUTSIDE_CORE, saved_model_dir],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-        timeout=300,
-    )
-    return set(filter(None, result.stdout.strip().splitlines()[-1].split(",")))
-
 
 def test_signature_scores_real_pairs_and_ranks_padding_last(tiny_reranker):
     import tensorflow as tf

@@ -515,8 +515,8 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
     embedded at export, searched in the graph, answers as Milvus Lite's FLAT
     index of the same passages does; stock TF Serving ops only."""
     import tensorflow as tf
-    from test_reranker import STOCK_TF_TEXT_OPS
-    from test_reranker import ops_outside_core_tensorflow
+    from serving_ops import STOCK_TF_TEXT_OPS
+    from serving_ops import ops_outside_core_tensorflow
 
     from bert_tf.options import ExportOptions
     from bert_tf.options import SavedModelExportOptions

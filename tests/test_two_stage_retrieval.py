@@ -11,9 +11,9 @@ pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not instal
 from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
+from serving_ops import STOCK_TF_TEXT_OPS  # noqa: E402
+from serving_ops import ops_outside_core_tensorflow  # noqa: E402
 from serving_process import call_in_fresh_process  # noqa: E402
-from test_reranker import STOCK_TF_TEXT_OPS  # noqa: E402
-from test_reranker import ops_outside_core_tensorflow  # noqa: E402
 from test_run_retrieval import small_beir  # noqa: E402, F401  (fixture)
 from test_run_retrieval import tiny_encoders  # noqa: E402, F401  (fixture)
 

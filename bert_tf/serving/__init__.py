@@ -39,6 +39,7 @@ _EXPORTS = {
     "export_litert": "bert_tf.serving.litert_exporter",
     "export_saved_model": "bert_tf.serving.saved_model_exporter",
     "register": "bert_tf.serving.registry",
+    "registered": "bert_tf.serving.registry",
     "signature_module_class": "bert_tf.serving.registry",
     "signature_module_for": "bert_tf.serving.registry",
 }

@@ -58,6 +58,21 @@ def register(model_class, signature_module):
     _registry[model_class] = signature_module
 
 
+def registered():
+    """The registered model classes, as "module:Class" paths (sorted).
+
+    What every family test iterates over: a family added with `register`
+    (or a `_BUILTIN` line) is listed here without importing it.
+    """
+    return sorted(_path(key) for key in _registry)
+
+
+def _path(entry):
+    if isinstance(entry, str):
+        return entry
+    return f"{entry.__module__}:{entry.__qualname__}"
+
+
 def _resolve(entry):
     if not isinstance(entry, str):
         return entry
