@@ -201,13 +201,13 @@ def convert(module, quantization):
     # graph; give them the SavedModel's names.
     renames = {fn.graph.name: name for name, fn in functions.items()}
     blob = _edit_model(blob, signature_names=renames)
-    _check_ops(blob)
+    check_ops(blob)
     return blob
 
 
-def _check_ops(blob):
+def check_ops(blob, custom_ops=TFTEXT_KERNELS):
     """Raises if `blob` would not run with LiteRT's builtins and
-    `TFTEXT_KERNELS`: ops converted as unknown custom ops (no kernel at run
+    `custom_ops`: ops converted as unknown custom ops (no kernel at run
     time), or weights left as variables (uninitialized at run time)."""
     from tensorflow.lite.python import schema_py_generated as schema
     from tensorflow.lite.tools import flatbuffer_utils
@@ -228,7 +228,7 @@ def _check_ops(blob):
         elif code.customCode:
             name = code.customCode
             name = name.decode() if isinstance(name, bytes) else name
-            if name not in TFTEXT_KERNELS:
+            if name not in custom_ops:
                 unknown.add(name)
     if variables:
         raise RuntimeError(
@@ -269,6 +269,14 @@ def _edit_model(blob, signature_names=None, metadata=None):
     return flatbuffer_utils.convert_object_to_bytearray(model)
 
 
+def model_weights(model):
+    """The tf.Variables under `model`'s Keras variables: tracked by a
+    tf.Module, they are SavedModel variables, which the LiteRT converter
+    folds into constants (Keras 3 variables save as user objects, which
+    its importer leaves as uninitialized resource variables: NaN outputs)."""
+    return [weight.value for weight in model.weights]
+
+
 class _Module(tf.Module):
     """One model's signatures; subclasses define the raw-text one."""
 
@@ -277,11 +285,7 @@ class _Module(tf.Module):
         self.model = model
         self.preprocessor = preprocessor
         # The converter saves this module as a SavedModel and imports it.
-        # Keras 3 variables save as user objects, which the importer does not
-        # take for weights: it would leave them uninitialized resource
-        # variables (NaN outputs). Tracking the tf.Variables under them makes
-        # them SavedModel variables, which it folds into constants.
-        self.weights = [weight.value for weight in model.weights]
+        self.weights = model_weights(model)
 
     def metadata(self):
         return {}

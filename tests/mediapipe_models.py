@@ -1,0 +1,80 @@
+"""The MiniLM models the MediaPipe parity test and benchmark export.
+
+* the sentence encoder: all-MiniLM-L6-v2 as sentence-transformers runs it
+  (mean pooling, normalised; length 256);
+* an SST-2 classifier: MiniLM with a classification head fine-tuned for a few
+  steps on the first SST-2 train rows (fixed seed), so its labels are
+  decisive rather than coin flips near 0.5.
+
+References are our SavedModel's outputs (`saved_model_outputs`), served from
+the exported directory as TF Serving would.
+"""
+
+import csv
+import os
+
+import numpy as np
+
+SST2_LABELS = ["negative", "positive"]
+CLASSIFIER_SEQ_LENGTH = 64
+
+
+def stsb_sentences(data_dir, split="dev"):
+    """Both columns of STS-B `split`, first then second, and the gold scores."""
+    path = os.path.join(data_dir, "glue", "STS-B", f"{split}.tsv")
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    gold = np.array([float(r[9]) for r in rows])
+    return [r[7] for r in rows] + [r[8] for r in rows], gold
+
+
+def sst2(data_dir, split):
+    """(sentences, label ids) of SST-2 `split`."""
+    path = os.path.join(data_dir, "glue", "SST-2", f"{split}.tsv")
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    return [r[0] for r in rows], np.array([int(r[1]) for r in rows])
+
+
+def sst2_classifier(minilm_dir, data_dir, rows=96, steps=18, batch_size=16):
+    """MiniLM + a classification head, `steps` Adam steps on the first `rows`
+    SST-2 train sentences; returns (model, vocab_file)."""
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.checkpoints.loading import find_checkpoint
+    from bert_tf.models import BertClassifier
+    from bert_tf.text.preprocessing import BertPreprocessor
+
+    keras.utils.set_random_seed(7)
+    vocab_file = find_checkpoint(minilm_dir).vocab_file
+    model = BertClassifier.from_checkpoint(minilm_dir, num_labels=2)
+    preprocessor = BertPreprocessor(vocab_file, True, CLASSIFIER_SEQ_LENGTH)
+    texts, labels = sst2(data_dir, "train")
+    texts, labels = texts[:rows], labels[:rows]
+    optimizer = keras.optimizers.Adam(5e-5)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    for step in range(steps):
+        start = step * batch_size % rows
+        inputs = preprocessor(tf.constant(texts[start : start + batch_size]))
+        with tf.GradientTape() as tape:
+            logits = model(inputs, training=True)["logits"]
+            loss = loss_fn(labels[start : start + batch_size], logits)
+        variables = model.trainable_variables
+        optimizer.apply_gradients(
+            zip(tape.gradient(loss, variables), variables, strict=True)
+        )
+    return model, vocab_file
+
+
+def saved_model_outputs(version_dir, input_name, texts, output, batch_size=64):
+    """`output` of the SavedModel's serving_default on `texts` (numpy)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the tokenizer's ops)
+
+    serve = tf.saved_model.load(version_dir).signatures["serving_default"]
+    parts = [
+        serve(**{input_name: tf.constant(texts[i : i + batch_size])})[output].numpy()
+        for i in range(0, len(texts), batch_size)
+    ]
+    return np.concatenate(parts)

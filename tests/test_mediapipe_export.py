@@ -1,0 +1,202 @@
+"""export_litert --target=mediapipe: MediaPipe Tasks runs our files unmodified.
+
+The files are read by MediaPipe's own `TextEmbedder` and `TextClassifier`
+(the `mediapipe` package's C++ runtime, in its own environment: see
+tests/mediapipe_tasks.py), which tokenize from the file's metadata; the
+reference is our float32 SavedModel of the same model. A subset of STS-B and
+SST-2 dev here; benchmarks/mediapipe_latency.py runs the full sets.
+"""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from mediapipe_models import SST2_LABELS
+from mediapipe_models import saved_model_outputs
+from mediapipe_models import sst2
+from mediapipe_models import sst2_classifier
+from mediapipe_models import stsb_sentences
+from mediapipe_tasks import mediapipe_python
+from mediapipe_tasks import run_task
+
+from bert_tf import serving
+from bert_tf.metrics.similarity import spearman
+from bert_tf.serving import mediapipe_metadata
+from bert_tf.serving.mediapipe_exporter import export_mediapipe
+
+STSB_PAIRS = 150
+SST2_SENTENCES = 200
+
+
+@pytest.fixture(scope="module")
+def python():
+    found = mediapipe_python()
+    if found is None:
+        pytest.skip(
+            "no interpreter with mediapipe: set BERT_TF_MEDIAPIPE_PYTHON "
+            "(see tests/mediapipe_tasks.py)"
+        )
+    return found
+
+
+@pytest.fixture(scope="module")
+def embedder(minilm_dir, tmp_path_factory):
+    from bert_tf.models import BertSentenceEncoder
+
+    base = tmp_path_factory.mktemp("mediapipe_embedder")
+    model = BertSentenceEncoder.from_checkpoint(minilm_dir)
+    pre = model.preprocessor
+    files = {
+        quantization: str(base / f"minilm_{quantization}.tflite")
+        for quantization in ("none", "dynamic_int8")
+    }
+    for quantization, path in files.items():
+        export_mediapipe(
+            model, path, pre.vocab_file, True, pre.seq_length, quantization=quantization
+        )
+    saved_model = serving.export_saved_model(
+        model, str(base / "sm"), pre.vocab_file, True, pre.seq_length, save_keras=False
+    )
+    return files, saved_model, pre.seq_length
+
+
+def _cosines(a, b):
+    return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
+@pytest.mark.slow
+def test_text_embedder_vectors_equal_the_saved_models(python, embedder, shared_data):
+    files, saved_model, _ = embedder
+    sentences, gold = stsb_sentences(shared_data)
+    count = len(gold)
+    chosen = list(range(STSB_PAIRS)) + list(range(count, count + STSB_PAIRS))
+    texts = [sentences[i] for i in chosen]
+    ours = saved_model_outputs(saved_model, "text", texts, "embeddings")
+    float32 = run_task(python, files["none"], "embed", texts)["embeddings"]
+    int8 = run_task(python, files["dynamic_int8"], "embed", texts)["embeddings"]
+    assert float32.shape == ours.shape == (len(texts), 384)
+    cosine = _cosines(float32, ours)
+    assert cosine.min() >= 0.999, [texts[i] for i in np.argsort(cosine)[:3]]
+    # The normalisation is in the file: MediaPipe returns unit vectors.
+    np.testing.assert_allclose(np.linalg.norm(float32, axis=-1), 1.0, atol=1e-5)
+    subset_gold = gold[:STSB_PAIRS]
+
+    def pair_spearman(vectors):
+        return spearman(
+            _cosines(vectors[:STSB_PAIRS], vectors[STSB_PAIRS:]), subset_gold
+        )
+
+    assert abs(pair_spearman(int8) - pair_spearman(float32)) <= 0.005
+
+
+@pytest.mark.slow
+def test_long_texts_are_truncated_as_ours(python, embedder):
+    files, saved_model, seq_length = embedder
+    # Far past 256 pieces; the two differ only after the first 254 pieces.
+    head = "the committee met again on tuesday to discuss the budget . " * 30
+    texts = [head + "apples " * 50, head + "oranges and bananas " * 40, "short."]
+    ours = saved_model_outputs(saved_model, "text", texts, "embeddings")
+    served = run_task(python, files["none"], "embed", texts)["embeddings"]
+    assert _cosines(served, ours).min() >= 0.999
+    # Both kept [CLS] + the same 254 pieces + [SEP].
+    np.testing.assert_allclose(served[0], served[1], atol=1e-6)
+    assert _cosines(served[:1], served[2:]).item() < 0.9
+
+
+@pytest.fixture(scope="module")
+def classifier(minilm_dir, shared_data, tmp_path_factory):
+    from mediapipe_models import CLASSIFIER_SEQ_LENGTH
+
+    base = tmp_path_factory.mktemp("mediapipe_classifier")
+    model, vocab = sst2_classifier(minilm_dir, shared_data)
+    path = str(base / "sst2.tflite")
+    export_mediapipe(
+        model,
+        path,
+        vocab,
+        True,
+        CLASSIFIER_SEQ_LENGTH,
+        label_list=SST2_LABELS,
+        quantization="none",
+    )
+    saved_model = serving.export_saved_model(
+        model,
+        str(base / "sm"),
+        vocab,
+        True,
+        CLASSIFIER_SEQ_LENGTH,
+        label_list=SST2_LABELS,
+        save_keras=False,
+    )
+    return path, saved_model
+
+
+@pytest.mark.slow
+def test_text_classifier_labels_equal_the_saved_models(python, classifier, shared_data):
+    path, saved_model = classifier
+    texts, gold = sst2(shared_data, "dev")
+    texts = texts[:SST2_SENTENCES]
+    ours = saved_model_outputs(saved_model, "text_a", texts, "labels")
+    probabilities = saved_model_outputs(saved_model, "text_a", texts, "probabilities")
+    served = run_task(python, path, "classify", texts)
+    assert list(served["labels"]) == [label.decode() for label in ours]
+    np.testing.assert_allclose(served["scores"], probabilities, atol=1e-4)
+    # The few fine-tuning steps did teach it: better than chance.
+    accuracy = (probabilities.argmax(-1) == gold[:SST2_SENTENCES]).mean()
+    assert accuracy > 0.6
+
+
+def test_metadata_reads_back_with_mediapipes_schema(python, tmp_path):
+    """The flatbuffer, read by the generated code mediapipe ships."""
+    blob = mediapipe_metadata.metadata_flatbuffer(
+        ["mask", "ids", "segment_ids"], "probabilities", "m", "d", labels=["a", "b"]
+    )
+    path = tmp_path / "metadata.bin"
+    path.write_bytes(blob)
+    script = f"""
+from mediapipe.tasks.metadata import metadata_schema_py_generated as fb
+data = open({str(path)!r}, "rb").read()
+assert fb.ModelMetadata.ModelMetadataBufferHasIdentifier(data, 0)
+m = fb.ModelMetadataT.InitFromPackedBuf(data, 0)
+(sub,) = m.subgraphMetadata
+print([t.name.decode() for t in sub.inputTensorMetadata])
+(unit,) = sub.inputProcessUnits
+assert unit.optionsType == fb.ProcessUnitOptions.BertTokenizerOptions
+(vocab,) = unit.options.vocabFile
+assert vocab.type == fb.AssociatedFileType.VOCABULARY
+print(vocab.name.decode(), m.minParserVersion.decode())
+(out,) = sub.outputTensorMetadata
+(labels,) = out.associatedFiles
+assert labels.type == fb.AssociatedFileType.TENSOR_AXIS_LABELS
+print(out.name.decode(), labels.name.decode())
+"""
+    result = subprocess.run(
+        [python, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == [
+        "['mask',",
+        "'ids',",
+        "'segment_ids']",
+        "vocab.txt",
+        "1.1.0",
+        "probabilities",
+        "labels.txt",
+    ]
+
+
+def test_what_mediapipe_cannot_run_is_refused(tiny_config, shared_data, tmp_path):
+    import bert_tf
+
+    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    classifier = bert_tf.BertClassifier(tiny_config, num_labels=2)
+    path = str(tmp_path / "m.tflite")
+    with pytest.raises(ValueError, match="do_lower_case=False"):
+        export_mediapipe(classifier, path, vocab, False, 16)
+    with pytest.raises(ValueError, match="regression"):
+        export_mediapipe(
+            bert_tf.BertClassifier(tiny_config, num_labels=1), path, vocab, True, 16
+        )
+    with pytest.raises(TypeError, match="BertSpanLabeler"):
+        export_mediapipe(bert_tf.BertSpanLabeler(tiny_config), path, vocab, True, 16)
+    assert not os.path.exists(path)
