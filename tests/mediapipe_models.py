@@ -36,7 +36,7 @@ def sst2(data_dir, split):
     return [r[0] for r in rows], np.array([int(r[1]) for r in rows])
 
 
-def sst2_classifier(minilm_dir, data_dir, rows=96, steps=18, batch_size=16):
+def sst2_classifier(minilm_dir, data_dir, rows=256, steps=32, batch_size=16):
     """MiniLM + a classification head, `steps` Adam steps on the first `rows`
     SST-2 train sentences; returns (model, vocab_file)."""
     import keras
@@ -52,7 +52,7 @@ def sst2_classifier(minilm_dir, data_dir, rows=96, steps=18, batch_size=16):
     preprocessor = BertPreprocessor(vocab_file, True, CLASSIFIER_SEQ_LENGTH)
     texts, labels = sst2(data_dir, "train")
     texts, labels = texts[:rows], labels[:rows]
-    optimizer = keras.optimizers.Adam(5e-5)
+    optimizer = keras.optimizers.Adam(1e-4)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     for step in range(steps):
         start = step * batch_size % rows
@@ -65,6 +65,12 @@ def sst2_classifier(minilm_dir, data_dir, rows=96, steps=18, batch_size=16):
             zip(tape.gradient(loss, variables), variables, strict=True)
         )
     return model, vocab_file
+
+
+def is_ascii(text):
+    """MediaPipe's tokenizer lower-cases ASCII only and keeps accents: on
+    other texts its ids may differ from the uncased BERT tokenizer's."""
+    return text.isascii()
 
 
 def saved_model_outputs(version_dir, input_name, texts, output, batch_size=64):
