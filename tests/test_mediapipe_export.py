@@ -206,3 +206,46 @@ def test_what_mediapipe_cannot_run_is_refused(tiny_config, shared_data, tmp_path
     with pytest.raises(TypeError, match="BertSpanLabeler"):
         export_mediapipe(bert_tf.BertSpanLabeler(tiny_config), path, vocab, True, 16)
     assert not os.path.exists(path)
+
+
+@pytest.mark.slow
+def test_export_litert_cli_target_mediapipe(python, embedder, minilm_dir, tmp_path):
+    """export_litert.py --target=mediapipe on the sentence-transformers
+    directory: the encoder's own length and casing, int8 by default."""
+    from cli_script import REPO
+    from cli_script import run_script
+
+    path = str(tmp_path / "minilm.tflite")
+    run_script(
+        os.path.join(REPO, "export_litert.py"),
+        "--model_type=embedding",
+        f"--init_checkpoint={minilm_dir}",
+        f"--output_file={path}",
+        "--target=mediapipe",
+    )
+    _, saved_model, _ = embedder
+    texts = ["A man is playing a guitar.", "Two dogs run through a field of snow."]
+    served = run_task(python, path, "embed", texts)["embeddings"]
+    ours = saved_model_outputs(saved_model, "text", texts, "embeddings")
+    assert _cosines(served, ours).min() >= 0.99
+
+
+def test_target_mediapipe_options_are_checked(tmp_path):
+    from bert_tf.errors import UserInputError
+    from bert_tf.options.litert_export_options import LiteRTExportOptions
+
+    def options(**kwargs):
+        return LiteRTExportOptions(
+            init_checkpoint=str(tmp_path),
+            output_file=str(tmp_path / "m.tflite"),
+            target="mediapipe",
+            **kwargs,
+        )
+
+    with pytest.raises(UserInputError, match="--model_type=tagger"):
+        options(model_type="tagger")
+    with pytest.raises(UserInputError, match="--text_pair"):
+        options(model_type="classifier", labels=["a", "b"], text_pair=True)
+    with pytest.raises(UserInputError, match="--target=phone"):
+        LiteRTExportOptions("embedding", str(tmp_path), "m.tflite", target="phone")
+    assert options(model_type="embedding").target == "mediapipe"

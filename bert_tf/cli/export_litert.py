@@ -8,6 +8,10 @@ int8 by default. See README.md ("LiteRT").
       --init_checkpoint=/tmp/mrpc_output --do_lower_case=True \
       --max_seq_length=128 --output_file=/tmp/mrpc.tflite
 
+`--target=mediapipe` writes a file for MediaPipe Tasks' TextEmbedder
+(`--model_type=embedding`) or TextClassifier (`--model_type=classifier`):
+int32 inputs, the BERT tokenizer and vocabulary in its metadata.
+
 Installed as `bert-tf-export-litert` (needs `pip install ".[litert]"` to run
 the file); also `python -m bert_tf.cli.export_litert` and
 `python export_litert.py`.
@@ -18,6 +22,7 @@ from absl import flags
 from bert_tf.cli.command import Command
 from bert_tf.options.litert_export_options import LITERT_MODEL_TYPES
 from bert_tf.options.litert_export_options import QUANTIZATIONS
+from bert_tf.options.litert_export_options import TARGETS
 from bert_tf.options.litert_export_options import LiteRTExportOptions
 
 
@@ -96,6 +101,16 @@ def define_flags():
         False,
         "tagger, with --use_crf: decode only well-formed IOB2 tag sequences.",
     )
+    # --- flags added for issue 47 ---
+    flags.DEFINE_enum(
+        "target",
+        "raw_text",
+        list(TARGETS),
+        "raw_text: the tokenizer inside the file (tensorflow-text kernels); "
+        "mediapipe: for MediaPipe Tasks' TextEmbedder (--model_type=embedding) or "
+        "TextClassifier (--model_type=classifier, one text; uncased models), which "
+        "tokenize from the file's metadata.",
+    )
 
 
 def options(flags_obj):
@@ -117,6 +132,7 @@ def options(flags_obj):
             max_query_length=f.max_query_length,
             use_crf=f.use_crf,
             crf_constrained=f.crf_constrained,
+            target=f.target,
         ),
     )
 

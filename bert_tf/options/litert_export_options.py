@@ -12,6 +12,10 @@ from bert_tf.text import tokenization
 # bert_tf.serving.litert_exporter checks the same names (it needs TensorFlow).
 LITERT_MODEL_TYPES = ("classifier", "tagger", "span", "embedding", "encoder")
 QUANTIZATIONS = ("dynamic_int8", "float16", "none")
+# raw_text: our tokenizer in the file (tensorflow-text kernels); mediapipe:
+# MediaPipe Tasks' TextEmbedder/TextClassifier tokenize from the metadata.
+TARGETS = ("raw_text", "mediapipe")
+MEDIAPIPE_MODEL_TYPES = ("classifier", "embedding")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +37,8 @@ class LiteRTExportOptions:
       max_query_length: span: question word pieces kept.
       use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
         decoded with Viterbi in the file; constrained: well-formed IOB2 only).
+      target: one of `TARGETS`; "mediapipe" takes an embedding or a
+        one-text classifier of an uncased model.
 
     Example:
 
@@ -56,6 +62,7 @@ class LiteRTExportOptions:
     max_query_length: int = 64
     use_crf: bool = False
     crf_constrained: bool = False
+    target: str = "raw_text"
 
     def __post_init__(self):
         required("model_type", self.model_type)
@@ -71,6 +78,12 @@ class LiteRTExportOptions:
                 f"--quantization={self.quantization}: expected one of "
                 f"{list(QUANTIZATIONS)}"
             )
+        if self.target not in TARGETS:
+            raise UserInputError(
+                f"--target={self.target}: expected one of {list(TARGETS)}"
+            )
+        if self.target == "mediapipe":
+            self._check_mediapipe()
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
         positive("max_seq_length", self.max_seq_length)
@@ -86,6 +99,23 @@ class LiteRTExportOptions:
             SavedModelExportOptions._check_classifier_labels(self)
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
+
+    def _check_mediapipe(self):
+        if self.model_type not in MEDIAPIPE_MODEL_TYPES:
+            raise UserInputError(
+                f"--target=mediapipe exports --model_type=classifier (TextClassifier) "
+                f"or embedding (TextEmbedder), got --model_type={self.model_type}"
+            )
+        if self.do_lower_case is False:
+            raise UserInputError(
+                "--target=mediapipe with --do_lower_case=false: MediaPipe's BERT "
+                "tokenizer lower-cases every text (uncased models only)"
+            )
+        if self.text_pair:
+            raise UserInputError(
+                "--target=mediapipe with --text_pair: MediaPipe's TextClassifier "
+                "reads one text"
+            )
 
     def classifier_labels(self):
         """(label_list, text_pair) from --labels / --task_name / --text_pair."""

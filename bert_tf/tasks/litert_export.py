@@ -12,6 +12,7 @@ from bert_tf.models import BertEncoder
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.serving.litert_exporter import export_litert
+from bert_tf.serving.mediapipe_exporter import export_mediapipe
 from bert_tf.tasks import ner
 from bert_tf.tasks.saved_model_export import checkpoint_files
 from bert_tf.tasks.saved_model_export import recorded_tokenization
@@ -82,15 +83,31 @@ def run(options):
             "is --model_type right?"
         )
     try:
-        export_litert(
-            model,
-            options.output_file,
-            vocab_file,
-            do_lower_case,
-            max_seq_length,
-            quantization=options.quantization,
-            **family_options,
-        )
+        if options.target == "mediapipe":
+            if family_options.get("text_pair"):
+                raise ValueError(
+                    f"{options.task_name} classifies text pairs: MediaPipe's "
+                    "TextClassifier reads one text"
+                )
+            export_mediapipe(
+                model,
+                options.output_file,
+                vocab_file,
+                do_lower_case,
+                max_seq_length,
+                label_list=family_options.get("label_list"),
+                quantization=options.quantization,
+            )
+        else:
+            export_litert(
+                model,
+                options.output_file,
+                vocab_file,
+                do_lower_case,
+                max_seq_length,
+                quantization=options.quantization,
+                **family_options,
+            )
     except ValueError as error:
         # Vocabulary/model mismatches, a query longer than the window.
         raise UserInputError(str(error)) from error
