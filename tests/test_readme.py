@@ -98,8 +98,23 @@ BLOCKS = [
     ("json", '"serve_tokenized"', "check against the exported signature"),
     ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
     ("bash", "saved_model_cli show", "run"),
-    ("bash", "python export_litert.py", "run"),
+    ("bash", "--output_file=/tmp/mrpc.tflite", "run"),
     ("python", "from bert_tf.serving.litert_model import LiteRTModel", "run"),
+    (
+        "bash",
+        "--target=mediapipe",
+        "static: flags checked; tests/test_mediapipe_export.py runs the embedding "
+        "export and MediaPipe on its file",
+    ),
+    ("kotlin", "TextEmbedder.createFromFile", "static: an Android app"),
+    ("swift", "import MediaPipeTasksText", "static: an iOS app"),
+    ("js", "@mediapipe/tasks-text", "static: a web page"),
+    (
+        "python",
+        "from mediapipe.tasks.python.text import",
+        "static: mediapipe lives in its own environment; tests/mediapipe_tasks.py "
+        "makes the same calls",
+    ),
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("python", 'bert_tf.pipeline("text-classification"', "run"),
@@ -467,7 +482,7 @@ def test_saved_model_cli_commands(workspace, mrpc_export):
 
 def test_litert_export_command_and_snippet(workspace, mrpc_output):
     pytest.importorskip("ai_edge_litert", reason="ai-edge-litert ([litert])")
-    (command,) = commands(block("python export_litert.py"))
+    (command,) = commands(block("--output_file=/tmp/mrpc.tflite"))
     command = small(workspace, command).replace(
         "--max_seq_length=128", f"--max_seq_length={TINY_POSITIONS}"
     )
@@ -665,6 +680,7 @@ def test_install_blocks_run_the_documented_commands():
         ("--model_type=reranker", "export_saved_model"),
         ("--model_type=retrieval", "export_saved_model"),
         ("python run_reranker.py", "run_reranker"),
+        ("--target=mediapipe", "export_litert"),
     ],
 )
 def test_unrunnable_commands_use_real_flags(marker, module):
