@@ -316,3 +316,61 @@ def test_minilm_embeddings_as_sentence_transformers(minilm_dir):
     assert vectors.shape == (4, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(vectors, reference, atol=2e-5)
     np.testing.assert_allclose(embed(texts[1]), reference[1], atol=2e-5)
+
+
+@pytest.mark.slow
+def test_litert_files_answer_as_the_model(models, vocab_file, tmp_path):
+    """Both kinds of .tflite (raw text; --target=mediapipe, fed by the
+    original tokenizer over the vocabulary packed in the file)."""
+    pytest.importorskip("ai_edge_litert", reason="ai-edge-litert ([litert])")
+    from bert_tf.serving import export_litert
+    from bert_tf.serving.mediapipe_exporter import export_mediapipe
+    from bert_tf.text.preprocessing import BertPreprocessor
+
+    classifier = models["classifier"]
+    encoder = bert_tf.BertSentenceEncoder(
+        models["span"].encoder, BertPreprocessor(vocab_file, True, SEQ_LENGTH)
+    )
+    files = {}
+    for kind, model, options in (
+        ("classifier", classifier, {"label_list": LABELS}),
+        ("embedding", encoder, {}),
+    ):
+        files[kind, "raw"] = str(tmp_path / f"{kind}_raw.tflite")
+        export_litert(
+            model,
+            files[kind, "raw"],
+            vocab_file,
+            True,
+            SEQ_LENGTH,
+            quantization="none",
+            **options,
+        )
+        files[kind, "mediapipe"] = str(tmp_path / f"{kind}_mp.tflite")
+        export_mediapipe(
+            model,
+            files[kind, "mediapipe"],
+            vocab_file,
+            True,
+            SEQ_LENGTH,
+            quantization="none",
+            **options,
+        )
+    long_text = "the film runs long and then longer " * 20
+    texts = [*SENTENCES, long_text]
+    probabilities = reference_probabilities(classifier, vocab_file, texts)
+    for target in ("raw", "mediapipe"):
+        classify = bert_tf.pipeline("text-classification", files["classifier", target])
+        results = classify(texts)
+        assert [r["label"] for r in results] == [
+            LABELS[i] for i in probabilities.argmax(-1)
+        ]
+        np.testing.assert_allclose(
+            [r["score"] for r in results], probabilities.max(-1), atol=1e-5
+        )
+        embed = bert_tf.pipeline("sentence-embedding", files["embedding", target])
+        np.testing.assert_allclose(embed(texts), encoder.encode(texts), atol=1e-5)
+    with pytest.raises(UserInputError, match="is a embedding export, not a classifier"):
+        bert_tf.pipeline("text-classification", files["embedding", "mediapipe"])
+    with pytest.raises(UserInputError, match="LiteRT files answer"):
+        bert_tf.pipeline("question-answering", files["classifier", "raw"])

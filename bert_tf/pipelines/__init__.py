@@ -11,7 +11,8 @@ The directory may be a bert_tf output_dir or checkpoint directory (the
 checkpoint with its bert_config.json, vocab.txt, run_settings.json and
 label_list.json), a Hugging Face or sentence-transformers directory, or a
 SavedModel that export_saved_model wrote (a version directory, or the base
-directory: its highest version). `import bert_tf.pipelines` does not import
+directory: its highest version), or a `.tflite` file of export_litert.py
+(raw-text or `--target=mediapipe`; classification and embeddings). `import bert_tf.pipelines` does not import
 TensorFlow; `pipeline` does.
 """
 
@@ -52,8 +53,8 @@ def pipeline(task, model, *, seq_length=None, batch_size=32, **options):
             "question-answering" or "sentence-embedding" (and the aliases
             "sentiment-analysis", "feature-extraction").
         model: a bert_tf output_dir or checkpoint directory, a Hugging Face
-            or sentence-transformers directory, or a SavedModel (version or
-            base) directory.
+            or sentence-transformers directory, a SavedModel (version or
+            base) directory, or a `.tflite` file of export_litert.py.
         seq_length: longest input in word pieces (the question-answering
             window) for a checkpoint; default: the run's max_seq_length
             (run_settings.json), else 384 for question answering and 128
@@ -79,6 +80,16 @@ def pipeline(task, model, *, seq_length=None, batch_size=32, **options):
         )
     family = TASK_FAMILIES[task]
     path = os.fspath(model)
+    if os.path.isfile(path) and path.endswith(".tflite"):
+        if seq_length is not None or options:
+            raise UserInputError(
+                f"bert_tf.pipeline: {path} is a LiteRT file, which carries its own "
+                "settings; seq_length and options apply to checkpoints only"
+            )
+        from bert_tf.pipelines.litert_source import LiteRTSource
+        from bert_tf.pipelines.text_pipeline import TextPipeline
+
+        return TextPipeline(task, LiteRTSource(path, family), batch_size=batch_size)
     if not os.path.isdir(path):
         raise UserInputError(f"bert_tf.pipeline: {path}: no such directory")
     version = saved_model_version(path)

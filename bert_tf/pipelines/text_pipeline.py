@@ -82,7 +82,7 @@ class TextPipeline:
 
     Args:
         task: the task name it was made for.
-        source: a `CheckpointSource` or `SavedModelSource`.
+        source: a `CheckpointSource`, `SavedModelSource` or `LiteRTSource`.
         batch_size: texts per forward pass.
 
     Example:
