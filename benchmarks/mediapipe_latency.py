@@ -149,6 +149,7 @@ def main():
                 / np.linalg.norm(ours, axis=-1)
             )
             worst = int(np.argmin(cosine))
+            below = [sentences[i] for i in np.flatnonzero(cosine < 0.999)]
             ascii_rows = np.array([is_ascii(s) for s in sentences])
             print(
                 f"  TextEmbedder {quantization:>12}: cosine to SavedModel min "
@@ -156,6 +157,8 @@ def main():
                 f"mean {cosine.mean():.6f}, {int((cosine < 0.999).sum())} below 0.999; "
                 f"Spearman {pair_spearman(vectors):.6f}; worst: {sentences[worst]!r}"
             )
+            if quantization == "none":
+                print(f"    below 0.999: {below!r}")
         gap = pair_spearman(served["dynamic_int8"]) - pair_spearman(served["none"])
         print(f"  int8 - float32 Spearman: {gap:+.6f} (target within 0.005)")
 
@@ -193,10 +196,16 @@ def main():
                 quantization=quantization,
             )
             got = list(run_task(python, path, "classify", texts)["labels"])
-            same = sum(a == b for a, b in zip(got, expected, strict=True))
+            differ = [
+                text for text, a, b in zip(texts, got, expected, strict=True) if a != b
+            ]
+            ascii_count = sum(is_ascii(text) for text in texts)
             print(
-                f"  TextClassifier {quantization:>12}: {same}/{len(texts)} labels equal "
-                f"the SavedModel's (SavedModel accuracy {accuracy:.4f})"
+                f"  TextClassifier {quantization:>12}: "
+                f"{len(texts) - len(differ)}/{len(texts)} labels equal the "
+                f"SavedModel's ({ascii_count - sum(is_ascii(t) for t in differ)}/"
+                f"{ascii_count} ASCII sentences; SavedModel accuracy {accuracy:.4f}); "
+                f"differ: {differ[:3]!r}"
             )
 
         # --- batch-1 latency and sizes --------------------------------------
