@@ -7,6 +7,7 @@ import zipfile
 import numpy as np
 
 from bert_tf.errors import UserInputError
+from bert_tf.pipelines.text_pipeline import classification_results
 
 # The families a .tflite answers through a pipeline.
 LITERT_FAMILIES = ("classifier", "embedding")
@@ -82,15 +83,7 @@ class LiteRTSource:
         inputs = {"text_a": list(texts)}
         if text_pair is not None:
             inputs["text_b"] = list(text_pair)
-        outputs = self.model(**inputs)
-        if "predictions" in outputs:  # regression
-            return [{"score": float(v)} for v in outputs["predictions"]]
-        return [
-            {"label": label.decode("utf-8"), "score": float(p.max())}
-            for label, p in zip(
-                outputs["labels"], outputs["probabilities"], strict=True
-            )
-        ]
+        return classification_results(self.model(**inputs))
 
     def embed(self, texts):
         if self.mediapipe:

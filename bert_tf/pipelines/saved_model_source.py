@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.errors import UserInputError
+from bert_tf.pipelines.text_pipeline import classification_results
 
 # Where export_saved_model writes what it exported (family, labels, ...).
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
@@ -62,15 +63,7 @@ class SavedModelSource:
         inputs = {"text_a": texts}
         if text_pair is not None:
             inputs["text_b"] = text_pair
-        outputs = self._call(**inputs)
-        if "predictions" in outputs:  # regression
-            return [{"score": float(v)} for v in outputs["predictions"]]
-        return [
-            {"label": label.decode("utf-8"), "score": float(p.max())}
-            for label, p in zip(
-                outputs["labels"], outputs["probabilities"], strict=True
-            )
-        ]
+        return classification_results(self._call(**inputs))
 
     def embed(self, texts):
         return self._call(text=texts)["embeddings"]

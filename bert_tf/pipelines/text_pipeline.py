@@ -21,6 +21,17 @@ def _as_list(texts, name):
     )
 
 
+def classification_results(outputs):
+    """A classifier export's outputs as `[{"label", "score"}]` (`[{"score"}]`
+    for regression's `predictions`)."""
+    if "predictions" in outputs:
+        return [{"score": float(v)} for v in outputs["predictions"]]
+    return [
+        {"label": label.decode("utf-8"), "score": float(p.max())}
+        for label, p in zip(outputs["labels"], outputs["probabilities"], strict=True)
+    ]
+
+
 def entities_of(outputs, texts):
     """The tagger outputs of a batch as lists of entity dicts, one list per
     text (Hugging Face's aggregated token-classification form)."""

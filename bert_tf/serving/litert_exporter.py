@@ -157,11 +157,7 @@ def export_litert(
     }
     blob = convert(module, quantization)
     blob = with_metadata(blob, {METADATA_NAME: json.dumps(metadata).encode()})
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=directory, suffix=".tmp", delete=False) as f:
-        f.write(blob)
-    os.replace(f.name, path)
+    write_atomically(path, blob)
     logging.info(
         "Exported the %s LiteRT model (%s, %.1f MB) to %s",
         kind,
@@ -192,17 +188,32 @@ def convert(module, quantization):
     # (Flex) ops, so the file runs with ai-edge-litert alone.
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     converter.allow_custom_ops = True
-    if quantization != "none":
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    if quantization == "float16":
-        converter.target_spec.supported_types = [tf.float16]
-    blob = converter.convert()
+    blob = convert_quantized(converter, quantization)
     # With several functions the converter names each signature after its
     # graph; give them the SavedModel's names.
     renames = {fn.graph.name: name for name, fn in functions.items()}
     blob = _edit_model(blob, signature_names=renames)
     check_ops(blob)
     return blob
+
+
+def convert_quantized(converter, quantization):
+    """`converter.convert()` with the weights of `quantization`."""
+    if quantization != "none":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantization == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    return converter.convert()
+
+
+def write_atomically(path, blob):
+    """Writes `blob` to `path` through a temporary file beside it (a reader
+    never sees half a file)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=directory, suffix=".tmp", delete=False) as f:
+        f.write(blob)
+    os.replace(f.name, path)
 
 
 def check_ops(blob, custom_ops=TFTEXT_KERNELS):

@@ -29,7 +29,6 @@ our ids exactly; cased models cannot be served.
 
 import json
 import os
-import tempfile
 
 import tensorflow as tf
 from absl import logging
@@ -40,8 +39,10 @@ from bert_tf.serving import mediapipe_metadata
 from bert_tf.serving.litert_exporter import METADATA_NAME
 from bert_tf.serving.litert_exporter import QUANTIZATIONS
 from bert_tf.serving.litert_exporter import check_ops
+from bert_tf.serving.litert_exporter import convert_quantized
 from bert_tf.serving.litert_exporter import model_weights
 from bert_tf.serving.litert_exporter import with_metadata
+from bert_tf.serving.litert_exporter import write_atomically
 from bert_tf.text import tokenization
 
 
@@ -155,18 +156,13 @@ def export_mediapipe(
             ),
         },
     )
-    blob = mediapipe_metadata.with_associated_files(blob, files)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=directory, suffix=".tmp", delete=False) as f:
-        f.write(blob)
-    os.replace(f.name, path)
+    write_atomically(path, mediapipe_metadata.with_associated_files(blob, files))
     logging.info(
         "Exported the %s for MediaPipe's %s (%s, %.1f MB) to %s",
         kind,
         task,
         quantization,
-        len(blob) / 1e6,
+        os.path.getsize(path) / 1e6,
         path,
     )
     return metadata
@@ -186,11 +182,7 @@ def _convert(module, quantization):
         [function.get_concrete_function()], module
     )
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    if quantization != "none":
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    if quantization == "float16":
-        converter.target_spec.supported_types = [tf.float16]
-    blob = converter.convert()
+    blob = convert_quantized(converter, quantization)
     check_ops(blob, custom_ops=())
     model = flatbuffer_utils.read_model_from_bytearray(bytearray(blob))
     (subgraph,) = model.subgraphs
