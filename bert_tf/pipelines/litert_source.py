@@ -60,16 +60,18 @@ class LiteRTSource:
         if self.mediapipe:
             self.seq_length = int(metadata["seq_length"])
             self.tokenizer = _packed_tokenizer(path)
-            (self._key,) = self.model._interpreter.get_signature_list()
-            self._runner = self.model._interpreter.get_signature_runner(self._key)
+            (self._signature,) = self.model.signature_names()
 
     def _mediapipe_outputs(self, text):
         tokenizer = self.tokenizer
         pieces = tokenizer.tokenize(text)[: self.seq_length - 2]
         ids = tokenizer.convert_tokens_to_ids(["[CLS]", *pieces, "[SEP]"])
         ids = np.array([ids], np.int32)
-        outputs = self._runner(
-            ids=ids, mask=np.ones_like(ids), segment_ids=np.zeros_like(ids)
+        outputs = self.model.run_signature(
+            self._signature,
+            ids=ids,
+            mask=np.ones_like(ids),
+            segment_ids=np.zeros_like(ids),
         )
         return {name: value[0] for name, value in outputs.items()}
 

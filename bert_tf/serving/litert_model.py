@@ -99,10 +99,18 @@ class LiteRTModel:
         """The raw-text inputs of `serving_default`."""
         return list(self.metadata["signatures"]["serving_default"])
 
+    def signature_names(self):
+        """The file's signatures (a `--target=mediapipe` file has one)."""
+        return list(self._interpreter.get_signature_list())
+
     def _runner(self, name):
         if name not in self._runners:
             self._runners[name] = self._interpreter.get_signature_runner(name)
         return self._runners[name]
+
+    def run_signature(self, name, **arrays):
+        """Signature `name` on numpy `arrays` (its inputs by name)."""
+        return self._runner(name)(**arrays)
 
     def __call__(self, **texts):
         """`serving_default` on equally long lists of strings per input."""
