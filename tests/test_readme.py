@@ -118,7 +118,7 @@ BLOCKS = [
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("python", 'bert_tf.pipeline("text-classification"', "run"),
-    ("", "tokenization.py     the original WordPiece", "the layout: files exist"),
+    ("", "the library, floors bottom up", "the layout: files exist"),
 ]
 
 
