@@ -85,6 +85,11 @@ setup(
             # The CRF layer's reference (log-likelihood, Viterbi, gradients).
             "pytorch-crf",
             "ai-edge-litert>=2.1",
+            # MediaPipe Tasks' TextEmbedder/TextClassifier (the C++ runtime of
+            # Android, iOS and Web) run our --target=mediapipe files in the
+            # tests; it brings opencv, matplotlib and sounddevice, nothing that
+            # moves TensorFlow's pins.
+            "mediapipe==1.2.3",
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.

@@ -1,12 +1,8 @@
 """Runs a .tflite with MediaPipe Tasks' `TextEmbedder` / `TextClassifier`.
 
-`mediapipe` pins packages of its own (opencv, matplotlib, sounddevice), so it
-is not in bert_tf's extras: it lives in its own environment, e.g.
-
-    python -m venv /work/wt/mp_venv && /work/wt/mp_venv/bin/pip install mediapipe==1.2.3
-
-and `mediapipe_python()` finds that interpreter (`BERT_TF_MEDIAPIPE_PYTHON`,
-or this one if it imports mediapipe). `run_task` calls this file there as a
+`mediapipe` is in the test extra; `mediapipe_python()` finds an interpreter
+that imports it (`BERT_TF_MEDIAPIPE_PYTHON`, e.g. a separate environment made
+with `pip install mediapipe==1.2.3`, else this one). `run_task` calls this file there as a
 script, which imports mediapipe and numpy only (not bert_tf, not TensorFlow):
 the C++ runtime of Android, iOS and Web, reading the file unmodified.
 """
@@ -18,14 +14,6 @@ import subprocess
 import sys
 import tempfile
 
-VENV_PYTHON = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "mp_venv",
-    "bin",
-    "python",
-)
-
-
 def mediapipe_python():
     """An interpreter that imports mediapipe, or None."""
     explicit = os.environ.get("BERT_TF_MEDIAPIPE_PYTHON")
@@ -33,7 +21,7 @@ def mediapipe_python():
         return explicit
     if importlib.util.find_spec("mediapipe") is not None:
         return sys.executable
-    return VENV_PYTHON if os.path.exists(VENV_PYTHON) else None
+    return None
 
 
 def run_task(python, model_file, task, texts, timing_repeats=0):
