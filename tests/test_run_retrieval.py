@@ -290,14 +290,15 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
         import time
         from bert_tf.data_prep import beir
         from bert_tf.options import RetrievalOptions, RunOptions
+        from bert_tf.retrieval import indexing
         from bert_tf.tasks import retrieval
 
-        retrieval.INDEX_CHUNK = 16
+        indexing.INDEX_CHUNK = 16
         options = RetrievalOptions(data_dir={small_beir!r})
         run = RunOptions(output_dir={str(tmp_path)!r}, init_checkpoint={tiny_encoders[0]!r},
                          do_lower_case=None, max_seq_length=None, do_predict=True)
         towers = retrieval.load_dual_encoder(run, options)
-        passages = retrieval.passages_of(beir.read_corpus({small_beir!r}), towers, options)
+        passages = indexing.passages_of(beir.read_corpus({small_beir!r}), towers)
         store = retrieval.open_store(options, towers, {str(tmp_path)!r})
         upsert = store.upsert
 
@@ -307,7 +308,7 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
             time.sleep(1.0)
 
         store.upsert = slow_upsert
-        retrieval.index_corpus(towers, passages, store)
+        indexing.index_corpus(towers, passages, store)
         """
     )
     process = subprocess.Popen(
@@ -325,6 +326,7 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
     process.wait()
 
     from bert_tf.data_prep import beir as beir_module
+    from bert_tf.retrieval import indexing
     from bert_tf.tasks import retrieval
 
     options = RetrievalOptions(data_dir=small_beir)
@@ -336,11 +338,9 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
         do_predict=True,
     )
     towers = retrieval.load_dual_encoder(run, options)
-    passages = retrieval.passages_of(
-        beir_module.read_corpus(small_beir), towers, options
-    )
+    passages = indexing.passages_of(beir_module.read_corpus(small_beir), towers)
     with retrieval.open_store(options, towers, str(tmp_path)) as store:
-        counts = retrieval.index_corpus(towers, passages, store)
+        counts = indexing.index_corpus(towers, passages, store)
         assert (
             counts["kept"] >= 32
             and counts["embedded"] == len(passages) - counts["kept"]
@@ -520,10 +520,11 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
 
     from bert_tf.options import ExportOptions
     from bert_tf.options import SavedModelExportOptions
+    from bert_tf.retrieval.corpus_index import CorpusIndex
+    from bert_tf.retrieval.document_search import search_documents
     from bert_tf.retrieval.dual_encoder import DualEncoder
     from bert_tf.retrieval.milvus_store import MilvusStore
     from bert_tf.retrieval.vector_store import StoredPassage
-    from bert_tf.tasks import retrieval
     from bert_tf.tasks import saved_model_export
     from bert_tf.text.tokenization import FullTokenizer
 
@@ -554,9 +555,7 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
             [StoredPassage(p.id, p.doc_id, "") for p in passages],
             towers.encode_documents([p.text for p in passages]),
         )
-        expected = retrieval.search_documents(
-            store, towers.encode_queries(texts), passages, 10
-        )
+        expected = search_documents(store, towers.encode_queries(texts), passages, 10)
 
     loaded = tf.saved_model.load(path)
     found = loaded.signatures["serving_default"](
@@ -583,7 +582,7 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
     # the family in process (the export above wrote the same graph).
     from bert_tf import serving
 
-    index = retrieval.corpus_index(
+    index = CorpusIndex.of_towers(
         towers,
         [StoredPassage(p.id, p.doc_id, "") for p in passages],
         towers.encode_documents([p.text for p in passages]),

@@ -39,13 +39,13 @@ from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.models.bert_reranker import BertReranker
 from bert_tf.options.reranker_options import RERANK_LOSSES
+from bert_tf.retrieval.document_search import RUN_FILE
+from bert_tf.retrieval.document_search import search_documents
+from bert_tf.retrieval.document_search import write_run
 from bert_tf.retrieval.exact_store import ExactStore
+from bert_tf.retrieval.indexing import passages_of
+from bert_tf.retrieval.indexing import towers_at
 from bert_tf.retrieval.vector_store import StoredPassage
-from bert_tf.tasks.retrieval import RUN_FILE
-from bert_tf.tasks.retrieval import RUN_NAME
-from bert_tf.tasks.retrieval import passages_of
-from bert_tf.tasks.retrieval import search_documents
-from bert_tf.tasks.retrieval import towers_at
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
@@ -234,7 +234,9 @@ class RerankingTask(Task):
             options.eval_split if self.run.do_eval else None,
         )
         self.towers = load_first_stage(options.retrieval_checkpoint)
-        self.passages = passages_of(self.corpus, self.towers, options)
+        self.passages = passages_of(
+            self.corpus, self.towers, options.passage_length, options.passage_stride
+        )
         logging.info("First stage: embedding %d passages", len(self.passages))
         self.store = passage_store(
             self.towers, self.passages, options.encode_batch_size
@@ -360,12 +362,11 @@ class RerankingTask(Task):
             options.rerank_top_k,
             batch_size=self.run.eval_batch_size,
         )
-        with open(os.path.join(self.output_dir, RUN_FILE), "w", encoding="utf-8") as f:
-            for query_id in query_ids:
-                for rank, (doc_id, score) in enumerate(
-                    rank_documents(reranked[query_id]), start=1
-                ):
-                    f.write(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {RUN_NAME}\n")
+        write_run(
+            os.path.join(self.output_dir, RUN_FILE),
+            query_ids,
+            [rank_documents(reranked[q]) for q in query_ids],
+        )
         results = two_stage_metrics(qrels, first, reranked)
         results.update(
             global_step=global_step,
