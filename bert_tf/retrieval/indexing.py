@@ -8,18 +8,27 @@ tasks (the caller passes the dual encoder, the passages and the store).
 import hashlib
 
 import keras
+import numpy as np
 from absl import logging
 
 from bert_tf.data_prep import beir
+from bert_tf.retrieval.bm25 import DEFAULT_B
+from bert_tf.retrieval.bm25 import DEFAULT_K1
+from bert_tf.retrieval.bm25 import BM25Statistics
+from bert_tf.retrieval.bm25 import lexical_terms
 from bert_tf.retrieval.dual_encoder import DualEncoder
+from bert_tf.retrieval.quantized_vectors import fit_int8_scale
 from bert_tf.retrieval.vector_store import StoredPassage
 from bert_tf.text.tokenization import FullTokenizer
 
 # Passages embedded and written per step of `index_corpus` (what a kill can lose).
 INDEX_CHUNK = 256
+# Passages embedded to fit an int8 collection's scale (all of a smaller corpus).
+INT8_FIT_SAMPLE = 10000
 
 __all__ = [
     "INDEX_CHUNK",
+    "INT8_FIT_SAMPLE",
     "index_corpus",
     "passages_of",
     "stored_passages_of",
@@ -82,14 +91,25 @@ def _progress_bar(total, unit):
     return keras.utils.Progbar(total, unit_name=unit, verbose=1 if show else 0)
 
 
-def index_corpus(towers, passages, store, batch_size=64):
+def index_corpus(
+    towers, passages, store, batch_size=64, bm25_k1=DEFAULT_K1, bm25_b=DEFAULT_B
+):
     """Embeds the passages that are new or changed into `store`; removes those
-    the corpus no longer has. Returns {"embedded", "kept", "removed"} counts.
+    the corpus no longer has. Returns {"embedded", "kept", "removed",
+    "bm25_rewritten"} counts.
 
     Each chunk of passages is written as soon as it is embedded, so a killed
     run loses at most one chunk and the next run embeds only what is missing.
     Passages go longest first over the whole corpus, not chunk by chunk, so
     each encoder batch holds passages of about one length and pads little.
+
+    A store with BM25 vectors (`store.lexical`) gets them from the statistics
+    of `passages` (`BM25Statistics` with `bm25_k1`, `bm25_b`): when those
+    differ from the ones its rows were written with (a passage added,
+    changed or removed, other k1/b), the kept rows' BM25 vectors are
+    rewritten too (no embedding), and the new statistics recorded last, so
+    a killed run redoes the rewrite. An int8 store without a scale gets one
+    fitted on up to `INT8_FIT_SAMPLE` of the passages first.
 
     Example:
 
@@ -110,13 +130,51 @@ def index_corpus(towers, passages, store, batch_size=64):
     logging.info(
         "Indexing: %d passages already in the store, %d to embed", kept, len(todo)
     )
+    lexical = store.lexical and not store.bm25_function
+    if lexical:
+        stats = BM25Statistics(
+            [lexical_terms(p.text) for p in passages], bm25_k1, bm25_b
+        )
+        sparse_of = dict(zip(wanted, stats.passage_vectors(), strict=True))
+    embedded = {}
+    if store.dense and getattr(store, "vector_type", "") == "int8":
+        if store.int8_scale is None and todo:
+            sample = todo[:: max(len(todo) // INT8_FIT_SAMPLE, 1)][:INT8_FIT_SAMPLE]
+            logging.info("Fitting the int8 scale on %d passages", len(sample))
+            vectors = towers.encode_documents([p.text for p in sample], batch_size)
+            store.set_int8_scale(fit_int8_scale(vectors))
+            embedded = dict(zip((p.id for p in sample), vectors, strict=True))
     bar = _progress_bar(len(todo), "passage")
     for start in range(0, len(todo), INDEX_CHUNK):
         chunk = todo[start : start + INDEX_CHUNK]
-        vectors = towers.encode_documents([p.text for p in chunk], batch_size)
-        store.upsert([wanted[p.id] for p in chunk], vectors)
+        vectors = None
+        if store.dense:
+            missing = [p for p in chunk if p.id not in embedded]
+            if missing:
+                new = towers.encode_documents([p.text for p in missing], batch_size)
+                embedded.update(zip((p.id for p in missing), new, strict=True))
+            vectors = np.stack([embedded.pop(p.id) for p in chunk])
+        extra = {}
+        if lexical:
+            extra["sparse"] = [sparse_of[p.id] for p in chunk]
+        if store.bm25_function:
+            extra["texts"] = [p.text for p in chunk]
+        store.upsert([wanted[p.id] for p in chunk], vectors, **extra)
         bar.update(start + len(chunk))
-    return {"embedded": len(todo), "kept": kept, "removed": len(removed)}
+    rewritten = 0
+    if lexical and store.bm25_digest != stats.digest:
+        changed = {p.id for p in todo}
+        kept_ids = [pid for pid in wanted if pid not in changed]
+        logging.info("BM25 statistics: rewriting %d kept passages", len(kept_ids))
+        store.update_sparse(kept_ids, [sparse_of[pid] for pid in kept_ids])
+        store.set_bm25_digest(stats.digest)
+        rewritten = len(kept_ids)
+    return {
+        "embedded": len(todo),
+        "kept": kept,
+        "removed": len(removed),
+        "bm25_rewritten": rewritten,
+    }
 
 
 def towers_at(path, **kwargs):

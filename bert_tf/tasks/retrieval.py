@@ -50,10 +50,12 @@ from absl import logging
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
 from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
+from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.retrieval.corpus_index import CorpusIndex
 from bert_tf.retrieval.document_search import RUN_FILE
-from bert_tf.retrieval.document_search import search_documents
+from bert_tf.retrieval.document_search import rerank_documents
+from bert_tf.retrieval.document_search import retrieve_documents
 from bert_tf.retrieval.document_search import searched_for_evaluation
 from bert_tf.retrieval.document_search import write_run
 from bert_tf.retrieval.dual_encoder import DualEncoder
@@ -71,6 +73,7 @@ from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 
 EVAL_RESULTS_FILE = "eval_results.txt"
+RERANKED_RUN_FILE = "run_reranked.tsv"
 SETTINGS_FILE = "retrieval_settings.json"
 
 __all__ = [
@@ -108,7 +111,9 @@ def load_dual_encoder(run, options):
 
 
 def open_store(options, towers, output_dir):
-    """The Milvus collection of --milvus_uri / --milvus_collection."""
+    """The Milvus collection of --milvus_uri / --milvus_collection: dense
+    vectors (--vector_type) unless --retrieval_mode=bm25, BM25 vectors unless
+    --retrieval_mode=dense."""
     from bert_tf.retrieval.milvus_store import MilvusStore
 
     return MilvusStore(
@@ -121,27 +126,67 @@ def open_store(options, towers, output_dir):
         index_params=options.index_params(),
         search_params=options.search_params(),
         overwrite=options.overwrite_index,
+        dense=options.retrieval_mode != "bm25",
+        lexical=options.retrieval_mode != "dense",
+        vector_type=options.vector_type,
+        rescore_k=options.rescore_k,
+        bm25_function=options.bm25_function,
+        bm25_k1=options.bm25_k1,
+        bm25_b=options.bm25_b,
     )
 
 
 def evaluate(towers, store, queries, qrels, passages, output_dir, options):
-    """Searches the qrels' queries; writes eval_results.txt and run.tsv; returns
-    the metrics."""
+    """Searches the qrels' queries (--retrieval_mode); writes eval_results.txt
+    and run.tsv; with --rerank_checkpoint, also the cross-encoder's order of
+    each query's --rerank_top_k best (``<metric>_reranked``,
+    run_reranked.tsv); returns the metrics."""
     query_ids = list(qrels)
-    logging.info("Embedding %d queries", len(query_ids))
-    vectors = towers.encode_queries(
-        [queries[q].text for q in query_ids], options.encode_batch_size
-    )
+    texts = [queries[q].text for q in query_ids]
+    vectors = None
+    if options.retrieval_mode != "bm25":
+        logging.info("Embedding %d queries", len(query_ids))
+        vectors = towers.encode_queries(texts, options.encode_batch_size)
     start = time.perf_counter()
-    results = search_documents(
-        searched_for_evaluation(store), vectors, passages, options.eval_top_k
+    if options.retrieval_mode == "dense":
+        store = searched_for_evaluation(store)
+    results = retrieve_documents(
+        store,
+        passages,
+        options.eval_top_k,
+        options.retrieval_mode,
+        vectors,
+        texts,
+        options.fusion,
+        options.rrf_k,
+        (options.dense_weight, options.bm25_weight),
     )
     logging.info(
-        "Searched %d queries in %.2f s", len(query_ids), time.perf_counter() - start
+        "Searched %d queries (%s) in %.2f s",
+        len(query_ids),
+        options.retrieval_mode,
+        time.perf_counter() - start,
     )
     run = {q: dict(found) for q, found in zip(query_ids, results, strict=True)}
     metrics = retrieval_metrics(qrels, run, DEFAULT_METRIC_NAMES)
     write_run(os.path.join(output_dir, RUN_FILE), query_ids, results)
+    if options.rerank_checkpoint:
+        from bert_tf.models.bert_reranker import BertReranker
+
+        reranked = rerank_documents(
+            BertReranker.from_checkpoint(options.rerank_checkpoint),
+            queries,
+            run,
+            passages,
+            options.rerank_top_k,
+        )
+        second = retrieval_metrics(qrels, reranked, DEFAULT_METRIC_NAMES)
+        metrics.update({f"{name}_reranked": v for name, v in second.items()})
+        write_run(
+            os.path.join(output_dir, RERANKED_RUN_FILE),
+            query_ids,
+            [rank_documents(reranked[q]) for q in query_ids],
+        )
     logging.info("***** Eval results (%s) *****", options.eval_split)
     with open(os.path.join(output_dir, EVAL_RESULTS_FILE), "w") as f:
         for name, value in metrics.items():
@@ -388,7 +433,12 @@ class RetrievalTask(Task):
         """--do_index: the corpus into the vector store."""
         with self.store() as store:
             return index_corpus(
-                self.towers, self.passages, store, self.options.encode_batch_size
+                self.towers,
+                self.passages,
+                store,
+                self.options.encode_batch_size,
+                self.options.bm25_k1,
+                self.options.bm25_b,
             )
 
     def evaluate(self, model, global_step):
