@@ -7,6 +7,7 @@ documents added, changed and removed against a fresh index of the new corpus.
 """
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -237,6 +238,14 @@ def test_int8_and_binary_rank_as_numpy_and_rescore_with_floats(tmp_path):
             assert set(better) <= set(rows_found)
 
 
+def api_rrf_top(run, top_n=5):
+    """The documents the second stage re-scores: the first stage's best
+    `top_n` in trec_eval's order."""
+    from bert_tf.metrics.retrieval import rank_documents
+
+    return [d for d, _ in rank_documents(run)[:top_n]]
+
+
 def test_collection_of_another_kind_and_lite_bm25_function_are_one_line(tmp_path):
     path = str(tmp_path / "i.db")
     with MilvusStore(path, "c", DIM, "m", vector_type="int8"):
@@ -248,3 +257,112 @@ def test_collection_of_another_kind_and_lite_bm25_function_are_one_line(tmp_path
     with pytest.raises(UserInputError, match="int8 collection needs its scale"):
         with MilvusStore(path, "c", DIM, "m", vector_type="int8") as store:
             store.upsert([StoredPassage("p", "d", "")], _dense_rows(1))
+
+
+@pytest.mark.slow
+def test_cli_modes_end_to_end(squad_beir, shared_data, tmp_path):  # noqa: F811
+    """run_retrieval.py --retrieval_mode=hybrid / bm25 and --vector_type=int8
+    through the CLI, checked against the Python API on the same collections."""
+
+    from beir_fixtures import squad_subset
+    from cli_script import REPO
+    from cli_script import run_script
+    from test_run_retrieval import _read_results
+    from test_run_retrieval import _read_run
+    from test_run_retrieval import _tiny_st_dir
+
+    script = os.path.join(REPO, "run_retrieval.py")
+    data = squad_subset(squad_beir, tmp_path / "data", 40)
+    encoder = _tiny_st_dir(shared_data, tmp_path / "tiny", 1)
+    out = tmp_path / "out"
+    common = [
+        f"--data_dir={data}",
+        f"--output_dir={out}",
+        f"--init_checkpoint={encoder}",
+    ]
+
+    def run(*flags, check=True):
+        return run_script(script, *common, *flags, check=check)
+
+    run("--retrieval_mode=hybrid", "--do_index", "--do_eval", "--eval_top_k=10")
+    hybrid_rrf = _read_run(out / "run.tsv")
+    run("--retrieval_mode=hybrid", "--fusion=weighted", "--do_eval", "--eval_top_k=10")
+    hybrid_weighted = _read_run(out / "run.tsv")
+    run("--retrieval_mode=bm25", "--milvus_collection=bm25", "--do_index", "--do_eval")
+    bm25 = _read_results(out / "eval_results.txt")
+    assert bm25["recall@10"] > 0.8  # BM25 on 40 SQuAD paragraphs
+    run(
+        "--vector_type=int8",
+        "--rescore_k=30",
+        "--milvus_collection=int8",
+        "--do_index",
+        "--do_eval",
+    )
+    # Hybrid with a cross-encoder as the second stage (a tiny random one).
+    import keras
+    from tiny_models import tiny_bert_config
+
+    from bert_tf.models.bert_reranker import BertReranker
+    from bert_tf.text.preprocessing import BertPreprocessor
+
+    keras.utils.set_random_seed(6)
+    vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
+    rerank_dir = BertReranker(
+        tiny_bert_config(30522, max_position_embeddings=128, dropout=0.0),
+        preprocessor=BertPreprocessor(vocab, True, 128, padding="longest"),
+    ).save_cross_encoder(str(tmp_path / "cross_encoder"))
+    run(
+        "--retrieval_mode=hybrid",
+        "--do_eval",
+        "--eval_top_k=10",
+        f"--rerank_checkpoint={rerank_dir}",
+        "--rerank_top_k=5",
+    )
+    results = _read_results(out / "eval_results.txt")
+    assert "mrr@10_reranked" in results and "recall@10" in results
+    reranked_cli = _read_run(out / "run_reranked.tsv")
+    lite = run("--retrieval_mode=bm25", "--bm25_function", "--do_eval", check=False)
+    assert lite.returncode == 2
+    assert "run_retrieval: error: --bm25_function: Milvus's BM25" in lite.stderr
+
+    # The same searches through the Python API, on the collections the CLI wrote.
+    from bert_tf.retrieval.indexing import passages_of
+    from bert_tf.retrieval.indexing import towers_at
+
+    towers = towers_at(encoder)
+    passages = passages_of(beir.read_corpus(data), towers)
+    queries = beir.read_queries(data)
+    query_ids = list(beir.read_qrels(data, "test"))
+    texts = [queries[q].text for q in query_ids]
+    vectors = towers.encode_queries(texts)
+    uri = str(out / "index.db")
+    fingerprint = towers.fingerprint()
+    with MilvusStore(uri, "bert_tf", 32, fingerprint, lexical=True) as store:
+        assert len(store) == len(passages)
+        for fusion, cli in (("rrf", hybrid_rrf), ("weighted", hybrid_weighted)):
+            found = retrieve_documents(
+                store, passages, 10, "hybrid", vectors, texts, fusion
+            )
+            for q, docs in zip(query_ids, found, strict=True):
+                assert [d for d, _, _ in cli[q]] == [d for d, _ in docs]
+            if fusion == "rrf":
+                api_rrf = dict(zip(query_ids, map(dict, found), strict=True))
+    # The second stage: the cross-encoder's order of the hybrid top 5.
+    from bert_tf.retrieval.document_search import rerank_documents
+
+    reranked = rerank_documents(
+        BertReranker.from_checkpoint(rerank_dir),
+        queries,
+        api_rrf,
+        passages,
+        5,
+    )
+    for q in query_ids:
+        cli_top = {d: score for d, _, score in reranked_cli[q][:5]}
+        assert set(cli_top) == set(api_rrf_top(api_rrf[q]))
+        for d, score in cli_top.items():
+            assert reranked[q][d] == pytest.approx(score, abs=1e-4)
+    with MilvusStore(uri, "int8", 32, fingerprint, vector_type="int8") as store:
+        assert store.int8_scale.shape == (32,)
+        _, floats = store.vectors()
+        assert floats.shape == (len(passages), 32)

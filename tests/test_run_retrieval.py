@@ -96,8 +96,16 @@ def test_options_are_checked_before_tensorflow(tmp_path):
         options(hard_negatives=-1)
     with pytest.raises(UserInputError, match="--data_dir=.*: not a directory"):
         RetrievalOptions(data_dir=str(tmp_path / "missing"))
-    with pytest.raises(UserInputError, match="--rerank_checkpoint: the two-stage"):
-        options(rerank_checkpoint=str(tmp_path)).check(run(do_eval=True))
+    with pytest.raises(UserInputError, match="--rerank_checkpoint: needs --do_eval"):
+        options(rerank_checkpoint=str(tmp_path)).check(run(do_predict=True))
+    with pytest.raises(UserInputError, match="--bm25_function: Milvus's BM25"):
+        options(retrieval_mode="hybrid", bm25_function=True)
+    with pytest.raises(UserInputError, match="--rescore_k=10: rescoring needs"):
+        options(rescore_k=10)
+    with pytest.raises(UserInputError, match="--fusion=max: expected one of"):
+        options(fusion="max")
+    with pytest.raises(UserInputError, match="--bm25_b=2.0: k1 must be"):
+        options(bm25_b=2.0)
     assert options().uri(str(tmp_path)) == os.path.join(str(tmp_path), "index.db")
     hnsw = options(index_type="HNSW", hnsw_ef=16, eval_top_k=100)
     assert hnsw.search_params() == {"ef": 100}
