@@ -7,6 +7,9 @@ SPARSE_INVERTED_INDEX for BM25, ``hybrid_search`` for the fusion):
 - SQuAD v1.1 dev as BEIR (benchmarks/squad_to_beir.py): all 2,067
   paragraphs (cut into passages as run_retrieval cuts them), every
   ``--squad_stride``-th question (default 10: 1,057 of 10,570);
+- SQuAD dev answer sentences (as ReQA-SQuAD): each paragraph cut into
+  sentences, a question's relevant document the sentence where its answer
+  starts (the same ``--squad_stride`` questions);
 - MRPC paraphrase retrieval, built from GLUE MRPC's msr_paraphrase_test.txt:
   the corpus is every second sentence of the 1,725 test pairs, each first
   sentence of a paraphrase pair (quality 1) is a query whose relevant
@@ -27,6 +30,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -38,6 +42,8 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
 METRICS = ("recall@1", "recall@10", "mrr@10", "ndcg@10")
+# A sentence ends at . ! or ? (and closing quotes) before spaces and a capital.
+_SENTENCE_END = re.compile(r"""(?<=[.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])""")
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "amx_tile")
 
 
@@ -82,6 +88,36 @@ def mrpc_as_beir(data_dir, directory):
             if row["Quality"] == "1" and row["#1 ID"] not in queries:
                 queries[row["#1 ID"]] = row["#1 String"]
                 qrels.append((row["#1 ID"], row["#2 ID"]))
+    return _write_beir(directory, corpus, queries, qrels)
+
+
+def squad_sentences_as_beir(data_dir, directory, stride):
+    """SQuAD dev as answer-sentence retrieval (as ReQA-SQuAD builds it): the
+    corpus is every sentence of every paragraph, a question's relevant
+    document the sentence holding the start of its first answer; every
+    `stride`-th question."""
+    with open(os.path.join(data_dir, "squad/dev-v1.1.json"), encoding="utf-8") as f:
+        articles = json.load(f)["data"]
+    corpus, queries, qrels = {}, {}, []
+    count = 0
+    for article in articles:
+        for p_index, paragraph in enumerate(article["paragraphs"]):
+            context = paragraph["context"]
+            starts = [0] + [m.end() for m in _SENTENCE_END.finditer(context)]
+            ends = starts[1:] + [len(context)]
+            ids = []
+            for s_index, (begin, end) in enumerate(zip(starts, ends, strict=True)):
+                doc_id = f"{article['title']}_{p_index}_{s_index}"
+                corpus[doc_id] = context[begin:end].strip()
+                ids.append(doc_id)
+            for qa in paragraph["qas"]:
+                count += 1
+                if count % stride:
+                    continue
+                answer = qa["answers"][0]["answer_start"]
+                sentence = max(i for i, b in enumerate(starts) if b <= answer)
+                queries[qa["id"]] = qa["question"]
+                qrels.append((qa["id"], ids[sentence]))
     return _write_beir(directory, corpus, queries, qrels)
 
 
@@ -261,6 +297,15 @@ def main():
     results = measure(
         "SQuAD dev",
         squad_as_beir(data_dir, os.path.join(work, "squad"), args.squad_stride),
+        towers,
+        work,
+        args,
+    )
+    results += measure(
+        "SQuAD sentences",
+        squad_sentences_as_beir(
+            data_dir, os.path.join(work, "squad_sentences"), args.squad_stride
+        ),
         towers,
         work,
         args,

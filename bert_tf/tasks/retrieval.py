@@ -19,14 +19,21 @@ drives it: output_dir lock and identity, strategy, resumable training). What
   sentence-transformers directories (`DualEncoder.save`); TensorBoard logs
   in ``output_dir/tensorboard/train``.
 - ``do_predict`` (the --do_index flag): the corpus's passages into the
-  vector store (Milvus at ``milvus_uri``): only passages that are new or
-  whose text changed are embedded; passages no longer in the corpus are
-  deleted; each batch is written (durably) as it is embedded, so a killed
-  run resumes where it stopped and a rerun adds no duplicates.
+  vector store (Milvus at ``milvus_uri``; `bert_tf.retrieval.indexing`):
+  only passages that are new or whose text changed are embedded; passages
+  no longer in the corpus are deleted; each batch is written (durably) as it
+  is embedded, so a killed run resumes where it stopped and a rerun adds no
+  duplicates. ``retrieval_mode`` bm25 / hybrid also stores BM25 vectors
+  (rewritten when the corpus statistics change); ``vector_type`` int8 /
+  binary stores quantized vectors.
 - ``do_eval``: the queries of ``qrels/<eval_split>.tsv`` searched in the
-  store, passages folded back to documents: ``eval_results.txt`` (``name =
+  store by ``retrieval_mode`` (dense, BM25 or Milvus's hybrid_search),
+  passages folded back to documents: ``eval_results.txt`` (``name =
   value``: recall@1/5/10/100, mrr@10, ndcg@10, num_queries) and ``run.tsv``
-  (TREC run format: ``qid Q0 docid rank score run_name``).
+  (TREC run format: ``qid Q0 docid rank score run_name``); with
+  ``rerank_checkpoint``, the cross-encoder's order of each query's
+  ``rerank_top_k`` best documents too (``<metric>_reranked``,
+  ``run_reranked.tsv``).
 - ``export``: the retrieval SavedModel over the vectors of the store: a
   `CorpusIndex`, exported by the serving registry (`RetrievalSignatures`);
   with ``rerank_checkpoint``, a cross-encoder re-orders each query's
