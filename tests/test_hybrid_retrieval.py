@@ -135,6 +135,35 @@ def test_rerun_keeps_bm25_statistics_right(squad_docs, tmp_path):
     assert rerun[-1][0][0] == changed_id
 
 
+def test_a_rewrite_killed_midway_is_redone(squad_docs, tmp_path):
+    corpus, _, _ = squad_docs
+    with _bm25_store(tmp_path / "i.db") as store:
+        _index(_whole_documents(dict(list(corpus.items())[:60])), store)
+    passages = _whole_documents(dict(list(corpus.items())[:80]))
+    with _bm25_store(tmp_path / "i.db") as store:
+        write = store.update_sparse
+
+        def killed(ids, sparse):  # the run dies after writing half the rewrite
+            write(ids[: len(ids) // 2], sparse[: len(ids) // 2])
+            raise KeyboardInterrupt
+
+        store.update_sparse = killed
+        with pytest.raises(KeyboardInterrupt):
+            _index(passages, store)
+    with _bm25_store(tmp_path / "i.db") as store:
+        counts = _index(passages, store)
+        assert counts["embedded"] == 0 and counts["bm25_rewritten"] == 80
+        stats = BM25Statistics([lexical_terms(p.text) for p in passages])
+        stored = store.lexical_vectors()
+        for p, expected in zip(passages, stats.passage_vectors(), strict=True):
+            np.testing.assert_allclose(
+                [stored[p.id].get(t, 0.0) for t in expected],
+                list(expected.values()),
+                rtol=1e-6,
+            )
+            assert set(stored[p.id]) == set(expected)
+
+
 def _dense_rows(n, seed=0):
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((n, DIM)).astype(np.float32)
