@@ -320,6 +320,10 @@ def test_cli_modes_end_to_end(squad_beir, shared_data, tmp_path):  # noqa: F811
     run("--retrieval_mode=bm25", "--milvus_collection=bm25", "--do_index", "--do_eval")
     bm25 = _read_results(out / "eval_results.txt")
     assert bm25["recall@10"] > 0.8  # BM25 on 40 SQuAD paragraphs
+    # The hybrid collection answers each side alone too, with the same BM25.
+    run("--retrieval_mode=bm25", "--do_eval")
+    assert _read_results(out / "eval_results.txt") == bm25
+    run("--retrieval_mode=dense", "--do_index", "--do_eval")
     run(
         "--vector_type=int8",
         "--rescore_k=30",

@@ -90,9 +90,11 @@ class MilvusStore(VectorStore):
       search_params: e.g. ``{"ef": 64}`` (HNSW) or ``{"nprobe": 16}``.
       overwrite: drop an existing collection of that name first.
       flag: the flag `uri` came from, for error messages.
-      dense: a dense vector field (`search`); False: BM25 only.
+      dense: a dense vector field (`search`); False: BM25 only; None: as
+        the existing collection has it (a new one gets none).
       lexical: a BM25 sparse vector field (`search_lexical`,
-        `hybrid_search`), written from `bert_tf.retrieval.bm25`'s vectors.
+        `hybrid_search`), written from `bert_tf.retrieval.bm25`'s vectors;
+        None: as the existing collection has it (a new one gets none).
       vector_type: how the dense vectors are kept and searched: ``float32``,
         ``int8`` or ``binary`` (`bert_tf.retrieval.quantized_vectors`). A
         server stores INT8_VECTOR / BINARY_VECTOR (Hamming); Milvus Lite has
@@ -146,8 +148,6 @@ class MilvusStore(VectorStore):
                 f"vector_type={vector_type}: expected one of "
                 f"{quantized_vectors.VECTOR_TYPES}"
             )
-        if not (dense or lexical):
-            raise UserInputError("dense=False needs lexical=True: nothing to search")
         if bm25_function and not _is_server(uri):
             raise UserInputError(
                 f"{flag}={uri}: Milvus Lite has no BM25 function; compute BM25 "
@@ -166,8 +166,8 @@ class MilvusStore(VectorStore):
         self.metric = metric
         self.index_type = index_type
         self.search_params = dict(search_params or {})
-        self.dense = bool(dense)
-        self.lexical = bool(lexical or bm25_function)
+        self.dense = dense
+        self.lexical = True if bm25_function else lexical
         self.vector_type = vector_type
         self.rescore_k = int(rescore_k)
         self.bm25_function = bool(bm25_function)
@@ -184,6 +184,11 @@ class MilvusStore(VectorStore):
                 # A collection whose writer was killed is left released.
                 self._load_collection()
             else:
+                self.dense, self.lexical = bool(self.dense), bool(self.lexical)
+                if not (self.dense or self.lexical):
+                    raise UserInputError(
+                        "dense=False needs lexical=True: nothing to search"
+                    )
                 self._create(dict(index_params or {}))
         except Exception:
             self.close()
@@ -373,6 +378,11 @@ class MilvusStore(VectorStore):
             )
         properties = info.get("properties", {})
         self._properties = dict(properties)
+        if self.dense is None:  # as the collection has it
+            self.dense = VECTOR_FIELD in fields
+            self.vector_type = properties.get(VECTOR_TYPE_PROPERTY, "float32")
+        if self.lexical is None:
+            self.lexical = SPARSE_FIELD in fields
         kept = (
             VECTOR_FIELD in fields,
             SPARSE_FIELD in fields,

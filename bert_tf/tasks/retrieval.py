@@ -120,7 +120,7 @@ def load_dual_encoder(run, options):
 def open_store(options, towers, output_dir):
     """The Milvus collection of --milvus_uri / --milvus_collection: dense
     vectors (--vector_type) unless --retrieval_mode=bm25, BM25 vectors unless
-    --retrieval_mode=dense."""
+    --retrieval_mode=dense (a new collection holds only what the mode needs)."""
     from bert_tf.retrieval.milvus_store import MilvusStore
 
     return MilvusStore(
@@ -133,8 +133,10 @@ def open_store(options, towers, output_dir):
         index_params=options.index_params(),
         search_params=options.search_params(),
         overwrite=options.overwrite_index,
-        dense=options.retrieval_mode != "bm25",
-        lexical=options.retrieval_mode != "dense",
+        # What the mode searches must be there; what else an existing
+        # collection holds is kept up to date (e.g. dense runs on a hybrid one).
+        dense=True if options.retrieval_mode != "bm25" else None,
+        lexical=True if options.retrieval_mode != "dense" else None,
         vector_type=options.vector_type,
         rescore_k=options.rescore_k,
         bm25_function=options.bm25_function,
