@@ -78,6 +78,8 @@ setup(
             "ruff",
             # trec_eval's own code: the reference of the retrieval metrics.
             "pytrec-eval-terrier",
+            # BM25's reference (the same tokens, Lucene scoring).
+            "bm25s",
             "pymilvus>=3.0,<4",
             "milvus-lite>=3.2",
             "tensorflow-datasets>=4.9",

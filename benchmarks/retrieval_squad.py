@@ -70,18 +70,13 @@ def _quality(args, common, work, zero, data, minilm, index_s):
     and fine-tuned recall."""
     from bert_tf.data_prep import beir
     from bert_tf.metrics.retrieval import retrieval_metrics
-    from bert_tf.options.retrieval_options import RetrievalOptions
     from bert_tf.retrieval.dual_encoder import DualEncoder
-    from bert_tf.tasks.retrieval import passages_of
+    from bert_tf.retrieval.indexing import passages_of
 
     # The passages run_retrieval indexed (its default flags: paragraphs longer
     # than the model reads are cut into half-overlapping windows); the
     # reference embeds the same ones.
-    passages = passages_of(
-        beir.read_corpus(data),
-        DualEncoder.from_checkpoint(minilm),
-        RetrievalOptions(data_dir=data),
-    )
+    passages = passages_of(beir.read_corpus(data), DualEncoder.from_checkpoint(minilm))
     print(
         f"index, run_retrieval.py --do_index (whole command): {len(passages)} "
         f"passages in {index_s:.1f} s = {len(passages) / index_s:.1f} passages/s"

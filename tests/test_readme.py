@@ -65,7 +65,7 @@ BLOCKS = [
     ("bash", "python run_similarity.py", "run (32 STS-B pairs, 1 epoch)"),
     (
         "bash",
-        "python run_retrieval.py",
+        "--output_dir=/tmp/retrieval_output",
         "static: indexes 2,067 paragraphs with MiniLM (minutes); "
         "tests/test_run_retrieval.py runs the same command on 40",
     ),
@@ -74,6 +74,12 @@ BLOCKS = [
         "--model_type=retrieval",
         "static: flags checked; tests/test_run_retrieval.py exports a tiny dual "
         "encoder over 40 paragraphs",
+    ),
+    (
+        "bash",
+        "--retrieval_mode=hybrid",
+        "static: flags checked; tests/test_hybrid_retrieval.py runs the modes on "
+        "40 paragraphs",
     ),
     ("python", "BertReranker.from_checkpoint", "static: needs a cross-encoder"),
     (
@@ -676,7 +682,8 @@ def test_install_blocks_run_the_documented_commands():
         ("TF_CONFIG=", "run_pretraining"),
         ("--output_dir=/tmp/pretraining_output", "run_pretraining"),
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
-        ("python run_retrieval.py", "run_retrieval"),
+        ("--output_dir=/tmp/retrieval_output", "run_retrieval"),
+        ("--retrieval_mode=hybrid", "run_retrieval"),
         ("--model_type=reranker", "export_saved_model"),
         ("--model_type=retrieval", "export_saved_model"),
         ("python run_reranker.py", "run_reranker"),

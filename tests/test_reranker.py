@@ -366,7 +366,7 @@ def test_rerank_losses_equal_their_definitions():
 
 def test_reranking_reorders_the_top_n_only(tiny_reranker):
     from bert_tf.data_prep import beir
-    from bert_tf.tasks.reranking import rerank_documents
+    from bert_tf.retrieval.document_search import rerank_documents
     from bert_tf.tasks.reranking import two_stage_metrics
 
     queries = {"q": beir.Query("q", "who wrote it?")}

@@ -129,12 +129,6 @@ def test_train_and_two_stage_eval(small_beir, tiny_bert_dir, minilm_dir, tmp_pat
 
 
 def _passages(data_dir, towers):
-    from types import SimpleNamespace
+    from bert_tf.retrieval.indexing import passages_of
 
-    from bert_tf.tasks.retrieval import passages_of
-
-    return passages_of(
-        beir.read_corpus(data_dir),
-        towers,
-        SimpleNamespace(passage_length=None, passage_stride=None),
-    )
+    return passages_of(beir.read_corpus(data_dir), towers)

@@ -96,8 +96,16 @@ def test_options_are_checked_before_tensorflow(tmp_path):
         options(hard_negatives=-1)
     with pytest.raises(UserInputError, match="--data_dir=.*: not a directory"):
         RetrievalOptions(data_dir=str(tmp_path / "missing"))
-    with pytest.raises(UserInputError, match="--rerank_checkpoint: the two-stage"):
-        options(rerank_checkpoint=str(tmp_path)).check(run(do_eval=True))
+    with pytest.raises(UserInputError, match="--rerank_checkpoint: needs --do_eval"):
+        options(rerank_checkpoint=str(tmp_path)).check(run(do_predict=True))
+    with pytest.raises(UserInputError, match="--bm25_function: Milvus's BM25"):
+        options(retrieval_mode="hybrid", bm25_function=True)
+    with pytest.raises(UserInputError, match="--rescore_k=10: rescoring needs"):
+        options(rescore_k=10)
+    with pytest.raises(UserInputError, match="--fusion=max: expected one of"):
+        options(fusion="max")
+    with pytest.raises(UserInputError, match="--bm25_b=2.0: k1 must be"):
+        options(bm25_b=2.0)
     assert options().uri(str(tmp_path)) == os.path.join(str(tmp_path), "index.db")
     hnsw = options(index_type="HNSW", hnsw_ef=16, eval_top_k=100)
     assert hnsw.search_params() == {"ef": 100}
@@ -290,14 +298,15 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
         import time
         from bert_tf.data_prep import beir
         from bert_tf.options import RetrievalOptions, RunOptions
+        from bert_tf.retrieval import indexing
         from bert_tf.tasks import retrieval
 
-        retrieval.INDEX_CHUNK = 16
+        indexing.INDEX_CHUNK = 16
         options = RetrievalOptions(data_dir={small_beir!r})
         run = RunOptions(output_dir={str(tmp_path)!r}, init_checkpoint={tiny_encoders[0]!r},
                          do_lower_case=None, max_seq_length=None, do_predict=True)
         towers = retrieval.load_dual_encoder(run, options)
-        passages = retrieval.passages_of(beir.read_corpus({small_beir!r}), towers, options)
+        passages = indexing.passages_of(beir.read_corpus({small_beir!r}), towers)
         store = retrieval.open_store(options, towers, {str(tmp_path)!r})
         upsert = store.upsert
 
@@ -307,7 +316,7 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
             time.sleep(1.0)
 
         store.upsert = slow_upsert
-        retrieval.index_corpus(towers, passages, store)
+        indexing.index_corpus(towers, passages, store)
         """
     )
     process = subprocess.Popen(
@@ -325,6 +334,7 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
     process.wait()
 
     from bert_tf.data_prep import beir as beir_module
+    from bert_tf.retrieval import indexing
     from bert_tf.tasks import retrieval
 
     options = RetrievalOptions(data_dir=small_beir)
@@ -336,11 +346,9 @@ def test_killed_indexing_resumes(small_beir, tiny_encoders, tmp_path):
         do_predict=True,
     )
     towers = retrieval.load_dual_encoder(run, options)
-    passages = retrieval.passages_of(
-        beir_module.read_corpus(small_beir), towers, options
-    )
+    passages = indexing.passages_of(beir_module.read_corpus(small_beir), towers)
     with retrieval.open_store(options, towers, str(tmp_path)) as store:
-        counts = retrieval.index_corpus(towers, passages, store)
+        counts = indexing.index_corpus(towers, passages, store)
         assert (
             counts["kept"] >= 32
             and counts["embedded"] == len(passages) - counts["kept"]
@@ -520,10 +528,11 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
 
     from bert_tf.options import ExportOptions
     from bert_tf.options import SavedModelExportOptions
+    from bert_tf.retrieval.corpus_index import CorpusIndex
+    from bert_tf.retrieval.document_search import search_documents
     from bert_tf.retrieval.dual_encoder import DualEncoder
     from bert_tf.retrieval.milvus_store import MilvusStore
     from bert_tf.retrieval.vector_store import StoredPassage
-    from bert_tf.tasks import retrieval
     from bert_tf.tasks import saved_model_export
     from bert_tf.text.tokenization import FullTokenizer
 
@@ -554,9 +563,7 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
             [StoredPassage(p.id, p.doc_id, "") for p in passages],
             towers.encode_documents([p.text for p in passages]),
         )
-        expected = retrieval.search_documents(
-            store, towers.encode_queries(texts), passages, 10
-        )
+        expected = search_documents(store, towers.encode_queries(texts), passages, 10)
 
     loaded = tf.saved_model.load(path)
     found = loaded.signatures["serving_default"](
@@ -583,7 +590,7 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
     # the family in process (the export above wrote the same graph).
     from bert_tf import serving
 
-    index = retrieval.corpus_index(
+    index = CorpusIndex.of_towers(
         towers,
         [StoredPassage(p.id, p.doc_id, "") for p in passages],
         towers.encode_documents([p.text for p in passages]),

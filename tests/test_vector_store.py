@@ -246,9 +246,9 @@ def test_evaluation_searches_a_flat_lite_collection_exactly(tmp_path):
     """run_retrieval --do_eval searches a copy of a Milvus Lite FLAT
     collection's rows (Milvus Lite answers a few deep queries a second): the
     same documents and scores as the collection; other indexes as they are."""
+    from bert_tf.retrieval.document_search import search_documents
+    from bert_tf.retrieval.document_search import searched_for_evaluation
     from bert_tf.retrieval.exact_store import ExactStore
-    from bert_tf.tasks.retrieval import search_documents
-    from bert_tf.tasks.retrieval import searched_for_evaluation
 
     passages, vectors = _rows(120)  # two passages a document
     queries = np.random.default_rng(3).standard_normal((9, DIM)).astype(np.float32)

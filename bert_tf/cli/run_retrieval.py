@@ -26,9 +26,14 @@ from bert_tf.cli.command import Command
 from bert_tf.options.distribution_options import STRATEGIES
 from bert_tf.options.distribution_options import DistributionOptions
 from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.retrieval_options import DEFAULT_B
+from bert_tf.options.retrieval_options import DEFAULT_K1
+from bert_tf.options.retrieval_options import FUSIONS
 from bert_tf.options.retrieval_options import INDEX_TYPES
 from bert_tf.options.retrieval_options import METRICS
+from bert_tf.options.retrieval_options import RETRIEVAL_MODES
 from bert_tf.options.retrieval_options import RETRIEVAL_SERVING_DTYPES
+from bert_tf.options.retrieval_options import VECTOR_TYPES
 from bert_tf.options.retrieval_options import RetrievalOptions
 from bert_tf.options.run_options import RunOptions
 from bert_tf.options.training_options import TrainingOptions
@@ -142,9 +147,10 @@ def define_flags():
     flags.DEFINE_string(
         "rerank_checkpoint",
         None,
-        "With --export_dir: a cross-encoder (a CrossEncoder directory or a "
-        "run_reranker output_dir) that re-orders each query's --rerank_top_k best passages in "
-        "the SavedModel (both stages in one graph).",
+        "A cross-encoder (a CrossEncoder directory or a run_reranker output_dir) "
+        "that re-orders each query's --rerank_top_k best: with --export_dir in the "
+        "SavedModel (both stages in one graph), with --do_eval the results of any "
+        "--retrieval_mode (<metric>_reranked, run_reranked.tsv).",
     )
     flags.DEFINE_integer(
         "rerank_top_k", 20, "Candidate passages per query for --rerank_checkpoint."
@@ -172,6 +178,45 @@ def define_flags():
         "mirrored with several GPUs, else one_device.",
     )
     flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
+    # --- flags added for issue 46 ---
+    flags.DEFINE_enum(
+        "retrieval_mode",
+        "dense",
+        list(RETRIEVAL_MODES),
+        "dense: the towers' vectors; bm25: BM25 over the same passages (sparse "
+        "vectors in Milvus); hybrid: both, fused by Milvus's hybrid_search.",
+    )
+    flags.DEFINE_float("bm25_k1", DEFAULT_K1, "BM25: term-frequency saturation k1.")
+    flags.DEFINE_float("bm25_b", DEFAULT_B, "BM25: length normalization b (0 to 1).")
+    flags.DEFINE_bool(
+        "bm25_function",
+        False,
+        "BM25 by Milvus's own function (server --milvus_uri only; Milvus Lite has "
+        "none) instead of the sparse vectors bert_tf computes.",
+    )
+    flags.DEFINE_enum(
+        "fusion",
+        "rrf",
+        list(FUSIONS),
+        "hybrid: reciprocal rank fusion, or the weighted sum of the two sides' "
+        "scores (normalized by Milvus).",
+    )
+    flags.DEFINE_integer("rrf_k", 60, "hybrid --fusion=rrf: k of 1 / (k + rank).")
+    flags.DEFINE_float("dense_weight", 0.5, "hybrid --fusion=weighted: dense weight.")
+    flags.DEFINE_float("bm25_weight", 0.5, "hybrid --fusion=weighted: BM25 weight.")
+    flags.DEFINE_enum(
+        "vector_type",
+        "float32",
+        list(VECTOR_TYPES),
+        "Dense vectors in Milvus as float32, int8 (per-dimension scale fitted on "
+        "the corpus) or binary (sign bits, Hamming distance).",
+    )
+    flags.DEFINE_integer(
+        "rescore_k",
+        0,
+        "int8/binary: re-score this many best passages with the float32 vectors "
+        "(kept beside the codes); 0: the codes' order.",
+    )
 
 
 def options(flags_obj):

@@ -11,15 +11,25 @@ import dataclasses
 import os
 
 from bert_tf.errors import UserInputError
+from bert_tf.retrieval.bm25 import DEFAULT_B
+from bert_tf.retrieval.bm25 import DEFAULT_K1
+from bert_tf.retrieval.quantized_vectors import VECTOR_TYPES
+from bert_tf.retrieval.vector_store import FUSIONS
 from bert_tf.retrieval.vector_store import METRICS
+from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
 
 INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
 # How the retrieval SavedModel stores the corpus embeddings.
 RETRIEVAL_SERVING_DTYPES = ("float32", "bfloat16")
 
 __all__ = [
+    "DEFAULT_B",
+    "DEFAULT_K1",
+    "FUSIONS",
     "INDEX_TYPES",
     "METRICS",
+    "RETRIEVAL_MODES",
+    "VECTOR_TYPES",
     "RetrievalOptions",
     "check_beir_dir",
     "check_passages",
@@ -54,8 +64,21 @@ class RetrievalOptions:
       milvus_collection, index_type, metric_type, hnsw_m,
         hnsw_ef_construction, hnsw_ef, ivf_nlist, ivf_nprobe,
         overwrite_index: the collection and its index.
-      rerank_checkpoint, rerank_top_k: a cross-encoder second stage in the
-        exported SavedModel, over each query's best rerank_top_k passages.
+      rerank_checkpoint, rerank_top_k: a cross-encoder second stage over
+        each query's best rerank_top_k documents: in the exported SavedModel
+        (dense), and in --do_eval (any mode: ``<metric>_reranked`` results).
+      retrieval_mode: ``dense`` (the towers), ``bm25`` (BM25 over the same
+        passages) or ``hybrid`` (both, fused by Milvus's hybrid_search).
+      bm25_k1, bm25_b: BM25's term-frequency saturation and length
+        normalization.
+      bm25_function: BM25 by Milvus's own function (a server --milvus_uri;
+        Milvus Lite has none), instead of sparse vectors computed here.
+      fusion, rrf_k, dense_weight, bm25_weight: how ``hybrid`` fuses: RRF
+        with k, or the weighted sum of Milvus-normalized scores.
+      vector_type: ``float32``, ``int8`` (per-dimension scale fitted on the
+        corpus) or ``binary`` (sign bits, Hamming distance).
+      rescore_k: with int8/binary, re-score this many best by the codes
+        with the float32 vectors (0: no rescoring).
 
     Example:
 
@@ -101,6 +124,16 @@ class RetrievalOptions:
     overwrite_index: bool = False
     rerank_checkpoint: str | None = None
     rerank_top_k: int = 20
+    retrieval_mode: str = "dense"
+    bm25_k1: float = DEFAULT_K1
+    bm25_b: float = DEFAULT_B
+    bm25_function: bool = False
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    dense_weight: float = 0.5
+    bm25_weight: float = 0.5
+    vector_type: str = "float32"
+    rescore_k: int = 0
 
     def __post_init__(self):
         check_beir_dir(self.data_dir)
@@ -121,6 +154,51 @@ class RetrievalOptions:
                 f"--metric_type={self.metric_type}: expected one of {', '.join(METRICS)}"
             )
         check_rerank_checkpoint(self.rerank_checkpoint)
+        for name, value, choices in (
+            ("retrieval_mode", self.retrieval_mode, RETRIEVAL_MODES),
+            ("fusion", self.fusion, FUSIONS),
+            ("vector_type", self.vector_type, VECTOR_TYPES),
+        ):
+            if value not in choices:
+                raise UserInputError(
+                    f"--{name}={value}: expected one of {', '.join(choices)}"
+                )
+        if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
+            raise UserInputError(
+                f"--bm25_k1={self.bm25_k1} --bm25_b={self.bm25_b}: k1 must be "
+                ">= 0 and b in [0, 1]"
+            )
+        if not 0 < self.rrf_k < 16384:
+            raise UserInputError(f"--rrf_k={self.rrf_k}: Milvus takes 1 to 16383")
+        for name in ("dense_weight", "bm25_weight"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise UserInputError(
+                    f"--{name}={getattr(self, name)}: Milvus takes 0 to 1"
+                )
+        if self.rescore_k < 0:
+            raise UserInputError(f"--rescore_k={self.rescore_k}: must be >= 0")
+        if self.rescore_k and self.vector_type == "float32":
+            raise UserInputError(
+                f"--rescore_k={self.rescore_k}: rescoring needs "
+                "--vector_type=int8 or binary"
+            )
+        if self.bm25_function:
+            if self.retrieval_mode == "dense":
+                raise UserInputError(
+                    "--bm25_function: needs --retrieval_mode=bm25 or hybrid"
+                )
+            if not (self.milvus_uri or "").startswith(("http://", "https://")):
+                raise UserInputError(
+                    f"--bm25_function: Milvus's BM25 function runs on a server "
+                    f"(--milvus_uri=http://host:19530), not Milvus Lite "
+                    f"(--milvus_uri={self.milvus_uri or '<output_dir>/index.db'}); "
+                    "leave it out to compute BM25 here"
+                )
+        if self.vector_type != "float32" and self.retrieval_mode == "bm25":
+            raise UserInputError(
+                f"--vector_type={self.vector_type}: --retrieval_mode=bm25 keeps "
+                "no dense vectors"
+            )
 
     def check(self, run):
         """The checks that need the `RunOptions` too (before TensorFlow loads)."""
@@ -129,9 +207,15 @@ class RetrievalOptions:
                 "At least one of --do_train, --do_index, --do_eval or --export_dir "
                 "must be given."
             )
-        if self.rerank_checkpoint and not run.export:
+        if self.rerank_checkpoint and not (run.export or run.do_eval):
             raise UserInputError(
-                "--rerank_checkpoint: the two-stage SavedModel needs --export_dir"
+                "--rerank_checkpoint: needs --do_eval (re-ranked results) or "
+                "--export_dir (the two-stage SavedModel)"
+            )
+        if run.export and self.retrieval_mode == "bm25":
+            raise UserInputError(
+                "--export_dir: the retrieval SavedModel searches dense vectors, "
+                "which --retrieval_mode=bm25 does not keep"
             )
         if run.export:
             check_serving_dtype(run.export.serving_dtype)

@@ -70,6 +70,34 @@ class CorpusIndex:
         self.passage_texts = list(passage_texts) if reranker is not None else None
         self.rerank_top_k = int(rerank_top_k)
 
+    @classmethod
+    def of_towers(
+        cls,
+        towers,
+        stored,
+        vectors,
+        passages,
+        metric="IP",
+        rerank_checkpoint=None,
+        rerank_top_k=20,
+    ):
+        """The index the retrieval SavedModel serves: the query tower of the
+        `DualEncoder` `towers` over the `stored` passages' `vectors`; with
+        `rerank_checkpoint`, its cross-encoder over each query's
+        `rerank_top_k` best passages (their text from `passages`, the
+        `beir.Passage`s)."""
+        second_stage = {}
+        if rerank_checkpoint:
+            from bert_tf.models.bert_reranker import BertReranker
+
+            text_of = {p.id: p.text for p in passages}
+            second_stage = {
+                "reranker": BertReranker.from_checkpoint(rerank_checkpoint),
+                "passage_texts": [text_of[p.id] for p in stored],
+                "rerank_top_k": rerank_top_k,
+            }
+        return cls(towers.query_encoder, stored, vectors, metric, **second_stage)
+
     @property
     def encoder(self):
         """The query tower's `BertEncoder` (the served model's config)."""

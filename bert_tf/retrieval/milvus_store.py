@@ -8,12 +8,18 @@ Database errors become one `UserInputError` line naming the URI / collection.
 """
 
 import glob
+import json
 import logging
 import os
 
 import numpy as np
 
 from bert_tf.errors import UserInputError
+from bert_tf.retrieval import quantized_vectors
+from bert_tf.retrieval.bm25 import DEFAULT_B
+from bert_tf.retrieval.bm25 import DEFAULT_K1
+from bert_tf.retrieval.bm25 import NO_TERM
+from bert_tf.retrieval.vector_store import FUSIONS
 from bert_tf.retrieval.vector_store import METRICS
 from bert_tf.retrieval.vector_store import SearchResults
 from bert_tf.retrieval.vector_store import StoredPassage
@@ -21,12 +27,24 @@ from bert_tf.retrieval.vector_store import VectorStore
 
 INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
 FINGERPRINT_PROPERTY = "bert_tf.fingerprint"
+VECTOR_TYPE_PROPERTY = "bert_tf.vector_type"
+INT8_SCALE_PROPERTY = "bert_tf.int8_scale"
+BM25_DIGEST_PROPERTY = "bert_tf.bm25_digest"
+# Fields: the searched vector (float32, int8 codes or sign bits), the float32
+# copy of a quantized one (rescoring), the BM25 sparse vector, and the text
+# Milvus's own BM25 function reads (servers only).
+VECTOR_FIELD = "vector"
+FLOAT_FIELD = "float_vector"
+SPARSE_FIELD = "sparse"
+TEXT_FIELD = "text"
+MAX_TEXT_BYTES = 65535
 # Milvus's limits: a VARCHAR's bytes, rows of one search, rows of one request.
 MAX_ID_BYTES = 1024
 MAX_TOP_K = 16384
 _WRITE_BATCH = 512
 _SEARCH_BATCH = 256
 _READ_BATCH = 4096
+_MAX_MESSAGE = 400
 
 __all__ = ["INDEX_TYPES", "MilvusStore"]
 
@@ -49,6 +67,13 @@ def _is_server(uri):
     return uri.startswith(("http://", "https://", "tcp://", "grpc://"))
 
 
+def _describe(dense, lexical, bm25_function, vector_type):
+    parts = [f"{vector_type} dense vectors"] if dense else []
+    if lexical:
+        parts.append("Milvus BM25" if bm25_function else "BM25 sparse vectors")
+    return " + ".join(parts)
+
+
 class MilvusStore(VectorStore):
     """A Milvus collection of passage vectors, opened or created.
 
@@ -65,10 +90,29 @@ class MilvusStore(VectorStore):
       search_params: e.g. ``{"ef": 64}`` (HNSW) or ``{"nprobe": 16}``.
       overwrite: drop an existing collection of that name first.
       flag: the flag `uri` came from, for error messages.
+      dense: a dense vector field (`search`); False: BM25 only; None: as
+        the existing collection has it (a new one gets none).
+      lexical: a BM25 sparse vector field (`search_lexical`,
+        `hybrid_search`), written from `bert_tf.retrieval.bm25`'s vectors;
+        None: as the existing collection has it (a new one gets none).
+      vector_type: how the dense vectors are kept and searched: ``float32``,
+        ``int8`` or ``binary`` (`bert_tf.retrieval.quantized_vectors`). A
+        server stores INT8_VECTOR / BINARY_VECTOR (Hamming); Milvus Lite has
+        neither type, so it keeps the codes (int8 values, or +-1 for the
+        bits) in a FLOAT_VECTOR searched by inner product, which ranks
+        exactly as int8 inner product / Hamming distance do. Quantized
+        collections keep each float32 vector beside it (rescoring,
+        `vectors`).
+      rescore_k: with a quantized `vector_type`, `search` takes the
+        `rescore_k` best by the codes and orders them by the float32 inner
+        product (0: the codes' order).
+      bm25_function: the sparse vectors made by Milvus's own BM25 function
+        from a text field (servers only: Milvus Lite has no such function),
+        with `bm25_k1` and `bm25_b`.
 
     Raises:
       UserInputError: the URI cannot be reached, or the collection holds
-        another dimension, model, metric or index type.
+        another dimension, model, metric, index type or set of fields.
 
     Example:
 
@@ -91,7 +135,24 @@ class MilvusStore(VectorStore):
         search_params=None,
         overwrite=False,
         flag="--milvus_uri",
+        dense=True,
+        lexical=False,
+        vector_type="float32",
+        rescore_k=0,
+        bm25_function=False,
+        bm25_k1=DEFAULT_K1,
+        bm25_b=DEFAULT_B,
     ):
+        if vector_type not in quantized_vectors.VECTOR_TYPES:
+            raise UserInputError(
+                f"vector_type={vector_type}: expected one of "
+                f"{quantized_vectors.VECTOR_TYPES}"
+            )
+        if bm25_function and not _is_server(uri):
+            raise UserInputError(
+                f"{flag}={uri}: Milvus Lite has no BM25 function; compute BM25 "
+                "here (bm25_function=False) or give a server URI"
+            )
         if metric not in METRICS:
             raise UserInputError(f"--metric_type={metric}: expected one of {METRICS}")
         if index_type not in INDEX_TYPES:
@@ -105,6 +166,14 @@ class MilvusStore(VectorStore):
         self.metric = metric
         self.index_type = index_type
         self.search_params = dict(search_params or {})
+        self.dense = dense
+        self.lexical = True if bm25_function else lexical
+        self.vector_type = vector_type
+        self.rescore_k = int(rescore_k)
+        self.bm25_function = bool(bm25_function)
+        self.bm25_params = {"bm25_k1": bm25_k1, "bm25_b": bm25_b}
+        self.int8_scale = None
+        self._properties = {}
         self._where = f"{flag}={uri} collection {collection!r}"
         self._client = self._connect(uri, flag)
         try:
@@ -115,6 +184,11 @@ class MilvusStore(VectorStore):
                 # A collection whose writer was killed is left released.
                 self._load_collection()
             else:
+                self.dense, self.lexical = bool(self.dense), bool(self.lexical)
+                if not (self.dense or self.lexical):
+                    raise UserInputError(
+                        "dense=False needs lexical=True: nothing to search"
+                    )
                 self._create(dict(index_params or {}))
         except Exception:
             self.close()
@@ -204,10 +278,31 @@ class MilvusStore(VectorStore):
             return function(*args, **kwargs)
         except MilvusException as e:
             message = " ".join(str(e.message).split())
+            if len(message) > _MAX_MESSAGE:  # Milvus quotes whole requests
+                message = message[:_MAX_MESSAGE] + "..."
             raise UserInputError(f"{self._where}: {what} failed ({message})") from None
+
+    @property
+    def quantized(self):
+        """Whether the dense vectors are int8 or binary codes."""
+        return self.dense and self.vector_type != "float32"
+
+    def _vector_schema(self):
+        """(data type, dimension, metric, index type) of the searched field."""
+        from pymilvus import DataType
+
+        if self.vector_type == "float32" or not _is_server(self.uri):
+            metric = "IP" if self.quantized else self.metric
+            return DataType.FLOAT_VECTOR, self.dimension, metric, self.index_type
+        if self.vector_type == "int8":
+            # Milvus indexes INT8_VECTOR with HNSW only.
+            return DataType.INT8_VECTOR, self.dimension, self.metric, "HNSW"
+        return DataType.BINARY_VECTOR, self.dimension, "HAMMING", "BIN_FLAT"
 
     def _create(self, index_params):
         from pymilvus import DataType
+        from pymilvus import Function
+        from pymilvus import FunctionType
         from pymilvus import MilvusClient
 
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -216,21 +311,57 @@ class MilvusStore(VectorStore):
         )
         schema.add_field("doc_id", DataType.VARCHAR, max_length=MAX_ID_BYTES)
         schema.add_field("text_hash", DataType.VARCHAR, max_length=64)
-        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dimension)
         index = self._client.prepare_index_params()
-        index.add_index(
-            field_name="vector",
-            index_type=self.index_type,
-            metric_type=self.metric,
-            params=index_params,
-        )
+        if self.dense:
+            data_type, dim, metric, index_type = self._vector_schema()
+            schema.add_field(VECTOR_FIELD, data_type, dim=dim)
+            index.add_index(
+                field_name=VECTOR_FIELD,
+                index_type=index_type,
+                metric_type=metric,
+                params=index_params if index_type == self.index_type else {},
+            )
+        if self.quantized:
+            schema.add_field(
+                FLOAT_FIELD,
+                DataType.ARRAY,
+                element_type=DataType.FLOAT,
+                max_capacity=self.dimension,
+            )
+        if self.lexical:
+            schema.add_field(SPARSE_FIELD, DataType.SPARSE_FLOAT_VECTOR)
+            lexical_index = {"metric_type": "IP", "params": {}}
+            if self.bm25_function:
+                schema.add_field(
+                    TEXT_FIELD,
+                    DataType.VARCHAR,
+                    max_length=MAX_TEXT_BYTES,
+                    enable_analyzer=True,
+                )
+                schema.add_function(
+                    Function(
+                        name="bm25",
+                        function_type=FunctionType.BM25,
+                        input_field_names=[TEXT_FIELD],
+                        output_field_names=[SPARSE_FIELD],
+                    )
+                )
+                lexical_index = {"metric_type": "BM25", "params": self.bm25_params}
+            index.add_index(
+                field_name=SPARSE_FIELD,
+                index_type="SPARSE_INVERTED_INDEX",
+                **lexical_index,
+            )
         self._call(
             "creating the collection",
             self._client.create_collection,
             self.collection,
             schema=schema,
             index_params=index,
-            properties={FINGERPRINT_PROPERTY: self.fingerprint},
+            properties={
+                FINGERPRINT_PROPERTY: self.fingerprint,
+                VECTOR_TYPE_PROPERTY: self.vector_type,
+            },
         )
 
     def _check_existing(self):
@@ -240,38 +371,88 @@ class MilvusStore(VectorStore):
             self.collection,
         )
         fields = {field["name"]: field for field in info["fields"]}
-        if "vector" not in fields or "doc_id" not in fields:
+        if "doc_id" not in fields:
             raise UserInputError(
-                f"{self._where}: not a bert_tf collection (no vector/doc_id fields); "
+                f"{self._where}: not a bert_tf collection (no doc_id field); "
                 "choose another --milvus_collection"
             )
-        dimension = int(fields["vector"]["params"]["dim"])
-        if dimension != self.dimension:
+        properties = info.get("properties", {})
+        self._properties = dict(properties)
+        if self.dense is None:  # as the collection has it
+            self.dense = VECTOR_FIELD in fields
+            self.vector_type = properties.get(VECTOR_TYPE_PROPERTY, "float32")
+        if self.lexical is None:
+            self.lexical = SPARSE_FIELD in fields
+        kept = (
+            VECTOR_FIELD in fields,
+            SPARSE_FIELD in fields,
+            TEXT_FIELD in fields,
+            properties.get(VECTOR_TYPE_PROPERTY, "float32"),
+        )
+        wanted = (self.dense, self.lexical, self.bm25_function, self.vector_type)
+        if kept != wanted:
             raise UserInputError(
-                f"{self._where}: holds vectors of dimension {dimension}, the model "
-                f"makes {self.dimension}; use another --milvus_collection or "
+                f"{self._where}: holds {_describe(*kept)}, this run asks for "
+                f"{_describe(*wanted)}; use another --milvus_collection or "
                 "--overwrite_index"
             )
-        fingerprint = info.get("properties", {}).get(FINGERPRINT_PROPERTY)
+        fingerprint = properties.get(FINGERPRINT_PROPERTY)
         if fingerprint != self.fingerprint:
             raise UserInputError(
                 f"{self._where}: was indexed with another model (fingerprint "
                 f"{fingerprint}, this model {self.fingerprint}); use another "
                 "--milvus_collection or --overwrite_index to re-embed the corpus"
             )
+        if INT8_SCALE_PROPERTY in properties:
+            self.int8_scale = np.asarray(
+                json.loads(properties[INT8_SCALE_PROPERTY]), np.float32
+            )
+        if not self.dense:
+            return
+        dimension = int(fields[VECTOR_FIELD]["params"]["dim"])
+        if dimension != self.dimension:
+            raise UserInputError(
+                f"{self._where}: holds vectors of dimension {dimension}, the model "
+                f"makes {self.dimension}; use another --milvus_collection or "
+                "--overwrite_index"
+            )
         index = self._call(
             "describing the index",
             self._client.describe_index,
             self.collection,
-            "vector",
+            VECTOR_FIELD,
         )
         found = (index.get("index_type"), index.get("metric_type"))
-        if found != (self.index_type, self.metric):
+        _, _, metric, index_type = self._vector_schema()
+        if found != (index_type, metric):
             raise UserInputError(
                 f"{self._where}: was built with --index_type={found[0]} "
-                f"--metric_type={found[1]}, not {self.index_type}/{self.metric}; "
+                f"--metric_type={found[1]}, not {index_type}/{metric}; "
                 "use those flags or --overwrite_index"
             )
+
+    def _set_property(self, name, value):
+        self._call(
+            "recording a property",
+            self._client.alter_collection_properties,
+            self.collection,
+            properties={name: value},
+        )
+        self._properties[name] = value
+
+    def set_int8_scale(self, scale):
+        """Records the int8 per-dimension scale (fitted once, on the corpus)."""
+        self.int8_scale = np.asarray(scale, np.float32)
+        self._set_property(INT8_SCALE_PROPERTY, json.dumps(self.int8_scale.tolist()))
+
+    @property
+    def bm25_digest(self):
+        """`BM25Statistics.digest` of the sparse vectors stored (None: none yet)."""
+        return self._properties.get(BM25_DIGEST_PROPERTY)
+
+    def set_bm25_digest(self, digest):
+        """Records that every row's sparse vector is of these statistics."""
+        self._set_property(BM25_DIGEST_PROPERTY, digest)
 
     def _rows(self, fields):
         iterator = self._call(
@@ -307,13 +488,50 @@ class MilvusStore(VectorStore):
         )
         return int(result[0]["count(*)"])
 
-    def upsert(self, passages, vectors):
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
-            raise UserInputError(
-                f"{self._where}: vectors of shape {vectors.shape}, the collection "
-                f"holds dimension {self.dimension}"
-            )
+    def _vector_rows(self, vectors):
+        """Per row, {field: value} of the dense fields."""
+        if not self.dense:
+            return [{} for _ in vectors]
+        if self.vector_type == "float32":
+            return [{VECTOR_FIELD: v} for v in vectors]
+        if self.vector_type == "int8":
+            if self.int8_scale is None:
+                raise UserInputError(
+                    f"{self._where}: an int8 collection needs its scale "
+                    "(set_int8_scale) before rows are written"
+                )
+            codes = quantized_vectors.int8_codes(vectors, self.int8_scale)
+        else:
+            codes = quantized_vectors.binary_signs(vectors)
+        if _is_server(self.uri):
+            searched = codes if self.vector_type == "int8" else np.packbits(codes, 1)
+            searched = [c if c.dtype == np.int8 else c.tobytes() for c in searched]
+        elif self.vector_type == "int8":
+            searched = codes.astype(np.float32)
+        else:
+            searched = np.where(codes, 1.0, -1.0).astype(np.float32)
+        return [
+            {VECTOR_FIELD: c, FLOAT_FIELD: v.tolist()}
+            for c, v in zip(searched, vectors, strict=True)
+        ]
+
+    def upsert(self, passages, vectors, sparse=None, texts=None):
+        """See `VectorStore.upsert`; `sparse`: with `lexical`, each passage's
+        BM25 vector ({term id: weight}); `texts`: with `bm25_function`, each
+        passage's text (`vectors` may be None without `dense`)."""
+        if self.dense:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
+                raise UserInputError(
+                    f"{self._where}: vectors of shape {vectors.shape}, the "
+                    f"collection holds dimension {self.dimension}"
+                )
+        else:
+            vectors = [None] * len(passages)
+        if self.lexical and not self.bm25_function and sparse is None:
+            raise UserInputError(f"{self._where}: BM25 collection, sparse= missing")
+        if self.bm25_function and texts is None:
+            raise UserInputError(f"{self._where}: BM25 function, texts= missing")
         for passage in passages:
             if len(passage.id.encode("utf-8")) > MAX_ID_BYTES:
                 raise UserInputError(
@@ -321,22 +539,51 @@ class MilvusStore(VectorStore):
                     f"than Milvus's {MAX_ID_BYTES} bytes"
                 )
         for start in range(0, len(passages), _WRITE_BATCH):
+            end = start + _WRITE_BATCH
             rows = [
                 {
                     "id": passage.id,
                     "doc_id": passage.doc_id,
                     "text_hash": passage.text_hash,
-                    "vector": vector,
                 }
-                for passage, vector in zip(
-                    passages[start : start + _WRITE_BATCH],
-                    vectors[start : start + _WRITE_BATCH],
+                | dense
+                for passage, dense in zip(
+                    passages[start:end],
+                    self._vector_rows(vectors[start:end]),
                     strict=True,
                 )
             ]
+            if self.bm25_function:
+                for row, text in zip(rows, texts[start:end], strict=True):
+                    row[TEXT_FIELD] = text
+            elif self.lexical:
+                for row, vector in zip(rows, sparse[start:end], strict=True):
+                    row[SPARSE_FIELD] = vector
             self._call("writing rows", self._client.upsert, self.collection, rows)
         # Durable before returning, so a killed run keeps what it reported.
         self._call("flushing", self._client.flush, self.collection)
+
+    def update_sparse(self, passage_ids, sparse):
+        """Replaces the BM25 vectors of these rows (the rest of each row stays)."""
+        passage_ids = list(passage_ids)
+        for start in range(0, len(passage_ids), _WRITE_BATCH):
+            rows = [
+                {"id": pid, SPARSE_FIELD: vector}
+                for pid, vector in zip(
+                    passage_ids[start : start + _WRITE_BATCH],
+                    sparse[start : start + _WRITE_BATCH],
+                    strict=True,
+                )
+            ]
+            self._call(
+                "writing BM25 vectors",
+                self._client.upsert,
+                self.collection,
+                rows,
+                partial_update=True,
+            )
+        if passage_ids:
+            self._call("flushing", self._client.flush, self.collection)
 
     def delete(self, passage_ids):
         passage_ids = list(passage_ids)
@@ -350,42 +597,232 @@ class MilvusStore(VectorStore):
         if passage_ids:
             self._call("flushing", self._client.flush, self.collection)
 
-    def search(self, queries, top_k):
+    def _dense_queries(self, queries):
+        """The query side of the searched field (see `vector_type`)."""
         queries = np.asarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dimension:
             raise UserInputError(
                 f"{self._where}: queries of shape {queries.shape}, the collection "
                 f"holds dimension {self.dimension}"
             )
-        top_k = min(int(top_k), MAX_TOP_K)
-        params = {"metric_type": self.metric, "params": self.search_params}
-        ids, scores = [], []
-        for start in range(0, len(queries), _SEARCH_BATCH):
+        if self.vector_type == "int8":
+            codes = quantized_vectors.int8_queries(queries, self.int8_scale)
+            return list(codes if _is_server(self.uri) else codes.astype(np.float32))
+        if self.vector_type == "binary":
+            bits = quantized_vectors.binary_signs(queries)
+            if _is_server(self.uri):
+                return [row.tobytes() for row in np.packbits(bits, 1)]
+            return list(np.where(bits, 1.0, -1.0).astype(np.float32))
+        return list(queries)
+
+    def _dense_score(self, distance):
+        """Higher is better: minus an L2 distance or a Hamming distance."""
+        if self.vector_type == "binary":
+            # Milvus Lite's inner product of +-1 vectors is dim - 2 x Hamming.
+            if _is_server(self.uri):
+                return -distance
+            return -(self.dimension - distance) / 2
+        return -distance if self.metric == "L2" else distance
+
+    def _searches(self, what, data, top_k, **kwargs):
+        """Per query, [(id, distance)]: `data` searched in batches."""
+        found = []
+        for start in range(0, len(data), _SEARCH_BATCH):
             hits = self._call(
-                "searching",
+                what,
                 self._client.search,
                 self.collection,
-                data=list(queries[start : start + _SEARCH_BATCH]),
-                limit=top_k,
-                search_params=params,
+                data=data[start : start + _SEARCH_BATCH],
+                limit=min(int(top_k), MAX_TOP_K),
+                output_fields=[],
+                **kwargs,
+            )
+            found.extend(
+                [(hit["id"], float(hit["distance"])) for hit in query_hits]
+                for query_hits in hits
+            )
+        return found
+
+    def search(self, queries, top_k):
+        """See `VectorStore.search`; a quantized collection with `rescore_k`
+        orders its `rescore_k` best by the float32 vectors."""
+        if not self.dense:
+            raise UserInputError(f"{self._where}: holds no dense vectors (BM25 only)")
+        data = self._dense_queries(queries)
+        _, _, metric, _ = self._vector_schema()
+        depth = max(top_k, self.rescore_k) if self.quantized else top_k
+        found = self._searches(
+            "searching",
+            data,
+            depth,
+            anns_field=VECTOR_FIELD,
+            search_params={"metric_type": metric, "params": self.search_params},
+        )
+        if self.quantized and self.rescore_k:
+            return self._rescored(np.asarray(queries, np.float32), found, top_k)
+        return SearchResults(
+            [[pid for pid, _ in hits] for hits in found],
+            [[self._dense_score(d) for _, d in hits] for hits in found],
+        )
+
+    def _float_vectors(self, passage_ids):
+        """{passage id: float32 vector} of the quantized rows asked for."""
+        vectors = {}
+        passage_ids = sorted(set(passage_ids))
+        for start in range(0, len(passage_ids), _READ_BATCH):
+            rows = self._call(
+                "reading float vectors",
+                self._client.query,
+                self.collection,
+                ids=passage_ids[start : start + _READ_BATCH],
+                output_fields=[FLOAT_FIELD],
+            )
+            for row in rows:
+                vectors[row["id"]] = np.asarray(row[FLOAT_FIELD], np.float32)
+        return vectors
+
+    def _rescored(self, queries, found, top_k):
+        from bert_tf.retrieval.exact_search import similarity_scores
+
+        vectors = self._float_vectors(pid for hits in found for pid, _ in hits)
+        ids, scores = [], []
+        for query, hits in zip(queries, found, strict=True):
+            shortlist = [pid for pid, _ in hits]
+            if not shortlist:
+                ids.append([])
+                scores.append([])
+                continue
+            exact = similarity_scores(
+                query[None], np.stack([vectors[pid] for pid in shortlist]), self.metric
+            ).numpy()[0]
+            order = np.argsort(-exact, kind="stable")[:top_k]
+            ids.append([shortlist[i] for i in order])
+            scores.append([float(exact[i]) for i in order])
+        return SearchResults(ids, scores)
+
+    def _lexical_request(self, queries):
+        """(data, search params) of BM25 queries: sparse vectors, or texts for
+        Milvus's BM25 function. A query without words asks for `NO_TERM`,
+        which no passage has (Milvus refuses an empty sparse vector)."""
+        if self.bm25_function:
+            return list(queries), {"metric_type": "BM25", "params": {}}
+        data = [q if q else {NO_TERM: 1.0} for q in queries]
+        return data, {"metric_type": "IP", "params": {}}
+
+    def search_lexical(self, queries, top_k):
+        """BM25: the `top_k` best passages of each query, `SearchResults`.
+
+        Args:
+          queries: per query, its sparse vector (`bm25.query_vector`), or
+            its text with `bm25_function`.
+          top_k: passages per query.
+        """
+        if not self.lexical:
+            raise UserInputError(
+                f"{self._where}: holds no BM25 vectors; index it with "
+                "--retrieval_mode=bm25 or hybrid (or --overwrite_index)"
+            )
+        data, params = self._lexical_request(queries)
+        found = self._searches(
+            "searching BM25", data, top_k, anns_field=SPARSE_FIELD, search_params=params
+        )
+        return SearchResults(
+            [[pid for pid, _ in hits] for hits in found],
+            [[d for _, d in hits] for hits in found],
+        )
+
+    def hybrid_search(
+        self,
+        queries,
+        lexical_queries,
+        top_k,
+        fusion="rrf",
+        rrf_k=60,
+        weights=(0.5, 0.5),
+    ):
+        """Dense and BM25 results fused by Milvus's `hybrid_search`.
+
+        Each side finds its `top_k` best passages; Milvus fuses them with
+        reciprocal rank fusion (score: sum of 1 / (rrf_k + rank)) or a
+        weighted sum of each side's scores normalized by Milvus (arctan to
+        [0, 1]).
+
+        Args:
+          queries: float [num_queries, dim], the query tower's vectors.
+          lexical_queries: per query, as `search_lexical`'s.
+          top_k: passages per query.
+          fusion: ``"rrf"`` or ``"weighted"``.
+          rrf_k: RRF's k (60, Milvus's and the paper's default).
+          weights: (dense, BM25) weights of ``"weighted"``.
+
+        Returns:
+          `SearchResults`, best first.
+        """
+        from pymilvus import AnnSearchRequest
+        from pymilvus import RRFRanker
+        from pymilvus import WeightedRanker
+
+        if not (self.dense and self.lexical):
+            raise UserInputError(
+                f"{self._where}: hybrid search needs dense and BM25 vectors; "
+                "index with --retrieval_mode=hybrid (or --overwrite_index)"
+            )
+        if fusion not in FUSIONS:
+            raise ValueError(f"fusion={fusion!r}: expected one of {FUSIONS}")
+        if len(queries) != len(lexical_queries):
+            raise ValueError(
+                f"{len(queries)} dense queries, {len(lexical_queries)} BM25 queries"
+            )
+        ranker = RRFRanker(rrf_k) if fusion == "rrf" else WeightedRanker(*weights)
+        dense = self._dense_queries(queries)
+        lexical, lexical_params = self._lexical_request(lexical_queries)
+        _, _, metric, _ = self._vector_schema()
+        limit = min(int(top_k), MAX_TOP_K)
+        ids, scores = [], []
+        for start in range(0, len(dense), _SEARCH_BATCH):
+            end = start + _SEARCH_BATCH
+            requests = [
+                AnnSearchRequest(
+                    dense[start:end],
+                    VECTOR_FIELD,
+                    {"metric_type": metric, "params": self.search_params},
+                    limit=limit,
+                ),
+                AnnSearchRequest(
+                    lexical[start:end], SPARSE_FIELD, lexical_params, limit
+                ),
+            ]
+            hits = self._call(
+                "hybrid searching",
+                self._client.hybrid_search,
+                self.collection,
+                requests,
+                ranker,
+                limit=limit,
+                output_fields=[],
             )
             for query_hits in hits:
                 ids.append([hit["id"] for hit in query_hits])
-                distances = [float(hit["distance"]) for hit in query_hits]
-                # Higher is better everywhere: L2 gives distances.
-                scores.append(
-                    [-d for d in distances] if self.metric == "L2" else distances
-                )
+                scores.append([float(hit["distance"]) for hit in query_hits])
         return SearchResults(ids, scores)
 
     def vectors(self):
+        if not self.dense:
+            raise UserInputError(f"{self._where}: holds no dense vectors (BM25 only)")
+        field = FLOAT_FIELD if self.quantized else VECTOR_FIELD
         passages, vectors = [], []
-        for row in self._rows(["id", "doc_id", "text_hash", "vector"]):
+        for row in self._rows(["id", "doc_id", "text_hash", field]):
             passages.append(StoredPassage(row["id"], row["doc_id"], row["text_hash"]))
-            vectors.append(np.asarray(row["vector"], dtype=np.float32))
+            vectors.append(np.asarray(row[field], dtype=np.float32))
         if not vectors:
             return [], np.zeros((0, self.dimension), np.float32)
         return passages, np.stack(vectors)
+
+    def lexical_vectors(self):
+        """{passage id: stored BM25 sparse vector} of every row."""
+        return {
+            row["id"]: row[SPARSE_FIELD] for row in self._rows(["id", SPARSE_FIELD])
+        }
 
     def close(self):
         client, self._client = getattr(self, "_client", None), None

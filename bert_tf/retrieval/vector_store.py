@@ -12,8 +12,18 @@ import abc
 from typing import NamedTuple
 
 METRICS = ("IP", "COSINE", "L2")
+# How queries are answered: the dense vectors, BM25, or both fused (and how).
+RETRIEVAL_MODES = ("dense", "bm25", "hybrid")
+FUSIONS = ("rrf", "weighted")
 
-__all__ = ["METRICS", "SearchResults", "StoredPassage", "VectorStore"]
+__all__ = [
+    "FUSIONS",
+    "METRICS",
+    "RETRIEVAL_MODES",
+    "SearchResults",
+    "StoredPassage",
+    "VectorStore",
+]
 
 
 class StoredPassage(NamedTuple):
@@ -57,6 +67,11 @@ class VectorStore(abc.ABC):
     dimension: int
     fingerprint: str
     metric: str
+    # What a store holds beside dense vectors (`MilvusStore` may hold BM25
+    # vectors, or none dense).
+    dense = True
+    lexical = False
+    bm25_function = False
 
     @abc.abstractmethod
     def stored_passages(self):

@@ -20,7 +20,7 @@ class RetrievalSignatures(SignatureModule):
       query tower embeds the query, every stored passage is scored (inner
       product, cosine or minus the squared L2 distance, as the Milvus
       collection), each document scores as its best passage, as
-      `bert_tf.tasks.retrieval.search_documents` does on Milvus; k is at
+      `bert_tf.retrieval.document_search.search_documents` does on Milvus; k is at
       most the number of documents. With a cross-encoder (`CorpusIndex.
       reranker`), the query's `rerank_top_k` best passages are scored by it
       (all B x rerank_top_k pairs in one batch, padded to the longest) and

@@ -39,13 +39,14 @@ from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.models.bert_reranker import BertReranker
 from bert_tf.options.reranker_options import RERANK_LOSSES
+from bert_tf.retrieval.document_search import RUN_FILE
+from bert_tf.retrieval.document_search import rerank_documents
+from bert_tf.retrieval.document_search import search_documents
+from bert_tf.retrieval.document_search import write_run
 from bert_tf.retrieval.exact_store import ExactStore
+from bert_tf.retrieval.indexing import passages_of
+from bert_tf.retrieval.indexing import towers_at
 from bert_tf.retrieval.vector_store import StoredPassage
-from bert_tf.tasks.retrieval import RUN_FILE
-from bert_tf.tasks.retrieval import RUN_NAME
-from bert_tf.tasks.retrieval import passages_of
-from bert_tf.tasks.retrieval import search_documents
-from bert_tf.tasks.retrieval import towers_at
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
@@ -141,42 +142,6 @@ def rerank_loss(kind, logits, group_size):
     raise ValueError(f"rerank loss must be one of {RERANK_LOSSES}, got {kind!r}")
 
 
-def rerank_documents(
-    reranker, queries, run, passages, top_n, batch_size=32, progress=None
-):
-    """`run` with each query's first `top_n` documents re-ordered by the
-    cross-encoder (a document scores as its best passage); the documents
-    after them keep their order below them.
-
-    Returns {query id: {doc id: score}}: the top N carry the cross-encoder's
-    scores; the rest, scores below the lowest of those, in first-stage order.
-    """
-    by_doc = {}
-    for passage in passages:
-        by_doc.setdefault(passage.doc_id, []).append(passage.text)
-    pairs, owners = [], []
-    ordered = {}
-    for query_id, docs in run.items():
-        ranked = [doc for doc, _ in rank_documents(docs)]
-        ordered[query_id] = ranked
-        for doc_id in ranked[:top_n]:
-            for text in by_doc[doc_id]:
-                pairs.append((queries[query_id].text, text))
-                owners.append((query_id, doc_id))
-    logging.info("Re-ranking: scoring %d (query, passage) pairs", len(pairs))
-    scores = reranker.predict(pairs, batch_size=batch_size, progress=progress)
-    best = {}
-    for owner, score in zip(owners, scores, strict=True):
-        best[owner] = max(best.get(owner, -np.inf), float(score))
-    reranked = {}
-    for query_id, ranked in ordered.items():
-        top = {doc: best[(query_id, doc)] for doc in ranked[:top_n]}
-        floor = min(top.values(), default=0.0)
-        rest = {doc: floor - 1.0 - i for i, doc in enumerate(ranked[top_n:])}
-        reranked[query_id] = {**top, **rest}
-    return reranked
-
-
 def two_stage_metrics(qrels, first_run, reranked_run, names=DEFAULT_METRIC_NAMES):
     """{"<metric>_retrieval": ..., "<metric>_reranked": ...} for `names`."""
     first = retrieval_metrics(qrels, first_run, names)
@@ -234,7 +199,9 @@ class RerankingTask(Task):
             options.eval_split if self.run.do_eval else None,
         )
         self.towers = load_first_stage(options.retrieval_checkpoint)
-        self.passages = passages_of(self.corpus, self.towers, options)
+        self.passages = passages_of(
+            self.corpus, self.towers, options.passage_length, options.passage_stride
+        )
         logging.info("First stage: embedding %d passages", len(self.passages))
         self.store = passage_store(
             self.towers, self.passages, options.encode_batch_size
@@ -360,12 +327,11 @@ class RerankingTask(Task):
             options.rerank_top_k,
             batch_size=self.run.eval_batch_size,
         )
-        with open(os.path.join(self.output_dir, RUN_FILE), "w", encoding="utf-8") as f:
-            for query_id in query_ids:
-                for rank, (doc_id, score) in enumerate(
-                    rank_documents(reranked[query_id]), start=1
-                ):
-                    f.write(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {RUN_NAME}\n")
+        write_run(
+            os.path.join(self.output_dir, RUN_FILE),
+            query_ids,
+            [rank_documents(reranked[q]) for q in query_ids],
+        )
         results = two_stage_metrics(qrels, first, reranked)
         results.update(
             global_step=global_step,

@@ -19,14 +19,21 @@ drives it: output_dir lock and identity, strategy, resumable training). What
   sentence-transformers directories (`DualEncoder.save`); TensorBoard logs
   in ``output_dir/tensorboard/train``.
 - ``do_predict`` (the --do_index flag): the corpus's passages into the
-  vector store (Milvus at ``milvus_uri``): only passages that are new or
-  whose text changed are embedded; passages no longer in the corpus are
-  deleted; each batch is written (durably) as it is embedded, so a killed
-  run resumes where it stopped and a rerun adds no duplicates.
+  vector store (Milvus at ``milvus_uri``; `bert_tf.retrieval.indexing`):
+  only passages that are new or whose text changed are embedded; passages
+  no longer in the corpus are deleted; each batch is written (durably) as it
+  is embedded, so a killed run resumes where it stopped and a rerun adds no
+  duplicates. ``retrieval_mode`` bm25 / hybrid also stores BM25 vectors
+  (rewritten when the corpus statistics change); ``vector_type`` int8 /
+  binary stores quantized vectors.
 - ``do_eval``: the queries of ``qrels/<eval_split>.tsv`` searched in the
-  store, passages folded back to documents: ``eval_results.txt`` (``name =
+  store by ``retrieval_mode`` (dense, BM25 or Milvus's hybrid_search),
+  passages folded back to documents: ``eval_results.txt`` (``name =
   value``: recall@1/5/10/100, mrr@10, ndcg@10, num_queries) and ``run.tsv``
-  (TREC run format: ``qid Q0 docid rank score run_name``).
+  (TREC run format: ``qid Q0 docid rank score run_name``); with
+  ``rerank_checkpoint``, the cross-encoder's order of each query's
+  ``rerank_top_k`` best documents too (``<metric>_reranked``,
+  ``run_reranked.tsv``).
 - ``export``: the retrieval SavedModel over the vectors of the store: a
   `CorpusIndex`, exported by the serving registry (`RetrievalSignatures`);
   with ``rerank_checkpoint``, a cross-encoder re-orders each query's
@@ -38,13 +45,11 @@ The encoder is the one trained in ``output_dir`` when there is one, else
 ``init_checkpoint`` (--do_train starts from ``init_checkpoint`` when given).
 """
 
-import hashlib
 import json
 import os
 import random
 import time
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -52,35 +57,41 @@ from absl import logging
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
 from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
+from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
+from bert_tf.retrieval.corpus_index import CorpusIndex
+from bert_tf.retrieval.document_search import RUN_FILE
+from bert_tf.retrieval.document_search import rerank_documents
+from bert_tf.retrieval.document_search import retrieve_documents
+from bert_tf.retrieval.document_search import searched_for_evaluation
+from bert_tf.retrieval.document_search import write_run
 from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.dual_encoder_model import DualEncoderModel
-from bert_tf.retrieval.vector_store import StoredPassage
+from bert_tf.retrieval.in_batch_loss import in_batch_mask
+from bert_tf.retrieval.in_batch_loss import in_batch_negatives_loss
+from bert_tf.retrieval.indexing import index_corpus
+from bert_tf.retrieval.indexing import passages_of
+from bert_tf.retrieval.indexing import stored_passages_of
+from bert_tf.retrieval.indexing import towers_at
+from bert_tf.retrieval.mining import mine
+from bert_tf.retrieval.mining import training_pairs
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
-from bert_tf.text.tokenization import FullTokenizer
 
 EVAL_RESULTS_FILE = "eval_results.txt"
-RUN_FILE = "run.tsv"
-RUN_NAME = "bert_tf"
+RERANKED_RUN_FILE = "run_reranked.tsv"
 SETTINGS_FILE = "retrieval_settings.json"
-# Passages embedded and written per step of --do_index (what a kill can lose).
-INDEX_CHUNK = 256
 
 __all__ = [
     "RetrievalTask",
-    "corpus_index",
+    "epoch_order",
     "evaluate",
     "export_corpus_index",
     "export_from_checkpoint",
-    "index_corpus",
     "load_dual_encoder",
     "open_store",
-    "passages_of",
     "run",
-    "search_documents",
-    "towers_at",
 ]
 
 
@@ -106,36 +117,10 @@ def load_dual_encoder(run, options):
     )
 
 
-def passages_of(corpus, towers, options):
-    """The corpus's `beir.Passage`s, cut by the document tower's tokenizer.
-
-    Default --passage_length: the tower's max_seq_length - 2 (what it reads
-    of one passage, without the title); default --passage_stride: half of it.
-    """
-    preprocessor = towers.document_encoder.preprocessor
-    tokenizer = FullTokenizer(preprocessor.vocab_file, preprocessor.do_lower_case)
-    length = options.passage_length or preprocessor.seq_length - 2
-    stride = options.passage_stride or max(length // 2, 1)
-    cache = {}
-
-    def count_pieces(word):
-        if word not in cache:
-            cache[word] = len(tokenizer.tokenize(word)) or 1
-        return cache[word]
-
-    passages = beir.split_passages(corpus, count_pieces, length, stride)
-    logging.info(
-        "%d documents -> %d passages (--passage_length=%d, --passage_stride=%d)",
-        len(corpus),
-        len(passages),
-        length,
-        stride,
-    )
-    return passages
-
-
 def open_store(options, towers, output_dir):
-    """The Milvus collection of --milvus_uri / --milvus_collection."""
+    """The Milvus collection of --milvus_uri / --milvus_collection: dense
+    vectors (--vector_type) unless --retrieval_mode=bm25, BM25 vectors unless
+    --retrieval_mode=dense (a new collection holds only what the mode needs)."""
     from bert_tf.retrieval.milvus_store import MilvusStore
 
     return MilvusStore(
@@ -148,111 +133,69 @@ def open_store(options, towers, output_dir):
         index_params=options.index_params(),
         search_params=options.search_params(),
         overwrite=options.overwrite_index,
+        # What the mode searches must be there; what else an existing
+        # collection holds is kept up to date (e.g. dense runs on a hybrid one).
+        dense=True if options.retrieval_mode != "bm25" else None,
+        lexical=True if options.retrieval_mode != "dense" else None,
+        vector_type=options.vector_type,
+        rescore_k=options.rescore_k,
+        bm25_function=options.bm25_function,
+        bm25_k1=options.bm25_k1,
+        bm25_b=options.bm25_b,
     )
-
-
-def _text_hash(text):
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def _progress_bar(total, unit):
-    show = logging.get_verbosity() >= logging.INFO
-    return keras.utils.Progbar(total, unit_name=unit, verbose=1 if show else 0)
-
-
-def index_corpus(towers, passages, store, batch_size=64):
-    """Embeds the passages that are new or changed into `store`; removes those
-    the corpus no longer has. Returns {"embedded", "kept", "removed"} counts.
-
-    Each chunk of passages is written as soon as it is embedded, so a killed
-    run loses at most one chunk and the next run embeds only what is missing.
-    Passages go longest first over the whole corpus, not chunk by chunk, so
-    each encoder batch holds passages of about one length and pads little.
-    """
-    stored = store.stored_passages()
-    wanted = {p.id: StoredPassage(p.id, p.doc_id, _text_hash(p.text)) for p in passages}
-    removed = [pid for pid in stored if pid not in wanted]
-    if removed:
-        logging.info("Removing %d passages no longer in the corpus", len(removed))
-        store.delete(removed)
-    todo = [p for p in passages if stored.get(p.id) != wanted[p.id]]
-    todo.sort(key=lambda p: -len(p.text))
-    kept = len(passages) - len(todo)
-    logging.info(
-        "Indexing: %d passages already in the store, %d to embed", kept, len(todo)
-    )
-    bar = _progress_bar(len(todo), "passage")
-    for start in range(0, len(todo), INDEX_CHUNK):
-        chunk = todo[start : start + INDEX_CHUNK]
-        vectors = towers.encode_documents([p.text for p in chunk], batch_size)
-        store.upsert([wanted[p.id] for p in chunk], vectors)
-        bar.update(start + len(chunk))
-    return {"embedded": len(todo), "kept": kept, "removed": len(removed)}
-
-
-def search_documents(store, query_vectors, passages, top_k):
-    """Per query, [(doc id, score)] best first: passages searched in `store`,
-    each document scored by its best passage.
-
-    Enough passages are searched for the fold to be exact: the k-th best
-    document's best passage ranks at most (k - 1) x (most passages of one
-    document) + 1.
-    """
-    doc_of = {p.id: p.doc_id for p in passages}
-    per_doc = {}
-    for p in passages:
-        per_doc[p.doc_id] = per_doc.get(p.doc_id, 0) + 1
-    most = max(per_doc.values()) if per_doc else 1
-    found = store.search(query_vectors, top_k * most)
-    return [
-        beir.fold_to_documents(zip(ids, scores, strict=True), doc_of, top_k)
-        for ids, scores in zip(found.ids, found.scores, strict=True)
-    ]
-
-
-def searched_for_evaluation(store):
-    """The store an evaluation searches: a Milvus Lite FLAT collection's rows
-    copied into an `ExactStore`, else `store` itself.
-
-    FLAT is exact search, so the copy returns what the collection returns
-    (tested equal), but Milvus Lite's server is Python and answers about five
-    queries a second at the depth an evaluation asks (the top 100 documents:
-    several hundred passages); SQuAD's 10,570 questions took over half an
-    hour. Approximate indexes and servers are searched as they are."""
-    from bert_tf.retrieval.exact_store import ExactStore
-    from bert_tf.retrieval.milvus_store import MilvusStore
-
-    if isinstance(store, MilvusStore) and store.embedded and store.index_type == "FLAT":
-        logging.info(
-            "Searching exactly over a copy of the FLAT collection's %d rows "
-            "(what FLAT returns; Milvus Lite would take minutes)",
-            len(store),
-        )
-        return ExactStore.copy_of(store)
-    return store
 
 
 def evaluate(towers, store, queries, qrels, passages, output_dir, options):
-    """Searches the qrels' queries; writes eval_results.txt and run.tsv; returns
-    the metrics."""
+    """Searches the qrels' queries (--retrieval_mode); writes eval_results.txt
+    and run.tsv; with --rerank_checkpoint, also the cross-encoder's order of
+    each query's --rerank_top_k best (``<metric>_reranked``,
+    run_reranked.tsv); returns the metrics."""
     query_ids = list(qrels)
-    logging.info("Embedding %d queries", len(query_ids))
-    vectors = towers.encode_queries(
-        [queries[q].text for q in query_ids], options.encode_batch_size
-    )
+    texts = [queries[q].text for q in query_ids]
+    vectors = None
+    if options.retrieval_mode != "bm25":
+        logging.info("Embedding %d queries", len(query_ids))
+        vectors = towers.encode_queries(texts, options.encode_batch_size)
     start = time.perf_counter()
-    results = search_documents(
-        searched_for_evaluation(store), vectors, passages, options.eval_top_k
+    if options.retrieval_mode == "dense":
+        store = searched_for_evaluation(store)
+    results = retrieve_documents(
+        store,
+        passages,
+        options.eval_top_k,
+        options.retrieval_mode,
+        vectors,
+        texts,
+        options.fusion,
+        options.rrf_k,
+        (options.dense_weight, options.bm25_weight),
     )
     logging.info(
-        "Searched %d queries in %.2f s", len(query_ids), time.perf_counter() - start
+        "Searched %d queries (%s) in %.2f s",
+        len(query_ids),
+        options.retrieval_mode,
+        time.perf_counter() - start,
     )
     run = {q: dict(found) for q, found in zip(query_ids, results, strict=True)}
     metrics = retrieval_metrics(qrels, run, DEFAULT_METRIC_NAMES)
-    with open(os.path.join(output_dir, RUN_FILE), "w", encoding="utf-8") as f:
-        for query_id, found in zip(query_ids, results, strict=True):
-            for rank, (doc_id, score) in enumerate(found, start=1):
-                f.write(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {RUN_NAME}\n")
+    write_run(os.path.join(output_dir, RUN_FILE), query_ids, results)
+    if options.rerank_checkpoint:
+        from bert_tf.models.bert_reranker import BertReranker
+
+        reranked = rerank_documents(
+            BertReranker.from_checkpoint(options.rerank_checkpoint),
+            queries,
+            run,
+            passages,
+            options.rerank_top_k,
+        )
+        second = retrieval_metrics(qrels, reranked, DEFAULT_METRIC_NAMES)
+        metrics.update({f"{name}_reranked": v for name, v in second.items()})
+        write_run(
+            os.path.join(output_dir, RERANKED_RUN_FILE),
+            query_ids,
+            [rank_documents(reranked[q]) for q in query_ids],
+        )
     logging.info("***** Eval results (%s) *****", options.eval_split)
     with open(os.path.join(output_dir, EVAL_RESULTS_FILE), "w") as f:
         for name, value in metrics.items():
@@ -263,57 +206,6 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
 
 
 # --- training data ------------------------------------------------------------
-
-
-def training_pairs(qrels, passages):
-    """[(query id, doc id)] of every relevant judgement, file order."""
-    doc_ids = {p.doc_id for p in passages}
-    pairs = []
-    for query_id, judged in qrels.items():
-        for doc_id, score in judged.items():
-            if score >= 1 and doc_id in doc_ids:
-                pairs.append((query_id, doc_id))
-    if not pairs:
-        raise UserInputError("--train_split: no relevant (score >= 1) judgements")
-    return pairs
-
-
-def mine(towers, pairs, queries, qrels, passages, hard_negatives, batch_size=64):
-    """Per pair: the positive passage (the document's best for the query) and
-    up to `hard_negatives` passages of non-relevant documents, ranked by
-    `towers`. Without hard negatives and one passage per document: the
-    document's passage, nothing embedded."""
-    from bert_tf.retrieval.exact_store import ExactStore
-
-    by_doc = {}
-    for index, p in enumerate(passages):
-        by_doc.setdefault(p.doc_id, []).append(index)
-    if not hard_negatives and all(len(v) == 1 for v in by_doc.values()):
-        return [(by_doc[d][0], []) for _, d in pairs]
-    logging.info(
-        "Mining with the starting encoder: embedding %d passages", len(passages)
-    )
-    store = ExactStore(towers.embedding_dim, metric="IP")
-    store.upsert(
-        [StoredPassage(str(i), p.doc_id, "") for i, p in enumerate(passages)],
-        towers.encode_documents([p.text for p in passages], batch_size),
-    )
-    query_ids = sorted({q for q, _ in pairs})
-    query_vectors = towers.encode_queries(
-        [queries[q].text for q in query_ids], batch_size
-    )
-    depth = min(len(passages), hard_negatives * 4 + 32 + max(map(len, by_doc.values())))
-    found = store.search(query_vectors, depth)
-    ranked = dict(zip(query_ids, found.ids, strict=True))
-    mined = []
-    for query_id, doc_id in pairs:
-        rows = [int(r) for r in ranked[query_id]]
-        own = set(by_doc[doc_id])
-        positive = next((r for r in rows if r in own), by_doc[doc_id][0])
-        relevant = {d for d, s in qrels[query_id].items() if s >= 1}
-        negatives = [r for r in rows if passages[r].doc_id not in relevant]
-        mined.append((positive, negatives[:hard_negatives]))
-    return mined
 
 
 def epoch_order(num_pairs, batch_size, num_epochs, seed):
@@ -327,49 +219,6 @@ def epoch_order(num_pairs, batch_size, num_epochs, seed):
         rng.shuffle(epoch)
         order.extend(epoch[: num_pairs // batch_size * batch_size])
     return np.asarray(order, np.int64)
-
-
-def in_batch_mask(relevant_docs, column_docs):
-    """bool [queries, columns]: which passages are a query's candidates.
-
-    A column is masked out for a query (not used as a negative) when its
-    document is relevant to the query, unless it is the query's own
-    positive (column = row); padding columns (doc -1) are masked for all.
-
-    Args:
-      relevant_docs: int [queries, R], the documents relevant to each query
-        (-1 pads).
-      column_docs: int [columns], each column's document (-1: padding); the
-        first `queries` columns are the queries' positives.
-    """
-    relevant = tf.reduce_any(
-        tf.equal(relevant_docs[:, None, :], column_docs[None, :, None])
-        & (column_docs[None, :, None] >= 0),
-        axis=-1,
-    )
-    own = tf.cast(
-        tf.one_hot(tf.range(tf.shape(relevant_docs)[0]), tf.shape(column_docs)[0]),
-        tf.bool,
-    )
-    return (own | ~relevant) & (column_docs >= 0)[None, :]
-
-
-def in_batch_negatives_loss(queries, passages, mask, scale):
-    """MultipleNegativesRankingLoss with a candidate mask: the mean
-    cross-entropy of `scale` x cosine(query i, every passage), target column i.
-
-    Args:
-      queries: float [Q, dim]; passages: float [C, dim], C >= Q, the first Q
-        the queries' positives; mask: bool [Q, C] (`in_batch_mask`).
-    """
-    q = tf.math.l2_normalize(tf.cast(queries, tf.float32), axis=-1)
-    p = tf.math.l2_normalize(tf.cast(passages, tf.float32), axis=-1)
-    logits = scale * tf.matmul(q, p, transpose_b=True)
-    logits = tf.where(mask, logits, tf.constant(-1e9, logits.dtype))
-    labels = tf.range(tf.shape(q)[0])
-    return tf.reduce_mean(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
-    )
 
 
 # --- the task -------------------------------------------------------------------
@@ -423,7 +272,12 @@ class RetrievalTask(Task):
 
     def build_model(self, config):
         self.towers = load_dual_encoder(self.run, self.options)
-        self.passages = passages_of(self.corpus, self.towers, self.options)
+        self.passages = passages_of(
+            self.corpus,
+            self.towers,
+            self.options.passage_length,
+            self.options.passage_stride,
+        )
         return DualEncoderModel.of(self.towers)
 
     def tokenization(self, model):
@@ -438,7 +292,13 @@ class RetrievalTask(Task):
 
     def training_data(self):
         options, training = self.options, self.run.training
-        pairs = training_pairs(self.qrels["train"], self.passages)
+        try:
+            pairs = training_pairs(self.qrels["train"], self.passages)
+        except UserInputError:
+            raise UserInputError(
+                f"--train_split={options.train_split}: no relevant (score >= 1) "
+                "judgements"
+            ) from None
         batch_size = min(training.micro_batch_size, len(pairs))
         num_steps = int(len(pairs) // batch_size * training.num_train_epochs)
         if num_steps < 1:
@@ -582,7 +442,12 @@ class RetrievalTask(Task):
         """--do_index: the corpus into the vector store."""
         with self.store() as store:
             return index_corpus(
-                self.towers, self.passages, store, self.options.encode_batch_size
+                self.towers,
+                self.passages,
+                store,
+                self.options.encode_batch_size,
+                self.options.bm25_k1,
+                self.options.bm25_b,
             )
 
     def evaluate(self, model, global_step):
@@ -602,7 +467,7 @@ class RetrievalTask(Task):
         options = self.options
         with self.store() as store:
             stored, vectors = store.vectors()
-        index = corpus_index(
+        index = CorpusIndex.of_towers(
             self.towers,
             stored,
             vectors,
@@ -615,34 +480,6 @@ class RetrievalTask(Task):
 
 
 # --- the retrieval SavedModel -------------------------------------------------
-
-
-def corpus_index(
-    towers,
-    stored,
-    vectors,
-    passages,
-    metric="IP",
-    rerank_checkpoint=None,
-    rerank_top_k=20,
-):
-    """The `CorpusIndex` the retrieval SavedModel serves: the query tower over
-    the `stored` passages' `vectors`; with `rerank_checkpoint`, its
-    cross-encoder over each query's `rerank_top_k` best passages (their text
-    from `passages`)."""
-    from bert_tf.retrieval.corpus_index import CorpusIndex
-
-    second_stage = {}
-    if rerank_checkpoint:
-        from bert_tf.models.bert_reranker import BertReranker
-
-        text_of = {p.id: p.text for p in passages}
-        second_stage = {
-            "reranker": BertReranker.from_checkpoint(rerank_checkpoint),
-            "passage_texts": [text_of[p.id] for p in stored],
-            "rerank_top_k": rerank_top_k,
-        }
-    return CorpusIndex(towers.query_encoder, stored, vectors, metric, **second_stage)
 
 
 def export_corpus_index(index, export):
@@ -672,15 +509,6 @@ def export_corpus_index(index, export):
     return path
 
 
-def towers_at(path, **kwargs):
-    """The dual encoder at `path`: a run_retrieval output_dir's trained
-    towers, or a sentence-transformers directory / BERT checkpoint (shared
-    towers; `kwargs` as `BertSentenceEncoder.from_checkpoint`'s)."""
-    if DualEncoder.saved_in(path):
-        return DualEncoder.load(path)
-    return DualEncoder.from_checkpoint(path, **kwargs)
-
-
 def export_from_checkpoint(options):
     """export_saved_model --model_type=retrieval: the corpus of
     `options.data_dir` cut into passages as run_retrieval cuts them, embedded
@@ -697,11 +525,16 @@ def export_from_checkpoint(options):
         options.init_checkpoint,
         **({"pooling": options.pooling} if options.pooling else {}),
     )
-    passages = passages_of(beir.read_corpus(options.data_dir), towers, options)
+    passages = passages_of(
+        beir.read_corpus(options.data_dir),
+        towers,
+        options.passage_length,
+        options.passage_stride,
+    )
     logging.info("Embedding %d passages", len(passages))
     vectors = towers.encode_documents([p.text for p in passages])
-    stored = [StoredPassage(p.id, p.doc_id, _text_hash(p.text)) for p in passages]
-    index = corpus_index(
+    stored = stored_passages_of(passages)
+    index = CorpusIndex.of_towers(
         towers,
         stored,
         vectors,

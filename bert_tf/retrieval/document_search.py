@@ -1,0 +1,185 @@
+"""Passages searched in a store, folded back to documents; the TREC run file of the results."""
+
+import numpy as np
+from absl import logging
+
+from bert_tf.data_prep import beir
+from bert_tf.metrics.retrieval import rank_documents
+from bert_tf.retrieval.bm25 import query_vector
+from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
+
+# The TREC run file the retrieval and re-ranking tasks write, and its run name.
+RUN_FILE = "run.tsv"
+RUN_NAME = "bert_tf"
+
+__all__ = [
+    "RUN_FILE",
+    "RUN_NAME",
+    "documents_found",
+    "retrieve_documents",
+    "search_documents",
+    "searched_for_evaluation",
+    "write_run",
+]
+
+
+def documents_found(search, passages, top_k):
+    """Per query, [(doc id, score)] best first: the passages `search(depth)`
+    returns (`SearchResults`), each document scored by its best passage.
+
+    Enough passages are asked for the fold to be exact: the k-th best
+    document's best passage ranks at most (k - 1) x (most passages of one
+    document) + 1.
+    """
+    doc_of = {p.id: p.doc_id for p in passages}
+    per_doc = {}
+    for p in passages:
+        per_doc[p.doc_id] = per_doc.get(p.doc_id, 0) + 1
+    most = max(per_doc.values()) if per_doc else 1
+    found = search(top_k * most)
+    return [
+        beir.fold_to_documents(zip(ids, scores, strict=True), doc_of, top_k)
+        for ids, scores in zip(found.ids, found.scores, strict=True)
+    ]
+
+
+def search_documents(store, query_vectors, passages, top_k):
+    """Per query, [(doc id, score)] best first: the query vectors' passages
+    searched in `store`, each document scored by its best passage
+    (`documents_found`).
+
+    Example:
+
+    ```python
+    found = search_documents(store, towers.encode_queries(texts), passages, 10)
+    ```
+    """
+    return documents_found(
+        lambda depth: store.search(query_vectors, depth), passages, top_k
+    )
+
+
+def retrieve_documents(
+    store,
+    passages,
+    top_k,
+    mode="dense",
+    query_vectors=None,
+    query_texts=None,
+    fusion="rrf",
+    rrf_k=60,
+    weights=(0.5, 0.5),
+):
+    """Per query, [(doc id, score)] best first, by `mode`.
+
+    Args:
+      store: the `MilvusStore` (an `ExactStore` for ``dense``).
+      passages: the indexed `beir.Passage`s (for the fold to documents).
+      top_k: documents per query.
+      mode: ``"dense"`` (`query_vectors`), ``"bm25"`` (`query_texts`) or
+        ``"hybrid"`` (both, fused by Milvus: `fusion`, `rrf_k`, `weights` as
+        `MilvusStore.hybrid_search`'s).
+      query_vectors: float [queries, dim], the query tower's.
+      query_texts: the queries' texts (BM25's side).
+
+    Example:
+
+    ```python
+    found = retrieve_documents(store, passages, 10, "hybrid",
+                               towers.encode_queries(texts), texts)
+    ```
+    """
+    if mode == "dense":
+        return search_documents(store, query_vectors, passages, top_k)
+    if store.bm25_function:
+        lexical = list(query_texts)
+    else:
+        lexical = [query_vector(text) for text in query_texts]
+    if mode == "bm25":
+        search = lambda depth: store.search_lexical(lexical, depth)  # noqa: E731
+    elif mode == "hybrid":
+        search = lambda depth: store.hybrid_search(  # noqa: E731
+            query_vectors, lexical, depth, fusion, rrf_k, weights
+        )
+    else:
+        raise ValueError(f"mode={mode!r}: expected one of {RETRIEVAL_MODES}")
+    return documents_found(search, passages, top_k)
+
+
+def searched_for_evaluation(store):
+    """The store an evaluation searches: a Milvus Lite FLAT collection's rows
+    copied into an `ExactStore`, else `store` itself.
+
+    FLAT is exact search, so the copy returns what the collection returns
+    (tested equal), but Milvus Lite's server is Python and answers about five
+    queries a second at the depth an evaluation asks (the top 100 documents:
+    several hundred passages); SQuAD's 10,570 questions took over half an
+    hour. Approximate indexes, quantized vectors (and rescoring) and servers
+    are searched as they are."""
+    from bert_tf.retrieval.exact_store import ExactStore
+    from bert_tf.retrieval.milvus_store import MilvusStore
+
+    if (
+        isinstance(store, MilvusStore)
+        and store.embedded
+        and store.index_type == "FLAT"
+        and store.vector_type == "float32"
+    ):
+        logging.info(
+            "Searching exactly over a copy of the FLAT collection's %d rows "
+            "(what FLAT returns; Milvus Lite would take minutes)",
+            len(store),
+        )
+        return ExactStore.copy_of(store)
+    return store
+
+
+def write_run(path, query_ids, results, run_name=RUN_NAME):
+    """Writes a TREC run file: ``qid Q0 docid rank score run_name`` per line.
+
+    Args:
+      path: the file to write.
+      query_ids: the queries, in `results` order.
+      results: per query, [(doc id, score)] best first.
+      run_name: the last column.
+    """
+    with open(path, "w", encoding="utf-8") as f:
+        for query_id, found in zip(query_ids, results, strict=True):
+            for rank, (doc_id, score) in enumerate(found, start=1):
+                f.write(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {run_name}\n")
+
+
+def rerank_documents(
+    reranker, queries, run, passages, top_n, batch_size=32, progress=None
+):
+    """`run` with each query's first `top_n` documents re-ordered by the
+    cross-encoder (a document scores as its best passage); the documents
+    after them keep their order below them.
+
+    Returns {query id: {doc id: score}}: the top N carry the cross-encoder's
+    scores; the rest, scores below the lowest of those, in first-stage order.
+    """
+    by_doc = {}
+    for passage in passages:
+        by_doc.setdefault(passage.doc_id, []).append(passage.text)
+    pairs, owners = [], []
+    ordered = {}
+    for query_id, docs in run.items():
+        ranked = [doc for doc, _ in rank_documents(docs)]
+        ordered[query_id] = ranked
+        for doc_id in ranked[:top_n]:
+            for text in by_doc[doc_id]:
+                pairs.append((queries[query_id].text, text))
+                owners.append((query_id, doc_id))
+    logging.info("Re-ranking: scoring %d (query, passage) pairs", len(pairs))
+    scores = reranker.predict(pairs, batch_size=batch_size, progress=progress)
+    best = {}
+    for owner, score in zip(owners, scores, strict=True):
+        best[owner] = max(best.get(owner, -np.inf), float(score))
+    reranked = {}
+    for query_id, ranked in ordered.items():
+        top = {doc: best[(query_id, doc)] for doc in ranked[:top_n]}
+        floor = min(top.values(), default=0.0)
+        rest = {doc: floor - 1.0 - i for i, doc in enumerate(ranked[top_n:])}
+        reranked[query_id] = {**top, **rest}
+    return reranked

@@ -1,0 +1,186 @@
+"""Passages into a vector store: the corpus cut by a tower's tokenizer, embedded where new or changed.
+
+The retrieval floor's indexing, shared by run_retrieval.py (--do_index), the
+re-ranking task and the export of a corpus: it knows nothing of flags or
+tasks (the caller passes the dual encoder, the passages and the store).
+"""
+
+import hashlib
+
+import keras
+import numpy as np
+from absl import logging
+
+from bert_tf.data_prep import beir
+from bert_tf.retrieval.bm25 import DEFAULT_B
+from bert_tf.retrieval.bm25 import DEFAULT_K1
+from bert_tf.retrieval.bm25 import BM25Statistics
+from bert_tf.retrieval.bm25 import lexical_terms
+from bert_tf.retrieval.dual_encoder import DualEncoder
+from bert_tf.retrieval.quantized_vectors import fit_int8_scale
+from bert_tf.retrieval.vector_store import StoredPassage
+from bert_tf.text.tokenization import FullTokenizer
+
+# Passages embedded and written per step of `index_corpus` (what a kill can lose).
+INDEX_CHUNK = 256
+# Passages embedded to fit an int8 collection's scale (all of a smaller corpus).
+INT8_FIT_SAMPLE = 10000
+
+__all__ = [
+    "INDEX_CHUNK",
+    "INT8_FIT_SAMPLE",
+    "index_corpus",
+    "passages_of",
+    "stored_passages_of",
+    "text_hash",
+    "towers_at",
+]
+
+
+def text_hash(text):
+    """The hash a store keeps of the text a row was embedded from."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def stored_passages_of(passages):
+    """The `StoredPassage` rows of `beir.Passage`s (id, document, text hash)."""
+    return [StoredPassage(p.id, p.doc_id, text_hash(p.text)) for p in passages]
+
+
+def passages_of(corpus, towers, passage_length=None, passage_stride=None):
+    """The corpus's `beir.Passage`s, cut by the document tower's tokenizer.
+
+    Args:
+      corpus: {doc id: `beir.Document`} (`beir.read_corpus`).
+      towers: the `DualEncoder` whose document tower reads the passages.
+      passage_length: word pieces per passage (None: the tower's
+        max_seq_length - 2, what it reads of one passage without the title).
+      passage_stride: word pieces between passage starts (None: half of
+        `passage_length`).
+
+    Example:
+
+    ```python
+    passages = passages_of(beir.read_corpus("squad_beir"), towers)
+    ```
+    """
+    preprocessor = towers.document_encoder.preprocessor
+    tokenizer = FullTokenizer(preprocessor.vocab_file, preprocessor.do_lower_case)
+    length = passage_length or preprocessor.seq_length - 2
+    stride = passage_stride or max(length // 2, 1)
+    cache = {}
+
+    def count_pieces(word):
+        if word not in cache:
+            cache[word] = len(tokenizer.tokenize(word)) or 1
+        return cache[word]
+
+    passages = beir.split_passages(corpus, count_pieces, length, stride)
+    logging.info(
+        "%d documents -> %d passages (passage_length=%d, passage_stride=%d)",
+        len(corpus),
+        len(passages),
+        length,
+        stride,
+    )
+    return passages
+
+
+def _progress_bar(total, unit):
+    show = logging.get_verbosity() >= logging.INFO
+    return keras.utils.Progbar(total, unit_name=unit, verbose=1 if show else 0)
+
+
+def index_corpus(
+    towers, passages, store, batch_size=64, bm25_k1=DEFAULT_K1, bm25_b=DEFAULT_B
+):
+    """Embeds the passages that are new or changed into `store`; removes those
+    the corpus no longer has. Returns {"embedded", "kept", "removed",
+    "bm25_rewritten"} counts.
+
+    Each chunk of passages is written as soon as it is embedded, so a killed
+    run loses at most one chunk and the next run embeds only what is missing.
+    Passages go longest first over the whole corpus, not chunk by chunk, so
+    each encoder batch holds passages of about one length and pads little.
+
+    A store with BM25 vectors (`store.lexical`) gets them from the statistics
+    of `passages` (`BM25Statistics` with `bm25_k1`, `bm25_b`): when those
+    differ from the ones its rows were written with (a passage added,
+    changed or removed, other k1/b), the kept rows' BM25 vectors are
+    rewritten too (no embedding), and the new statistics recorded last, so
+    a killed run redoes the rewrite. An int8 store without a scale gets one
+    fitted on up to `INT8_FIT_SAMPLE` of the passages first.
+
+    Example:
+
+    ```python
+    with MilvusStore("/tmp/index.db", "corpus", 384, towers.fingerprint()) as store:
+        counts = index_corpus(towers, passages, store)
+    ```
+    """
+    stored = store.stored_passages()
+    wanted = {s.id: s for s in stored_passages_of(passages)}
+    removed = [pid for pid in stored if pid not in wanted]
+    if removed:
+        logging.info("Removing %d passages no longer in the corpus", len(removed))
+        store.delete(removed)
+    todo = [p for p in passages if stored.get(p.id) != wanted[p.id]]
+    todo.sort(key=lambda p: -len(p.text))
+    kept = len(passages) - len(todo)
+    logging.info(
+        "Indexing: %d passages already in the store, %d to embed", kept, len(todo)
+    )
+    lexical = store.lexical and not store.bm25_function
+    if lexical:
+        stats = BM25Statistics(
+            [lexical_terms(p.text) for p in passages], bm25_k1, bm25_b
+        )
+        sparse_of = dict(zip(wanted, stats.passage_vectors(), strict=True))
+    embedded = {}
+    if store.dense and getattr(store, "vector_type", "") == "int8":
+        if store.int8_scale is None and todo:
+            sample = todo[:: max(len(todo) // INT8_FIT_SAMPLE, 1)][:INT8_FIT_SAMPLE]
+            logging.info("Fitting the int8 scale on %d passages", len(sample))
+            vectors = towers.encode_documents([p.text for p in sample], batch_size)
+            store.set_int8_scale(fit_int8_scale(vectors))
+            embedded = dict(zip((p.id for p in sample), vectors, strict=True))
+    bar = _progress_bar(len(todo), "passage")
+    for start in range(0, len(todo), INDEX_CHUNK):
+        chunk = todo[start : start + INDEX_CHUNK]
+        vectors = None
+        if store.dense:
+            missing = [p for p in chunk if p.id not in embedded]
+            if missing:
+                new = towers.encode_documents([p.text for p in missing], batch_size)
+                embedded.update(zip((p.id for p in missing), new, strict=True))
+            vectors = np.stack([embedded.pop(p.id) for p in chunk])
+        extra = {}
+        if lexical:
+            extra["sparse"] = [sparse_of[p.id] for p in chunk]
+        if store.bm25_function:
+            extra["texts"] = [p.text for p in chunk]
+        store.upsert([wanted[p.id] for p in chunk], vectors, **extra)
+        bar.update(start + len(chunk))
+    rewritten = 0
+    if lexical and store.bm25_digest != stats.digest:
+        changed = {p.id for p in todo}
+        kept_ids = [pid for pid in wanted if pid not in changed]
+        logging.info("BM25 statistics: rewriting %d kept passages", len(kept_ids))
+        store.update_sparse(kept_ids, [sparse_of[pid] for pid in kept_ids])
+        store.set_bm25_digest(stats.digest)
+        rewritten = len(kept_ids)
+    return {
+        "embedded": len(todo),
+        "kept": kept,
+        "removed": len(removed),
+        "bm25_rewritten": rewritten,
+    }
+
+
+def towers_at(path, **kwargs):
+    """The dual encoder at `path`: a run_retrieval output_dir's trained
+    towers, or a sentence-transformers directory / BERT checkpoint (shared
+    towers; `kwargs` as `BertSentenceEncoder.from_checkpoint`'s)."""
+    if DualEncoder.saved_in(path):
+        return DualEncoder.load(path)
+    return DualEncoder.from_checkpoint(path, **kwargs)
