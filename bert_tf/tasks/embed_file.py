@@ -12,12 +12,12 @@ import json
 import os
 import time
 
-import keras
 import numpy as np
 from absl import logging
 
 from bert_tf.data_prep.table_reader import BadRowError
 from bert_tf.errors import UserInputError
+from bert_tf.training.progress import progress_bar
 
 INPUT_FORMATS = ("text", "tsv", "csv", "jsonl")
 # Rows embedded per chunk, in batches: sorting a chunk by length is what
@@ -148,12 +148,7 @@ def embed_file(
         import tensorflow as tf
 
         writer = tf.io.TFRecordWriter(output_tfrecord + ".tmp")
-    bar = keras.utils.Progbar(
-        rows,
-        unit_name="text",
-        stateful_metrics=["texts/s"],
-        verbose=1 if logging.get_verbosity() >= logging.INFO else 0,
-    )
+    bar = progress_bar(rows, unit_name="text", stateful_metrics=["texts/s"])
     began = time.perf_counter()
     done = 0
     with open(ids_file + ".tmp", "w", encoding="utf-8") as ids:

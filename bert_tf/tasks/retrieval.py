@@ -44,7 +44,6 @@ import os
 import random
 import time
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -60,6 +59,7 @@ from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.text.tokenization import FullTokenizer
+from bert_tf.training.progress import progress_bar
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 RUN_FILE = "run.tsv"
@@ -155,11 +155,6 @@ def _text_hash(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def _progress_bar(total, unit):
-    show = logging.get_verbosity() >= logging.INFO
-    return keras.utils.Progbar(total, unit_name=unit, verbose=1 if show else 0)
-
-
 def index_corpus(towers, passages, store, batch_size=64):
     """Embeds the passages that are new or changed into `store`; removes those
     the corpus no longer has. Returns {"embedded", "kept", "removed"} counts.
@@ -181,7 +176,7 @@ def index_corpus(towers, passages, store, batch_size=64):
     logging.info(
         "Indexing: %d passages already in the store, %d to embed", kept, len(todo)
     )
-    bar = _progress_bar(len(todo), "passage")
+    bar = progress_bar(len(todo), unit_name="passage")
     for start in range(0, len(todo), INDEX_CHUNK):
         chunk = todo[start : start + INDEX_CHUNK]
         vectors = towers.encode_documents([p.text for p in chunk], batch_size)
