@@ -40,9 +40,16 @@ def _quiet_client_logs():
     query iterator, which then falls back to a client-side timestamp). The
     store turns real failures into one-line errors. Called after pymilvus is
     imported: its import configures its loggers afresh.
+
+    Milvus Lite logs its server's start and stop and every background index
+    build ("bg: built 1 segment indexes") at INFO, and faiss, which it loads,
+    logs each CPU variant it tries (with the ModuleNotFoundError of those it
+    lacks): 10 of run_retrieval's 27 lines were theirs. Their warnings stay.
     """
     logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
     logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
+    for name in ("milvus_lite", "faiss"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _is_server(uri):
