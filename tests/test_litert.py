@@ -240,6 +240,11 @@ def test_classifier_answers_raw_text_as_the_keras_model(
     np.testing.assert_allclose(
         int8(text_a=TEXTS_A, text_b=TEXTS_B)["probabilities"], want, atol=0.05
     )
+    # Written with the mode of every other output (0666 less the umask).
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in exported.values():
+        assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask, path
 
 
 @pytest.mark.slow

@@ -161,6 +161,11 @@ def export_litert(
     os.makedirs(directory, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=directory, suffix=".tmp", delete=False) as f:
         f.write(blob)
+    # NamedTemporaryFile makes its file 0600; the .tflite gets the mode every
+    # other output has (0666 less the umask, 0644 by default).
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(f.name, 0o666 & ~umask)
     os.replace(f.name, path)
     logging.info(
         "Exported the %s LiteRT model (%s, %.1f MB) to %s",
