@@ -54,8 +54,8 @@ class LiteRTExportOptions:
     labels: tuple | None = None
     text_pair: bool | None = None
     max_query_length: int = 64
-    use_crf: bool = False
-    crf_constrained: bool = False
+    use_crf: bool | None = None
+    crf_constrained: bool | None = None
 
     def __post_init__(self):
         required("model_type", self.model_type)
@@ -75,7 +75,7 @@ class LiteRTExportOptions:
             object.__setattr__(self, "labels", tuple(self.labels))
         positive("max_seq_length", self.max_seq_length)
         positive("max_query_length", self.max_query_length)
-        if self.crf_constrained and not self.use_crf:
+        if self.crf_constrained and self.use_crf is False:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
         if self.do_lower_case is not None:
             tokenization.validate_case_matches_checkpoint(
