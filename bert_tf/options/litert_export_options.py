@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
@@ -60,6 +61,7 @@ class LiteRTExportOptions:
     def __post_init__(self):
         required("model_type", self.model_type)
         required("init_checkpoint", self.init_checkpoint)
+        existing_checkpoint("init_checkpoint", self.init_checkpoint)
         required("output_file", self.output_file)
         if self.model_type not in LITERT_MODEL_TYPES:
             raise UserInputError(

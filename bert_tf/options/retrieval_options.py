@@ -10,7 +10,9 @@ combine them with the run.
 import dataclasses
 import os
 
+from bert_tf.data_prep.beir import CORPUS_FILE
 from bert_tf.errors import UserInputError
+from bert_tf.retrieval.milvus_store import check_milvus_uri
 from bert_tf.retrieval.vector_store import METRICS
 
 INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
@@ -121,6 +123,8 @@ class RetrievalOptions:
                 f"--metric_type={self.metric_type}: expected one of {', '.join(METRICS)}"
             )
         check_rerank_checkpoint(self.rerank_checkpoint)
+        if self.milvus_uri:
+            check_milvus_uri(self.milvus_uri)
 
     def check(self, run):
         """The checks that need the `RunOptions` too (before TensorFlow loads)."""
@@ -129,6 +133,7 @@ class RetrievalOptions:
                 "At least one of --do_train, --do_index, --do_eval or --export_dir "
                 "must be given."
             )
+        run.check_paths()
         if self.rerank_checkpoint and not run.export:
             raise UserInputError(
                 "--rerank_checkpoint: the two-stage SavedModel needs --export_dir"
@@ -161,9 +166,15 @@ class RetrievalOptions:
 
 
 def check_beir_dir(data_dir):
-    """--data_dir is a directory."""
+    """--data_dir is a directory holding the BEIR corpus."""
     if not data_dir or not os.path.isdir(data_dir):
         raise UserInputError(f"--data_dir={data_dir}: not a directory")
+    corpus = os.path.join(data_dir, CORPUS_FILE)
+    if not os.path.isfile(corpus):
+        raise UserInputError(
+            f"--data_dir={data_dir}: no {CORPUS_FILE} (the BEIR layout: "
+            f"{CORPUS_FILE}, queries.jsonl, qrels/<split>.tsv)"
+        )
 
 
 def check_passages(passage_length, passage_stride):

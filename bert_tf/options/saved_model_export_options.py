@@ -5,6 +5,7 @@ import os
 
 from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
@@ -94,6 +95,7 @@ class SavedModelExportOptions:
     def __post_init__(self):
         required("model_type", self.model_type)
         required("init_checkpoint", self.init_checkpoint)
+        existing_checkpoint("init_checkpoint", self.init_checkpoint)
         if self.model_type not in MODEL_TYPES:
             # Library callers skip the CLI's enum check; an unknown type must
             # not fall through to the encoder export.

@@ -56,6 +56,26 @@ def _is_server(uri):
     return uri.startswith(("http://", "https://", "tcp://", "grpc://"))
 
 
+def check_milvus_uri(uri, flag="--milvus_uri"):
+    """A server URI, or a Milvus Lite file ending in .db in an existing
+    directory; needs neither pymilvus nor TensorFlow, so a tool checks it
+    before loading anything.
+
+    Raises:
+        UserInputError: naming `flag` (the parameter or flag that gave `uri`).
+    """
+    if _is_server(uri):
+        return
+    if not uri.endswith(".db"):
+        raise UserInputError(
+            f"{flag}={uri}: a Milvus Lite file must end in .db "
+            "(or give http://host:19530 for a server)"
+        )
+    directory = os.path.dirname(os.path.abspath(uri))
+    if not os.path.isdir(directory):
+        raise UserInputError(f"{flag}={uri}: no directory {directory}")
+
+
 class MilvusStore(VectorStore):
     """A Milvus collection of passage vectors, opened or created.
 
@@ -140,15 +160,8 @@ class MilvusStore(VectorStore):
 
         _quiet_client_logs()
         options = {}
+        check_milvus_uri(uri, flag)
         if not _is_server(uri):
-            if not uri.endswith(".db"):
-                raise UserInputError(
-                    f"{flag}={uri}: a Milvus Lite file must end in .db "
-                    "(or give http://host:19530 for a server)"
-                )
-            directory = os.path.dirname(os.path.abspath(uri))
-            if not os.path.isdir(directory):
-                raise UserInputError(f"{flag}={uri}: no directory {directory}")
             # pymilvus pings every 10 s; Milvus Lite's in-process gRPC server
             # keeps gRPC's default of at most one ping per 5 min, answers a
             # long call or idle spell with GOAWAY "too_many_pings" and logs it.

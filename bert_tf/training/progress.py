@@ -10,7 +10,6 @@ every tenth of the work and at least every `PLAIN_INTERVAL_SECONDS`.
 import sys
 import time
 
-import keras
 from absl import logging
 
 # The input every bert_tf batch has; its first dimension is the batch size.
@@ -41,6 +40,8 @@ def progress_bar(total, unit_name="step", stateful_metrics=None, show=None):
         show = logging.get_verbosity() >= logging.INFO
     if show and not _stdout_is_terminal():
         return PlainProgress(total, unit_name)
+    import keras
+
     return keras.utils.Progbar(
         total,
         unit_name=unit_name,
