@@ -82,6 +82,8 @@ def _read_results(path):
 
 
 def test_options_are_checked_before_tensorflow(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d", "text": "a"}\n')
+
     def options(**kwargs):
         return RetrievalOptions(data_dir=str(tmp_path), **kwargs)
 
@@ -96,6 +98,13 @@ def test_options_are_checked_before_tensorflow(tmp_path):
         options(hard_negatives=-1)
     with pytest.raises(UserInputError, match="--data_dir=.*: not a directory"):
         RetrievalOptions(data_dir=str(tmp_path / "missing"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserInputError, match="--data_dir=.*: no corpus.jsonl"):
+        RetrievalOptions(data_dir=str(tmp_path / "empty"))
+    with pytest.raises(UserInputError, match="--milvus_uri=.*: a Milvus Lite file"):
+        options(milvus_uri=str(tmp_path / "index.txt"))
+    with pytest.raises(UserInputError, match="--init_checkpoint: .* does not exist"):
+        options().check(run(do_eval=True, init_checkpoint=str(tmp_path / "nothing")))
     with pytest.raises(UserInputError, match="--rerank_checkpoint: the two-stage"):
         options(rerank_checkpoint=str(tmp_path)).check(run(do_eval=True))
     assert options().uri(str(tmp_path)) == os.path.join(str(tmp_path), "index.db")

@@ -557,7 +557,7 @@ def test_run_ner_reads_conll2003_from_tfds(tfds_dirs, tmp_path):
     run = RunOptions(
         output_dir=str(tmp_path),
         vocab_file=None,
-        init_checkpoint="x",
+        init_checkpoint=str(tmp_path),  # exists; never read here
         do_train=True,
         do_eval=True,
     )
