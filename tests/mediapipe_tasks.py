@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 
+
 def mediapipe_python():
     """An interpreter that imports mediapipe, or None."""
     explicit = os.environ.get("BERT_TF_MEDIAPIPE_PYTHON")

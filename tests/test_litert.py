@@ -240,6 +240,11 @@ def test_classifier_answers_raw_text_as_the_keras_model(
     np.testing.assert_allclose(
         int8(text_a=TEXTS_A, text_b=TEXTS_B)["probabilities"], want, atol=0.05
     )
+    # Written with the mode of every other output (0666 less the umask).
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in exported.values():
+        assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask, path
 
 
 @pytest.mark.slow
@@ -357,9 +362,14 @@ def test_crf_flag_must_match_the_checkpoint(crf_checkpoint, shared_data, tmp_pat
     from bert_tf.tasks import litert_export
 
     directory, labels = crf_checkpoint
-    # Without --use_crf the transitions would be dropped: argmax tags.
+    # --nouse_crf would drop the transitions: argmax tags.
     with pytest.raises(bert_tf.UserInputError, match="CRF tagger.*add --use_crf"):
-        litert_export.run(_tagger_options(directory, labels, shared_data))
+        litert_export.run(
+            _tagger_options(directory, labels, shared_data, use_crf=False)
+        )
+    # Left out, with no run recorded beside it: the checkpoint's own CRF.
+    path = litert_export.run(_tagger_options(directory, labels, shared_data))
+    assert LiteRTModel(path).metadata["decoding"] == "viterbi"
     softmax = bert_tf.BertTokenClassifier(
         tiny_bert_config(30522, intermediate_size=48), num_labels=len(labels)
     )
@@ -367,7 +377,9 @@ def test_crf_flag_must_match_the_checkpoint(crf_checkpoint, shared_data, tmp_pat
     with pytest.raises(bert_tf.UserInputError, match="no CRF transitions"):
         litert_export.run(_tagger_options(tmp_path, labels, shared_data, use_crf=True))
     with pytest.raises(bert_tf.UserInputError, match="add --use_crf"):
-        _tagger_options(directory, labels, shared_data, crf_constrained=True)
+        _tagger_options(
+            directory, labels, shared_data, crf_constrained=True, use_crf=False
+        )
 
 
 @pytest.mark.slow

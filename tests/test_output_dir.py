@@ -120,3 +120,30 @@ def test_an_unreadable_newest_checkpoint_is_reported_and_the_previous_used(
     with pytest.raises(ValueError, match="No readable checkpoint") as error:
         restore_newest_readable(checkpoint, manager.checkpoints)
     assert newest in str(error.value) and restored in str(error.value)
+
+
+def test_a_failed_run_removes_the_output_dir_it_created_while_empty(tmp_path):
+    created = tmp_path / "new" / "run"
+    with pytest.raises(RuntimeError):
+        with OutputDirLock(str(created)):
+            os.makedirs(created / "tensorboard" / "train")
+            raise RuntimeError("the run failed")
+    assert not created.exists()
+    # A folder that was there before, or one the run wrote a file into, stays.
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(RuntimeError):
+        with OutputDirLock(str(existing)):
+            raise RuntimeError("the run failed")
+    assert existing.is_dir() and not os.listdir(existing)
+    written = tmp_path / "written"
+    with pytest.raises(RuntimeError):
+        with OutputDirLock(str(written)):
+            (written / "eval_results.txt").write_text("accuracy = 0.8\n")
+            raise RuntimeError("the run failed")
+    assert os.listdir(written) == ["eval_results.txt"]
+    # A run that succeeds keeps its (empty) folder.
+    kept = tmp_path / "kept"
+    with OutputDirLock(str(kept)):
+        pass
+    assert kept.is_dir()

@@ -236,6 +236,7 @@ def test_a_sentence_encoder_directory_is_not_a_cross_encoder(shared_data, tmp_pa
 
 # --- serving ---------------------------------------------------------------
 
+
 def test_signature_scores_real_pairs_and_ranks_padding_last(tiny_reranker):
     import tensorflow as tf
 

@@ -156,7 +156,7 @@ def test_export_decodes_with_viterbi_in_a_fresh_process(run_dir, tmp_path):
     assert differs_from_argmax >= 1
 
 
-def test_export_script_needs_the_crf_flag(run_dir, tmp_path):
+def test_export_reads_the_crf_from_the_run(run_dir, tmp_path):
     from bert_tf.options import ExportOptions
     from bert_tf.options import SavedModelExportOptions
     from bert_tf.tasks import saved_model_export
@@ -170,8 +170,10 @@ def test_export_script_needs_the_crf_flag(run_dir, tmp_path):
             **crf,
         )
 
+    # A flag that contradicts the checkpoint: one line.
     with pytest.raises(bert_tf.UserInputError, match="add --use_crf"):
         saved_model_export.run(options(use_crf=False))
-    path = saved_model_export.run(options(use_crf=True, crf_constrained=True))
+    # Left out: the run's --use_crf --crf_constrained (run_settings.json).
+    path = saved_model_export.run(options())
     with open(os.path.join(path, "assets.extra", "bert_tf_export.json")) as f:
         assert json.load(f)["decoding"] == "viterbi_iob2"

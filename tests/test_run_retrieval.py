@@ -82,6 +82,8 @@ def _read_results(path):
 
 
 def test_options_are_checked_before_tensorflow(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d", "text": "a"}\n')
+
     def options(**kwargs):
         return RetrievalOptions(data_dir=str(tmp_path), **kwargs)
 
@@ -106,6 +108,13 @@ def test_options_are_checked_before_tensorflow(tmp_path):
         options(fusion="max")
     with pytest.raises(UserInputError, match="--bm25_b=2.0: k1 must be"):
         options(bm25_b=2.0)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserInputError, match="--data_dir=.*: no corpus.jsonl"):
+        RetrievalOptions(data_dir=str(tmp_path / "empty"))
+    with pytest.raises(UserInputError, match="--milvus_uri=.*: a Milvus Lite file"):
+        options(milvus_uri=str(tmp_path / "index.txt"))
+    with pytest.raises(UserInputError, match="--init_checkpoint: .* does not exist"):
+        options().check(run(do_eval=True, init_checkpoint=str(tmp_path / "nothing")))
     assert options().uri(str(tmp_path)) == os.path.join(str(tmp_path), "index.db")
     hnsw = options(index_type="HNSW", hnsw_ef=16, eval_top_k=100)
     assert hnsw.search_params() == {"ef": 100}

@@ -10,6 +10,8 @@ from cli_script import REPO
 from cli_script import run_script
 
 SCRIPT = os.path.join(REPO, "run_similarity.py")
+EMBED = os.path.join(REPO, "embed.py")
+EXPORT_LITERT = os.path.join(REPO, "export_litert.py")
 
 
 def _embeddings(rows, seed):
@@ -162,3 +164,26 @@ def test_run_similarity_trains_evaluates_saves_and_exports(
     )
     np.testing.assert_allclose(served[0]["embeddings"], a[:5], atol=2e-5)
     np.testing.assert_allclose(served[1]["cosine"], cosine[:5], atol=2e-5)
+    # The installed tools read the run's output_dir as the pipeline does: its
+    # pooling, normalization, length and casing, no flags needed.
+    texts = tmp_path / "texts.txt"
+    texts.write_text("".join(f"{text}\n" for text in first[:5]))
+    run_script(
+        EMBED,
+        f"--init_checkpoint={output}",
+        f"--input_file={texts}",
+        f"--output_file={tmp_path / 'embedded.npy'}",
+    )
+    np.testing.assert_allclose(np.load(tmp_path / "embedded.npy"), a[:5], atol=2e-5)
+    run_script(
+        EXPORT_LITERT,
+        "--model_type=embedding",
+        f"--init_checkpoint={output}",
+        f"--output_file={tmp_path / 'embedding.tflite'}",
+        "--quantization=none",
+    )
+    from bert_tf.serving.litert_model import LiteRTModel
+
+    litert = LiteRTModel(str(tmp_path / "embedding.tflite"))
+    assert litert.metadata["seq_length"] == 48
+    np.testing.assert_allclose(litert.encode(first[:5]), a[:5], atol=1e-4)

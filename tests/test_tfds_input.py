@@ -9,6 +9,7 @@ uses `tfds.testing.mock_data`.
 import json
 import os
 import sys
+import tempfile
 import types
 
 import numpy as np
@@ -49,7 +50,23 @@ BRUSSELS NNP B-NP B-LOC
 """
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module", autouse=True)
+def temp_dirs_of_tfds_kept_here(tmp_path_factory):
+    """TFDS's `DatasetInfo.initialize_from_bucket` makes a `tempfile.mkdtemp("tfds")`
+    it never removes (10 per run of this module): those go below pytest's
+    temporary folder, here and in the processes the tests start."""
+    folder = str(tmp_path_factory.mktemp("tempfile"))
+    before = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = os.environ["TMPDIR"] = folder
+    yield folder
+    tempfile.tempdir = before[0]
+    if before[1] is None:
+        del os.environ["TMPDIR"]
+    else:
+        os.environ["TMPDIR"] = before[1]
+
+
+@pytest.fixture(scope="module")
 def tfds_dirs(shared_data, tmp_path_factory):
     """(TFDS data dir, folder of the trimmed GLUE copies, SQuAD files)."""
     tfds.disable_progress_bar()
@@ -140,7 +157,7 @@ def _write_squad_files(shared_data, folder):
     return files
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tokenizer(shared_data):
     vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
     return tokenization.FullTokenizer(vocab, do_lower_case=True)
@@ -540,7 +557,7 @@ def test_run_ner_reads_conll2003_from_tfds(tfds_dirs, tmp_path):
     run = RunOptions(
         output_dir=str(tmp_path),
         vocab_file=None,
-        init_checkpoint="x",
+        init_checkpoint=str(tmp_path),  # exists; never read here
         do_train=True,
         do_eval=True,
     )

@@ -271,3 +271,30 @@ def test_evaluation_searches_a_flat_lite_collection_exactly(tmp_path):
         str(tmp_path / "h.db"), "c", DIM, "model-a", index_type="HNSW"
     ) as hnsw:
         assert searched_for_evaluation(hnsw) is hnsw
+
+
+@pytest.mark.slow
+def test_milvus_lite_and_faiss_info_lines_are_not_logged(tmp_path):
+    # A fresh process: faiss logs its loading once per process, on the first
+    # Milvus Lite file opened.
+    code = textwrap.dedent(
+        f"""
+        import logging, sys
+        import numpy as np
+        logging.basicConfig(level=logging.INFO, stream=sys.stdout)
+        from bert_tf.retrieval.milvus_store import MilvusStore
+        from bert_tf.retrieval.vector_store import StoredPassage
+        with MilvusStore({str(tmp_path / "i.db")!r}, "c", 4, "m") as store:
+            store.upsert([StoredPassage("p", "d", "h")], np.ones((1, 4), np.float32))
+            store.search(np.ones((1, 4), np.float32), 1)
+        logging.getLogger("milvus_lite").warning("warnings stay")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = (result.stdout + result.stderr).splitlines()
+    assert "WARNING:milvus_lite:warnings stay" in lines
+    noisy = [line for line in lines if line.startswith(("INFO:faiss", "INFO:milvus"))]
+    assert not noisy, noisy

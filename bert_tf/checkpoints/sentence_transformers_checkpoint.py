@@ -28,6 +28,8 @@ from bert_tf.layers.sentence_pooling import POOLING_MODES
 
 MODULES_FILE = "modules.json"
 SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
+# Where a run's output_dir keeps its trained encoder in this layout.
+TRAINED_MODEL_SUBDIR = "sentence_transformers"
 # The Dense module's names in our checkpoints (TF1 layout: kernel [in, out]).
 DENSE_KERNEL = "sentence_dense/kernel"
 DENSE_BIAS = "sentence_dense/bias"
@@ -61,6 +63,22 @@ _HF_HIDDEN_ACT = {
 
 def is_sentence_transformers_dir(path):
     return os.path.isdir(path) and os.path.exists(os.path.join(path, MODULES_FILE))
+
+
+def sentence_transformers_dir_of(path):
+    """The sentence-transformers directory `path` names, or None.
+
+    `path` itself when it is one; its `TRAINED_MODEL_SUBDIR` when it is the
+    output_dir of a run that saved its encoder there (run_similarity), so
+    every tool reads the pooling, normalization, length and casing the run
+    trained with rather than asking for them again.
+    """
+    if not isinstance(path, str):
+        return None
+    for candidate in (path, os.path.join(path, TRAINED_MODEL_SUBDIR)):
+        if is_sentence_transformers_dir(candidate):
+            return candidate
+    return None
 
 
 @dataclasses.dataclass

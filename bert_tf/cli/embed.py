@@ -67,9 +67,22 @@ def define_flags():
     )
 
 
-def run(flags_obj):
+def checked_input(flags_obj):
+    """`(flags, rows)`: the paths and every input row checked before
+    TensorFlow loads (a bad file is named in a second, not after the model)."""
+    from bert_tf.options.checks import existing_checkpoint
+    from bert_tf.options.checks import existing_path
+    from bert_tf.tasks.embed_file import count_rows
+
+    f = flags_obj
+    existing_checkpoint("init_checkpoint", f.init_checkpoint)
+    existing_path("input_file", f.input_file)
+    return f, count_rows(f.input_file, f.input_format, f.text_column, f.id_column)
+
+
+def run(flags_obj, rows):
     """The model of --init_checkpoint, then `bert_tf.tasks.embed_file.embed_file`
-    (TensorFlow imported now)."""
+    over the `rows` rows `checked_input` counted (TensorFlow imported now)."""
     from bert_tf.tasks.embed_file import embed_file
 
     f = flags_obj
@@ -95,6 +108,7 @@ def run(flags_obj):
         id_column=f.id_column,
         batch_size=f.batch_size,
         output_tfrecord=f.output_tfrecord,
+        rows=rows,
     )
 
 
@@ -121,8 +135,6 @@ def _litert_model(f):
             f"--{given[0]}: {f.init_checkpoint} is a LiteRT export, whose "
             "tokenization and pooling are fixed in the file; leave the flag out"
         )
-    if not os.path.isfile(f.init_checkpoint):
-        raise UserInputError(f"--init_checkpoint: {f.init_checkpoint} does not exist")
     try:
         model = LiteRTModel(f.init_checkpoint, num_threads=os.cpu_count() or 1)
         model.require_model("embedding")
@@ -144,6 +156,7 @@ COMMAND = Command(
     define_flags,
     run,
     required=("init_checkpoint", "input_file", "output_file"),
+    options=checked_input,
 )
 
 

@@ -96,14 +96,16 @@ def define_flags():
     )
     flags.DEFINE_bool(
         "use_crf",
-        False,
+        None,
         "tagger: the checkpoint is a run_ner.py --use_crf tagger (CRF transitions "
-        "cls/crf/*); the SavedModel decodes its tags with Viterbi.",
+        "cls/crf/*); the SavedModel decodes its tags with Viterbi. Default: as "
+        "the run recorded it, else whether the checkpoint holds CRF transitions.",
     )
     flags.DEFINE_bool(
         "crf_constrained",
-        False,
-        "tagger, with --use_crf: decode only well-formed IOB2 tag sequences.",
+        None,
+        "tagger, with --use_crf: decode only well-formed IOB2 tag sequences. "
+        "Default: as the run recorded it.",
     )
     flags.DEFINE_integer("max_query_length", 64, "span: question tokens kept.")
     flags.DEFINE_integer(

@@ -13,13 +13,13 @@ from bert_tf.checkpoints.name_map import encoder_variables
 from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_BIAS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_KERNEL
 from bert_tf.checkpoints.sentence_transformers_checkpoint import (
-    is_sentence_transformers_dir,
-)
-from bert_tf.checkpoints.sentence_transformers_checkpoint import (
     read_sentence_transformers,
 )
 from bert_tf.checkpoints.sentence_transformers_checkpoint import (
     save_sentence_transformers,
+)
+from bert_tf.checkpoints.sentence_transformers_checkpoint import (
+    sentence_transformers_dir_of,
 )
 from bert_tf.config import BertConfig
 from bert_tf.layers.sentence_pooling import SentencePooling
@@ -225,7 +225,8 @@ class BertSentenceEncoder(BertTaskModel):
 
         Args:
             path: a sentence-transformers directory (modules.json beside the
-                model), or a checkpoint prefix or directory.
+                model), a run's output_dir holding one (run_similarity's
+                `sentence_transformers/`), or a checkpoint prefix or directory.
             config: optional `BertConfig` (or its file) instead of the one found.
             pooling: the pooling mode(s); required unless `path` is a
                 sentence-transformers directory (which says its own).
@@ -243,7 +244,9 @@ class BertSentenceEncoder(BertTaskModel):
                 plain checkpoint.
         """
         path = os.fspath(path) if not hasattr(path, "reader") else path
-        if isinstance(path, str) and is_sentence_transformers_dir(path):
+        st_dir = sentence_transformers_dir_of(path)
+        if st_dir is not None:
+            path = st_dir
             info = read_sentence_transformers(path)
             if pooling is not None and pooling_modes(pooling) != info.pooling:
                 raise ValueError(

@@ -1,6 +1,7 @@
 """The checks the option types share; each message names the flag at fault."""
 
 import dataclasses
+import glob
 import os
 
 from bert_tf.errors import UserInputError
@@ -19,6 +20,19 @@ def existing_path(name, path, what="does not exist"):
     """
     if path and "://" not in str(path) and not os.path.exists(path):
         raise UserInputError(f"--{name}: {path} {what}")
+
+
+def existing_checkpoint(name, path):
+    """`--name: path does not exist` for a local checkpoint that is missing:
+    neither a file or directory nor a TF checkpoint prefix (`path.index`)."""
+    if not path or "://" in str(path) or os.path.exists(path):
+        return
+    if glob.glob(glob.escape(str(path)) + ".*"):
+        return
+    raise UserInputError(
+        f"--{name}: {path} does not exist (no such file, directory or "
+        "checkpoint prefix)"
+    )
 
 
 def required(name, value):

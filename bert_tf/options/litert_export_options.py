@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
@@ -60,13 +61,14 @@ class LiteRTExportOptions:
     labels: tuple | None = None
     text_pair: bool | None = None
     max_query_length: int = 64
-    use_crf: bool = False
-    crf_constrained: bool = False
+    use_crf: bool | None = None
+    crf_constrained: bool | None = None
     target: str = "raw_text"
 
     def __post_init__(self):
         required("model_type", self.model_type)
         required("init_checkpoint", self.init_checkpoint)
+        existing_checkpoint("init_checkpoint", self.init_checkpoint)
         required("output_file", self.output_file)
         if self.model_type not in LITERT_MODEL_TYPES:
             raise UserInputError(
@@ -88,7 +90,7 @@ class LiteRTExportOptions:
             object.__setattr__(self, "labels", tuple(self.labels))
         positive("max_seq_length", self.max_seq_length)
         positive("max_query_length", self.max_query_length)
-        if self.crf_constrained and not self.use_crf:
+        if self.crf_constrained and self.use_crf is False:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
         if self.do_lower_case is not None:
             tokenization.validate_case_matches_checkpoint(

@@ -92,7 +92,7 @@ class RerankerOptions:
         """The checks that need the `RunOptions` too (before TensorFlow loads)."""
         run.at_least_one("do_train", "do_eval")
         required("init_checkpoint", run.init_checkpoint)
-        existing_path("init_checkpoint", run.init_checkpoint)
+        run.check_paths()
         splits = []
         if run.do_train:
             splits.append(("train_split", self.train_split))

@@ -10,9 +10,11 @@ combine them with the run.
 import dataclasses
 import os
 
+from bert_tf.data_prep.beir import CORPUS_FILE
 from bert_tf.errors import UserInputError
 from bert_tf.retrieval.bm25 import DEFAULT_B
 from bert_tf.retrieval.bm25 import DEFAULT_K1
+from bert_tf.retrieval.milvus_store import check_milvus_uri
 from bert_tf.retrieval.quantized_vectors import VECTOR_TYPES
 from bert_tf.retrieval.vector_store import FUSIONS
 from bert_tf.retrieval.vector_store import METRICS
@@ -199,6 +201,8 @@ class RetrievalOptions:
                 f"--vector_type={self.vector_type}: --retrieval_mode=bm25 keeps "
                 "no dense vectors"
             )
+        if self.milvus_uri:
+            check_milvus_uri(self.milvus_uri)
 
     def check(self, run):
         """The checks that need the `RunOptions` too (before TensorFlow loads)."""
@@ -207,6 +211,7 @@ class RetrievalOptions:
                 "At least one of --do_train, --do_index, --do_eval or --export_dir "
                 "must be given."
             )
+        run.check_paths()
         if self.rerank_checkpoint and not (run.export or run.do_eval):
             raise UserInputError(
                 "--rerank_checkpoint: needs --do_eval (re-ranked results) or "
@@ -245,9 +250,15 @@ class RetrievalOptions:
 
 
 def check_beir_dir(data_dir):
-    """--data_dir is a directory."""
+    """--data_dir is a directory holding the BEIR corpus."""
     if not data_dir or not os.path.isdir(data_dir):
         raise UserInputError(f"--data_dir={data_dir}: not a directory")
+    corpus = os.path.join(data_dir, CORPUS_FILE)
+    if not os.path.isfile(corpus):
+        raise UserInputError(
+            f"--data_dir={data_dir}: no {CORPUS_FILE} (the BEIR layout: "
+            f"{CORPUS_FILE}, queries.jsonl, qrels/<split>.tsv)"
+        )
 
 
 def check_passages(passage_length, passage_stride):

@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import sequence_length_fits
@@ -95,6 +96,7 @@ class RunOptions:
         """The input files named exist (local paths; before TensorFlow loads)."""
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
+        existing_checkpoint("init_checkpoint", self.init_checkpoint)
 
     def check_config(self, config):
         """The original's check: max_seq_length ≤ the model's positions (None:

@@ -5,6 +5,7 @@ import os
 
 from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
@@ -47,6 +48,8 @@ class SavedModelExportOptions:
         mean_sqrt_len_tokens.
       use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
         decoded with Viterbi; constrained: well-formed IOB2 paths only).
+        None: as the run recorded them, else use_crf when the checkpoint
+        holds CRF transitions.
       data_dir, passage_length, passage_stride, metric_type: retrieval: the
         BEIR corpus embedded into the SavedModel, cut into passages as
         run_retrieval cuts it, and the search's metric.
@@ -80,8 +83,8 @@ class SavedModelExportOptions:
     max_context_bytes: int = MAX_CONTEXT_BYTES
     max_windows: int = MAX_WINDOWS
     pooling: str | None = None
-    use_crf: bool = False
-    crf_constrained: bool = False
+    use_crf: bool | None = None
+    crf_constrained: bool | None = None
     data_dir: str | None = None
     passage_length: int | None = None
     passage_stride: int | None = None
@@ -92,6 +95,7 @@ class SavedModelExportOptions:
     def __post_init__(self):
         required("model_type", self.model_type)
         required("init_checkpoint", self.init_checkpoint)
+        existing_checkpoint("init_checkpoint", self.init_checkpoint)
         if self.model_type not in MODEL_TYPES:
             # Library callers skip the CLI's enum check; an unknown type must
             # not fall through to the encoder export.
@@ -101,7 +105,7 @@ class SavedModelExportOptions:
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
         positive("max_seq_length", self.max_seq_length)
-        if self.crf_constrained and not self.use_crf:
+        if self.crf_constrained and self.use_crf is False:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
         self.span_options()  # its checks: positive sizes
         if self.do_lower_case is not None:

@@ -98,6 +98,7 @@ class SimilarityOptions:
     def check(self, run):
         """The checks that need the `RunOptions`, then the input paths."""
         run.at_least_one("do_train", "do_eval")
+        run.check_paths()
         do_train, do_eval = run.do_train, run.do_eval
         if do_train and not self.train_file:
             raise UserInputError("--do_train needs --train_file")

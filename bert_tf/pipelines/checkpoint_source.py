@@ -19,8 +19,6 @@ SCRIPT_FAMILIES = {
     "run_pretraining": "pretrainer",
 }
 SETTINGS_FILE = "run_settings.json"
-# run_similarity writes its model here too, with the pooling it trained.
-SENTENCE_TRANSFORMERS_SUBDIR = "sentence_transformers"
 SPAN_FIELDS = (
     "max_query_length",
     "max_answer_length",
@@ -203,15 +201,12 @@ class CheckpointSource:
 
     def _load_embedding(self, seq_length, pooling):
         from bert_tf.checkpoints.sentence_transformers_checkpoint import (
-            is_sentence_transformers_dir,
+            sentence_transformers_dir_of,
         )
         from bert_tf.models import BertSentenceEncoder
 
         path = self.path
-        beside = os.path.join(path, SENTENCE_TRANSFORMERS_SUBDIR)
-        if os.path.isdir(beside):
-            path = beside
-        if not is_sentence_transformers_dir(path):
+        if sentence_transformers_dir_of(path) is None:
             pooling = pooling or "mean"
         try:
             self.model = BertSentenceEncoder.from_checkpoint(

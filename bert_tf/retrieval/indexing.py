@@ -7,7 +7,6 @@ tasks (the caller passes the dual encoder, the passages and the store).
 
 import hashlib
 
-import keras
 import numpy as np
 from absl import logging
 
@@ -20,6 +19,7 @@ from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.quantized_vectors import fit_int8_scale
 from bert_tf.retrieval.vector_store import StoredPassage
 from bert_tf.text.tokenization import FullTokenizer
+from bert_tf.training.progress import progress_bar
 
 # Passages embedded and written per step of `index_corpus` (what a kill can lose).
 INDEX_CHUNK = 256
@@ -86,11 +86,6 @@ def passages_of(corpus, towers, passage_length=None, passage_stride=None):
     return passages
 
 
-def _progress_bar(total, unit):
-    show = logging.get_verbosity() >= logging.INFO
-    return keras.utils.Progbar(total, unit_name=unit, verbose=1 if show else 0)
-
-
 def index_corpus(
     towers, passages, store, batch_size=64, bm25_k1=DEFAULT_K1, bm25_b=DEFAULT_B
 ):
@@ -144,7 +139,7 @@ def index_corpus(
             vectors = towers.encode_documents([p.text for p in sample], batch_size)
             store.set_int8_scale(fit_int8_scale(vectors))
             embedded = dict(zip((p.id for p in sample), vectors, strict=True))
-    bar = _progress_bar(len(todo), "passage")
+    bar = progress_bar(len(todo), unit_name="passage")
     for start in range(0, len(todo), INDEX_CHUNK):
         chunk = todo[start : start + INDEX_CHUNK]
         vectors = None

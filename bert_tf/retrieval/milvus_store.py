@@ -58,9 +58,16 @@ def _quiet_client_logs():
     query iterator, which then falls back to a client-side timestamp). The
     store turns real failures into one-line errors. Called after pymilvus is
     imported: its import configures its loggers afresh.
+
+    Milvus Lite logs its server's start and stop and every background index
+    build ("bg: built 1 segment indexes") at INFO, and faiss, which it loads,
+    logs each CPU variant it tries (with the ModuleNotFoundError of those it
+    lacks): 10 of run_retrieval's 27 lines were theirs. Their warnings stay.
     """
     logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
     logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
+    for name in ("milvus_lite", "faiss"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _is_server(uri):
@@ -72,6 +79,26 @@ def _describe(dense, lexical, bm25_function, vector_type):
     if lexical:
         parts.append("Milvus BM25" if bm25_function else "BM25 sparse vectors")
     return " + ".join(parts)
+
+
+def check_milvus_uri(uri, flag="--milvus_uri"):
+    """A server URI, or a Milvus Lite file ending in .db in an existing
+    directory; needs neither pymilvus nor TensorFlow, so a tool checks it
+    before loading anything.
+
+    Raises:
+        UserInputError: naming `flag` (the parameter or flag that gave `uri`).
+    """
+    if _is_server(uri):
+        return
+    if not uri.endswith(".db"):
+        raise UserInputError(
+            f"{flag}={uri}: a Milvus Lite file must end in .db "
+            "(or give http://host:19530 for a server)"
+        )
+    directory = os.path.dirname(os.path.abspath(uri))
+    if not os.path.isdir(directory):
+        raise UserInputError(f"{flag}={uri}: no directory {directory}")
 
 
 class MilvusStore(VectorStore):
@@ -207,15 +234,8 @@ class MilvusStore(VectorStore):
 
         _quiet_client_logs()
         options = {}
+        check_milvus_uri(uri, flag)
         if not _is_server(uri):
-            if not uri.endswith(".db"):
-                raise UserInputError(
-                    f"{flag}={uri}: a Milvus Lite file must end in .db "
-                    "(or give http://host:19530 for a server)"
-                )
-            directory = os.path.dirname(os.path.abspath(uri))
-            if not os.path.isdir(directory):
-                raise UserInputError(f"{flag}={uri}: no directory {directory}")
             # pymilvus pings every 10 s; Milvus Lite's in-process gRPC server
             # keeps gRPC's default of at most one ping per 5 min, answers a
             # long call or idle spell with GOAWAY "too_many_pings" and logs it.

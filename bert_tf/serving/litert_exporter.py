@@ -213,6 +213,11 @@ def write_atomically(path, blob):
     os.makedirs(directory, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=directory, suffix=".tmp", delete=False) as f:
         f.write(blob)
+    # NamedTemporaryFile makes its file 0600; the file gets the mode every
+    # other output has (0666 less the umask, 0644 by default).
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(f.name, 0o666 & ~umask)
     os.replace(f.name, path)
 
 

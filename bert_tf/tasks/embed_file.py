@@ -12,12 +12,12 @@ import json
 import os
 import time
 
-import keras
 import numpy as np
 from absl import logging
 
 from bert_tf.data_prep.table_reader import BadRowError
 from bert_tf.errors import UserInputError
+from bert_tf.training.progress import progress_bar
 
 INPUT_FORMATS = ("text", "tsv", "csv", "jsonl")
 # Rows embedded per chunk, in batches: sorting a chunk by length is what
@@ -112,6 +112,22 @@ def _table_rows(path, f, file_format, text_column, id_column):
         yield row_id, text
 
 
+def count_rows(input_file, file_format=None, text_column=None, id_column=None):
+    """The number of rows of `input_file`, every row read and checked.
+
+    No model or TensorFlow is needed, so a tool can stop on a bad file, a
+    missing column or an empty input before it loads a model.
+
+    Raises:
+        BadRowError: `path:line: reason` for the first bad row.
+        UserInputError: an input without rows.
+    """
+    rows = sum(1 for _ in iter_rows(input_file, file_format, text_column, id_column))
+    if rows == 0:
+        raise UserInputError(f"{input_file}: no rows to embed")
+    return rows
+
+
 def embed_file(
     model,
     input_file,
@@ -122,6 +138,7 @@ def embed_file(
     batch_size=32,
     chunk_size=DEFAULT_CHUNK_SIZE,
     output_tfrecord=None,
+    rows=None,
 ):
     """Embeds every row of `input_file` with `model` (a `BertSentenceEncoder`,
     or a `bert_tf.serving.litert_model.LiteRTModel` of an embedding export).
@@ -129,11 +146,11 @@ def embed_file(
     Writes `output_file` (float32 `.npy` [rows, dim], memory-mapped),
     `<output_file without .npy>.ids.txt` (one id per line, in row order) and,
     if given, `output_tfrecord` (a `tf.train.Example` per row: `id` bytes,
-    `embedding` floats). Returns the number of rows.
+    `embedding` floats). `rows`: `count_rows`' answer when the caller has
+    it already (the file is then read once less). Returns the number of rows.
     """
-    rows = sum(1 for _ in iter_rows(input_file, file_format, text_column, id_column))
-    if rows == 0:
-        raise UserInputError(f"{input_file}: no rows to embed")
+    if rows is None:
+        rows = count_rows(input_file, file_format, text_column, id_column)
     directory = os.path.dirname(os.path.abspath(output_file))
     os.makedirs(directory, exist_ok=True)
     ids_file = os.path.splitext(output_file)[0] + ".ids.txt"
@@ -148,12 +165,7 @@ def embed_file(
         import tensorflow as tf
 
         writer = tf.io.TFRecordWriter(output_tfrecord + ".tmp")
-    bar = keras.utils.Progbar(
-        rows,
-        unit_name="text",
-        stateful_metrics=["texts/s"],
-        verbose=1 if logging.get_verbosity() >= logging.INFO else 0,
-    )
+    bar = progress_bar(rows, unit_name="text", stateful_metrics=["texts/s"])
     began = time.perf_counter()
     done = 0
     with open(ids_file + ".tmp", "w", encoding="utf-8") as ids:

@@ -50,6 +50,7 @@ from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.text import tokenization
 from bert_tf.training.output_dir import file_fingerprint
+from bert_tf.training.recorded_run import RecordedRun
 from bert_tf.training.train_or_restore import training_steps
 
 TAGGING_SEQUENCE_FEATURES = (*ENCODER_INPUT_NAMES, "label_ids")
@@ -90,9 +91,12 @@ def write_tfds_files(options, run):
 
 def crf_arguments(options, label_list):
     """`BertTokenClassifier` arguments of --use_crf / --crf_constrained."""
-    if not options.use_crf:
+    return _crf_arguments(options.use_crf, options.crf_constrained, label_list)
+
+
+def _crf_arguments(use_crf, constrained, label_list):
+    if not use_crf:
         return {}
-    constrained = options.crf_constrained
     return {"crf": True, "crf_iob2_labels": list(label_list) if constrained else None}
 
 
@@ -110,24 +114,37 @@ def has_crf_variables(names):
 
 
 def tagger_for_export(init_checkpoint, config, options, labels):
-    """The `BertTokenClassifier` an export serves, from `init_checkpoint`, its
-    CRF as `options.use_crf` says, checked against the checkpoint: a CRF
-    checkpoint exported without --use_crf would lose its transitions (argmax
-    tags), and the reverse would decode with zeros."""
-    from bert_tf.models import BertTokenClassifier
+    """The `BertTokenClassifier` an export serves, from `init_checkpoint`.
 
-    model = BertTokenClassifier.from_checkpoint(
-        init_checkpoint,
-        config=config,
-        num_labels=len(labels),
-        **crf_arguments(options, labels),
-    )
+    Its CRF is `options.use_crf`'s when given, else the run's
+    (run_settings.json beside the checkpoint), else the checkpoint's own
+    (CRF transitions among its variables); `crf_constrained` likewise.
+    Checked against the checkpoint: a CRF checkpoint exported without its CRF
+    would lose its transitions (argmax tags), and the reverse would decode
+    with zeros."""
+    recorded = RecordedRun.beside(init_checkpoint).settings
+    use_crf = options.use_crf
+    if use_crf is None and "use_crf" in recorded:
+        use_crf = bool(recorded["use_crf"])
+    constrained = options.crf_constrained
+    if constrained is None:
+        constrained = bool(recorded.get("crf_constrained"))
+
+    def build(crf):
+        return BertTokenClassifier.from_checkpoint(
+            init_checkpoint,
+            config=config,
+            num_labels=len(labels),
+            **_crf_arguments(crf, constrained, labels),
+        )
+
+    model = build(bool(use_crf))
     report = model.checkpoint_load_report
-    check_crf_flag(
-        options.use_crf,
-        [*report.loaded, *report.unused],
-        f"--init_checkpoint={init_checkpoint}",
-    )
+    names = [*report.loaded, *report.unused]
+    if use_crf is None and has_crf_variables(names):
+        logging.info("%s holds a CRF tagger: exported with its CRF", init_checkpoint)
+        return build(True)
+    check_crf_flag(bool(use_crf), names, f"--init_checkpoint={init_checkpoint}")
     return model
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.checkpoints.sentence_transformers_checkpoint import TRAINED_MODEL_SUBDIR
 from bert_tf.data_prep.length_grouped_batches import length_grouped_batches
 from bert_tf.data_prep.similarity_rows import read_similarity_rows
 from bert_tf.errors import UserInputError
@@ -43,9 +44,6 @@ from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.training.output_dir import file_fingerprint
-
-# Where the sentence-transformers copy of the trained model goes.
-SENTENCE_TRANSFORMERS_DIR = "sentence_transformers"
 
 
 class SimilarityTask(Task):
@@ -260,7 +258,7 @@ class SimilarityTask(Task):
 
     def after_training(self, model):
         """The sentence-transformers copy of the trained model."""
-        directory = os.path.join(self.run.output_dir, SENTENCE_TRANSFORMERS_DIR)
+        directory = os.path.join(self.run.output_dir, TRAINED_MODEL_SUBDIR)
         model.save_sentence_transformers(directory)
         logging.info("Saved the sentence-transformers directory %s", directory)
         return directory

@@ -9,6 +9,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import socket
 
 import tensorflow as tf
@@ -37,7 +38,8 @@ class OutputDirLock:
     dead run is simply taken over. Remote paths (`gs://…`) are not locked.
 
     Args:
-        output_dir: the run's output directory (created if missing).
+        output_dir: the run's output directory (created if missing, and
+            removed again if the run fails before writing any file in it).
 
     Example:
     >>> with OutputDirLock("/tmp/mrpc_output"):
@@ -47,6 +49,7 @@ class OutputDirLock:
     def __init__(self, output_dir):
         self.output_dir = output_dir
         self._file = None
+        self._created = False
 
     @property
     def path(self):
@@ -62,6 +65,7 @@ class OutputDirLock:
             raise UserInputError(
                 f"--output_dir={self.output_dir}: exists and is not a directory"
             )
+        self._created = not os.path.exists(self.output_dir)
         os.makedirs(self.output_dir, exist_ok=True)
         while True:
             handle = open(self.path, "a+")  # noqa: SIM115 (held until __exit__)
@@ -100,7 +104,17 @@ class OutputDirLock:
             os.remove(self.path)
             self._file.close()
             self._file = None
+            if exc[0] is not None and self._created:
+                _remove_if_no_files(self.output_dir)
         return False
+
+
+def _remove_if_no_files(directory):
+    """Removes `directory` if it holds only empty folders (a failed run's)."""
+    for _, _, files in os.walk(directory):
+        if files:
+            return
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def _same_file(handle, path):

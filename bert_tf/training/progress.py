@@ -1,16 +1,108 @@
-"""A progress bar over the batches of an evaluation or prediction pass."""
+"""Progress of long work: Keras' bar on a terminal, plain periodic lines elsewhere.
 
-import keras
+Keras' `Progbar` redraws itself with backspaces, carriage returns and ANSI
+colour codes whenever ``posix`` is imported, which is always on Linux: written
+to a file or a CI log, 107 training steps left 852 escape sequences. Where
+standard output is not a terminal, `progress_bar` prints a plain line at
+every tenth of the work and at least every `PLAIN_INTERVAL_SECONDS`.
+"""
+
+import sys
+import time
+
 from absl import logging
 
 # The input every bert_tf batch has; its first dimension is the batch size.
 _BATCH_KEY = "input_ids"
+# At most this long between two plain progress lines.
+PLAIN_INTERVAL_SECONDS = 30.0
+
+
+def progress_bar(total, unit_name="step", stateful_metrics=None, show=None):
+    """A progress display with Keras' `Progbar` interface (`update`).
+
+    Args:
+      total: the count at the end, or None when unknown.
+      unit_name: what is counted ("step", "example", "passage").
+      stateful_metrics: names of values shown as given, not averaged.
+      show: False hides it; None shows it when absl's verbosity is INFO or
+        more (hidden at ``--verbosity=-1``).
+
+    Example:
+
+    ```python
+    bar = progress_bar(len(texts), unit_name="text")
+    for start in range(0, len(texts), 64):
+        bar.update(min(start + 64, len(texts)))
+    ```
+    """
+    if show is None:
+        show = logging.get_verbosity() >= logging.INFO
+    if show and not _stdout_is_terminal():
+        return PlainProgress(total, unit_name)
+    import keras
+
+    return keras.utils.Progbar(
+        total,
+        unit_name=unit_name,
+        stateful_metrics=stateful_metrics,
+        verbose=1 if show else 0,
+    )
+
+
+def _stdout_is_terminal():
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class PlainProgress:
+    """Plain `count/total unit (percent), seconds, name value` lines.
+
+    Args:
+      total: the count at the end, or None when unknown.
+      unit_name: what is counted.
+    """
+
+    def __init__(self, total, unit_name="step"):
+        self.total = total
+        self.unit_name = unit_name
+        self._began = time.monotonic()
+        self._last_line = self._began
+        self._last_tenth = 0
+        self._printed = None
+
+    def update(self, current, values=None, finalize=None):
+        """Records `current` and prints a line when one is due (Progbar's signature)."""
+        now = time.monotonic()
+        if finalize is None:
+            finalize = self.total is not None and current >= self.total
+        tenth = int(10 * current / self.total) if self.total else 0
+        due = (
+            finalize
+            or tenth > self._last_tenth
+            or now - self._last_line >= PLAIN_INTERVAL_SECONDS
+        )
+        if not due or self._printed == current:
+            return
+        self._last_line, self._last_tenth, self._printed = now, tenth, current
+        count = f"{current}/{self.total}" if self.total else f"{current}"
+        line = f"{count} {self.unit_name}s"
+        if self.total:
+            line += f" ({100 * current / self.total:.0f}%)"
+        line += f", {now - self._began:.1f} s"
+        for name, value in values or ():
+            line += (
+                f", {name} {value:.4g}"
+                if isinstance(value, float)
+                else f", {name} {value}"
+            )
+        print(line, file=sys.stdout, flush=True)
 
 
 def batches_with_progress(dataset, num_examples=None):
-    """Yields the batches of `dataset`, advancing a Keras progress bar.
+    """Yields the batches of `dataset`, advancing a progress display.
 
-    The bar counts examples (each batch's ``input_ids`` rows) against
+    The display counts examples (each batch's ``input_ids`` rows) against
     `num_examples` when known. It is hidden at ``--verbosity=-1`` (absl below
     INFO).
 
@@ -21,10 +113,7 @@ def batches_with_progress(dataset, num_examples=None):
         logits.append(predict_step(batch))
     ```
     """
-    show = logging.get_verbosity() >= logging.INFO
-    bar = keras.utils.Progbar(
-        num_examples, unit_name="example", verbose=1 if show else 0
-    )
+    bar = progress_bar(num_examples, unit_name="example")
     seen = 0
     for batch in dataset:
         yield batch

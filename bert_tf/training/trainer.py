@@ -29,6 +29,7 @@ from absl import logging
 
 from bert_tf.errors import UserInputError
 from bert_tf.training.optimization import set_gradient_aggregation
+from bert_tf.training.progress import progress_bar
 from bert_tf.training.strategy import is_chief
 
 
@@ -282,10 +283,10 @@ class Trainer:
             if self.chief
             else tf.summary.create_noop_writer()
         )
-        progress = keras.utils.Progbar(
+        progress = progress_bar(
             self.num_train_steps,
             stateful_metrics=["loss", "examples/s", "lr"],
-            verbose=1 if self.chief else 0,
+            show=None if self.chief else False,
         )
         progress.update(start)
         step, loss = start, None

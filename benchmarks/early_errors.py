@@ -1,0 +1,177 @@
+"""How fast each installed command names a mistake that needs no model.
+
+Every check that needs only the flags, the file system or a run's record
+runs before TensorFlow is imported (target: one line on stderr, exit 2,
+within 3 s). This script times the installed commands (`bert-tf-*`, from
+`pip install -e .`) on each case of `CASES` and prints the seconds beside
+the CPU flags; tests/test_cli.py runs the same cases and checks that each is
+one line naming the flag, exit 2, with TensorFlow never imported.
+
+    python benchmarks/early_errors.py
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# (tool, flags, the flag the one-line error names). "{out}" is a scratch
+# folder holding v.txt (two lines) and beir/corpus.jsonl (one document).
+CASES = [
+    ("run_classifier", ["--do_train", "--task_name=MRPC"], "--output_dir"),
+    (
+        "run_classifier",
+        ["--do_train", "--output_dir={out}", "--task_name=FOO", "--data_dir={out}"],
+        "--task_name",
+    ),
+    ("run_squad", ["--do_train", "--output_dir={out}"], "--vocab_file"),
+    (
+        "run_squad",
+        ["--do_train", "--output_dir={out}", "--vocab_file={out}/v.txt"],
+        "--train_file",
+    ),
+    ("run_ner", ["--do_train", "--output_dir={out}"], "--vocab_file"),
+    (
+        "run_ner",
+        [
+            "--do_train",
+            "--output_dir={out}",
+            "--init_checkpoint={out}",
+            "--doc_stride=0",
+        ],
+        "--train_file",
+    ),
+    ("run_pretraining", ["--do_train", "--output_dir={out}"], "--input_file"),
+    (
+        "run_pretraining",
+        ["--do_train", "--output_dir={out}", "--input_file=x", "--bert_config_file=x"],
+        "--bert_config_file",
+    ),
+    ("extract_features", ["--input_file=x", "--output_file=y"], "--vocab_file"),
+    (
+        "run_similarity",
+        [
+            "--do_train",
+            "--output_dir={out}/similarity",
+            "--init_checkpoint={out}/does_not_exist",
+            "--train_file={out}/v.txt",
+        ],
+        "--init_checkpoint",
+    ),
+    (
+        "embed",
+        [
+            "--init_checkpoint={out}",
+            "--input_file={out}/missing.txt",
+            "--output_file={out}/e.npy",
+        ],
+        "--input_file",
+    ),
+    (
+        "embed",
+        [
+            "--init_checkpoint={out}",
+            "--input_file={out}/v.txt",
+            "--input_format=tsv",
+            "--text_column=nope",
+            "--output_file={out}/e.npy",
+        ],
+        "--text_column",
+    ),
+    (
+        "export_saved_model",
+        [
+            "--model_type=embedding",
+            "--init_checkpoint={out}/does_not_exist",
+            "--export_dir={out}/export",
+        ],
+        "--init_checkpoint",
+    ),
+    (
+        "export_litert",
+        [
+            "--model_type=embedding",
+            "--init_checkpoint={out}/does_not_exist",
+            "--output_file={out}/e.tflite",
+        ],
+        "--init_checkpoint",
+    ),
+    (
+        "run_retrieval",
+        ["--data_dir={out}", "--output_dir={out}/retrieval", "--do_index"],
+        "--data_dir",
+    ),
+    (
+        "run_retrieval",
+        [
+            "--data_dir={out}/beir",
+            "--output_dir={out}/retrieval",
+            "--do_index",
+            "--milvus_uri={out}/foo.txt",
+        ],
+        "--milvus_uri",
+    ),
+]
+
+
+def make_scratch(folder):
+    """The files the cases name: v.txt and beir/corpus.jsonl."""
+    with open(os.path.join(folder, "v.txt"), "w") as f:
+        f.write("[PAD]\n[UNK]\n")
+    os.makedirs(os.path.join(folder, "beir"), exist_ok=True)
+    with open(os.path.join(folder, "beir", "corpus.jsonl"), "w") as f:
+        f.write('{"_id": "d1", "title": "", "text": "a passage"}\n')
+
+
+def case_argv(flags, folder):
+    return [flag.format(out=folder) for flag in flags]
+
+
+def installed_command(tool):
+    command = "bert-tf-" + tool.replace("_", "-")
+    beside = os.path.join(os.path.dirname(sys.executable), command)
+    return beside if os.path.exists(beside) else shutil.which(command)
+
+
+def cpu_flags():
+    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next(line for line in f if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return "unknown"
+    return " ".join(flag for flag in wanted if flag in flags) or "none of AVX2+"
+
+
+def main():
+    print(f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as folder:
+        make_scratch(folder)
+        for tool, flags, named in CASES:
+            command = installed_command(tool)
+            if command is None:
+                print(f"{tool}: not installed (pip install -e .)")
+                continue
+            times = []
+            for _ in range(3):
+                began = time.perf_counter()
+                result = subprocess.run(
+                    [command, *case_argv(flags, folder)],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                times.append(time.perf_counter() - began)
+            line = result.stderr.strip().splitlines()[-1:] or [""]
+            ok = result.returncode == 2 and named in line[0]
+            print(
+                f"{statistics.median(times):5.2f} s  {'ok ' if ok else 'BAD'} "
+                f"{tool} {named}: {line[0][:100]}"
+            )
+
+
+if __name__ == "__main__":
+    main()
