@@ -398,3 +398,25 @@ def test_reranking_reorders_the_top_n_only(tiny_reranker):
     results = two_stage_metrics({"q": {"b": 1}}, first_run, reranked, ("mrr@10",))
     assert results["mrr@10_retrieval"] == 0.5
     assert results["mrr@10_reranked"] == 1.0 / (order.index("b") + 1)
+
+
+def test_a_second_stage_worse_than_the_first_is_named(caplog):
+    from bert_tf.metrics.retrieval import retrieval_metrics
+    from bert_tf.retrieval.document_search import warn_if_reranking_hurts
+
+    qrels = {"q1": {"d1": 1}, "q2": {"d4": 1}}
+    first = {"q1": {"d1": 3.0, "d2": 2.0}, "q2": {"d4": 3.0, "d3": 1.0}}
+    # The re-ranker puts each relevant document second.
+    second = {"q1": {"d1": 1.0, "d2": 2.0}, "q2": {"d4": 1.0, "d3": 2.0}}
+    names = ("recall@1", "mrr@10", "recall@10")
+    with caplog.at_level("WARNING"):
+        losses = warn_if_reranking_hurts(
+            retrieval_metrics(qrels, first, names),
+            retrieval_metrics(qrels, second, names),
+        )
+    assert losses == [("recall@1", 1.0, 0.0), ("mrr@10", 1.0, 0.5)]
+    (record,) = [r for r in caplog.records if "Re-ranking made" in r.getMessage()]
+    assert "2 of 3 metrics worse" in record.getMessage()
+    assert "mrr@10 1.0000 -> 0.5000" in record.getMessage()
+    # Equal or better: no warning.
+    assert warn_if_reranking_hurts({"mrr@10": 0.5}, {"mrr@10": 0.5}) == []

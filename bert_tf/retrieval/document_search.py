@@ -183,3 +183,36 @@ def rerank_documents(
         rest = {doc: floor - 1.0 - i for i, doc in enumerate(ranked[top_n:])}
         reranked[query_id] = {**top, **rest}
     return reranked
+
+
+def reranking_losses(first, second):
+    """`[(metric, first, second)]` of the metrics re-ranking made worse.
+
+    Args:
+      first, second: {metric name: value} of the first stage and of the
+        re-ranked order over the same queries.
+    """
+    return [
+        (name, first[name], second[name])
+        for name in first
+        if name in second and second[name] < first[name]
+    ]
+
+
+def warn_if_reranking_hurts(first, second):
+    """Logs a warning naming each metric the re-ranker made worse, with both
+    values: a cross-encoder trained too little (or on too few queries) can
+    undo a good first stage, and the printed figures alone do not say so."""
+    losses = reranking_losses(first, second)
+    if not losses:
+        return losses
+    shown = ", ".join(f"{name} {a:.4f} -> {b:.4f}" for name, a, b in losses)
+    logging.warning(
+        "Re-ranking made %d of %d metrics worse than the first stage: %s. Train "
+        "the cross-encoder longer, or start from a trained one (e.g. "
+        "cross-encoder/ms-marco-MiniLM-L6-v2, see the README).",
+        len(losses),
+        len(first),
+        shown,
+    )
+    return losses

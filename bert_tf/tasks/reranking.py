@@ -42,6 +42,7 @@ from bert_tf.options.reranker_options import RERANK_LOSSES
 from bert_tf.retrieval.document_search import RUN_FILE
 from bert_tf.retrieval.document_search import rerank_documents
 from bert_tf.retrieval.document_search import search_documents
+from bert_tf.retrieval.document_search import warn_if_reranking_hurts
 from bert_tf.retrieval.document_search import write_run
 from bert_tf.retrieval.exact_store import ExactStore
 from bert_tf.retrieval.indexing import passages_of
@@ -143,9 +144,11 @@ def rerank_loss(kind, logits, group_size):
 
 
 def two_stage_metrics(qrels, first_run, reranked_run, names=DEFAULT_METRIC_NAMES):
-    """{"<metric>_retrieval": ..., "<metric>_reranked": ...} for `names`."""
+    """{"<metric>_retrieval": ..., "<metric>_reranked": ...} for `names`; a
+    warning names each metric the second stage made worse."""
     first = retrieval_metrics(qrels, first_run, names)
     second = retrieval_metrics(qrels, reranked_run, names)
+    warn_if_reranking_hurts(first, second)
     results = {}
     for name in names:
         results[f"{name}_{FIRST_STAGE}"] = first[name]

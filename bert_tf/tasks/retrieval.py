@@ -64,6 +64,7 @@ from bert_tf.retrieval.document_search import RUN_FILE
 from bert_tf.retrieval.document_search import rerank_documents
 from bert_tf.retrieval.document_search import retrieve_documents
 from bert_tf.retrieval.document_search import searched_for_evaluation
+from bert_tf.retrieval.document_search import warn_if_reranking_hurts
 from bert_tf.retrieval.document_search import write_run
 from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.dual_encoder_model import DualEncoderModel
@@ -190,6 +191,7 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
             options.rerank_top_k,
         )
         second = retrieval_metrics(qrels, reranked, DEFAULT_METRIC_NAMES)
+        warn_if_reranking_hurts({n: metrics[n] for n in DEFAULT_METRIC_NAMES}, second)
         metrics.update({f"{name}_reranked": v for name, v in second.items()})
         write_run(
             os.path.join(output_dir, RERANKED_RUN_FILE),
