@@ -54,14 +54,15 @@ def tools():
 
 def listing(tool):
     env = {**os.environ, "PYTHONPATH": REPO}
-    out = subprocess.run(
+    result = subprocess.run(
         [sys.executable, "-c", _DUMP.format(tool=tool)],
         capture_output=True,
         text=True,
         env=env,
-        check=True,
-    ).stdout
-    return json.loads(out)
+    )
+    if result.returncode:
+        raise SystemExit(f"{tool}:\n{result.stderr}")
+    return json.loads(result.stdout)
 
 
 def diff(before, after):
@@ -78,7 +79,9 @@ def diff(before, after):
         af = {f["name"]: f for f in a["flags"]}
         for name in sorted(set(bf) | set(af)):
             if name not in af or name not in bf:
-                lines.append(f"{tool} --{name}: only in {'before' if name in bf else 'after'}")
+                lines.append(
+                    f"{tool} --{name}: only in {'before' if name in bf else 'after'}"
+                )
                 continue
             for key in bf[name]:
                 if bf[name][key] != af[name].get(key):

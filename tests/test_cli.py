@@ -389,7 +389,7 @@ def test_import_bert_tf_turns_onednn_on_unless_told_otherwise(setting, expected)
 
 
 def test_shared_flags_list_the_strategies_the_trainer_knows():
-    from bert_tf.cli.flags import STRATEGIES
+    from bert_tf.options.distribution_options import STRATEGIES
     from bert_tf.training import strategy
 
     assert STRATEGIES == strategy.STRATEGIES

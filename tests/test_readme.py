@@ -103,7 +103,7 @@ BLOCKS = [
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("python", 'bert_tf.pipeline("text-classification"', "run"),
-    ("", "tokenization.py     the original WordPiece", "the layout: files exist"),
+    ("", "tokenization.py (the original WordPiece", "the layout: files exist"),
 ]
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import os
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.option import option
 from bert_tf.retrieval.vector_store import METRICS
 
 INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
@@ -66,41 +67,83 @@ class RetrievalOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "data_dir",
-        "train_split",
-        "pooling",
-        "passage_length",
-        "passage_stride",
-        "shared_towers",
-        "hard_negatives",
-        "similarity_scale",
+    data_dir: str = option(
+        help="BEIR directory: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
+        run_defining=True,
     )
-    ABSENT_WHEN_NONE = ("pooling", "passage_length", "passage_stride")
-
-    data_dir: str
-    train_split: str = "train"
-    eval_split: str = "test"
-    pooling: str | None = None
-    passage_length: int | None = None
-    passage_stride: int | None = None
-    shared_towers: bool = True
-    hard_negatives: int = 0
-    similarity_scale: float = 20.0
-    encode_batch_size: int = 64
-    eval_top_k: int = 100
-    milvus_uri: str | None = None
-    milvus_collection: str = "bert_tf"
-    index_type: str = "FLAT"
-    metric_type: str = "IP"
-    hnsw_m: int = 16
-    hnsw_ef_construction: int = 200
-    hnsw_ef: int = 128
-    ivf_nlist: int = 128
-    ivf_nprobe: int = 16
-    overwrite_index: bool = False
-    rerank_checkpoint: str | None = None
-    rerank_top_k: int = 20
+    train_split: str = option(
+        "train", "qrels/<this>.tsv for --do_train.", run_defining=True
+    )
+    eval_split: str = option("test", "qrels/<this>.tsv for --do_eval.")
+    pooling: str | None = option(
+        None,
+        "Pooling of a plain BERT --init_checkpoint: mean, cls, max.",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    passage_length: int | None = option(
+        None,
+        "Word pieces of text per passage (default: max_seq_length - 2); longer "
+        "documents are cut into several passages.",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    passage_stride: int | None = option(
+        None,
+        "Word pieces between passage starts (default: half of --passage_length).",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    shared_towers: bool = option(
+        True,
+        "One encoder for queries and documents; --noshared_towers fine-tunes two.",
+        run_defining=True,
+    )
+    hard_negatives: int = option(
+        0,
+        "Per training query, this many passages of non-relevant documents ranked "
+        "highest by the starting encoder (mined once, before training), beside "
+        "the in-batch negatives.",
+        run_defining=True,
+    )
+    similarity_scale: float = option(
+        20.0, "Scale of the cosine similarities in the loss.", run_defining=True
+    )
+    encode_batch_size: int = option(64, "Texts per forward pass when embedding.")
+    eval_top_k: int = option(100, "Documents per query in run.tsv.")
+    milvus_uri: str | None = option(
+        None,
+        "Milvus: a file path ending in .db (Milvus Lite, default "
+        "<output_dir>/index.db) or http://host:19530 (a server or cluster).",
+    )
+    milvus_collection: str = option("bert_tf", "The Milvus collection.")
+    index_type: str = option(
+        "FLAT",
+        "FLAT (exact), HNSW or IVF_FLAT (approximate, for large corpora).",
+        choices=INDEX_TYPES,
+    )
+    metric_type: str = option(
+        "IP", "Similarity: inner product, cosine or L2.", choices=METRICS
+    )
+    hnsw_m: int = option(16, "HNSW: graph degree M.")
+    hnsw_ef_construction: int = option(200, "HNSW: efConstruction.")
+    hnsw_ef: int = option(128, "HNSW: ef at search (at least --eval_top_k).")
+    ivf_nlist: int = option(128, "IVF_FLAT: clusters (nlist).")
+    ivf_nprobe: int = option(16, "IVF_FLAT: clusters searched (nprobe).")
+    overwrite_index: bool = option(
+        False,
+        "Drop the collection first (e.g. after fine-tuning: the index holds the "
+        "old model's vectors).",
+    )
+    rerank_checkpoint: str | None = option(
+        None,
+        "With --export_dir: a cross-encoder (a CrossEncoder directory or a "
+        "run_reranker output_dir) that re-orders each query's --rerank_top_k best "
+        "passages in the SavedModel (both stages in one graph).",
+    )
+    rerank_top_k: int = option(
+        20, "Candidate passages per query for --rerank_checkpoint."
+    )
 
     def __post_init__(self):
         check_beir_dir(self.data_dir)

@@ -53,6 +53,7 @@ from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
 from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
 from bert_tf.metrics.retrieval import retrieval_metrics
+from bert_tf.options.checks import check_once
 from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.dual_encoder_model import DualEncoderModel
 from bert_tf.retrieval.vector_store import StoredPassage
@@ -405,7 +406,7 @@ class RetrievalTask(Task):
     saves_final_checkpoint = False
 
     def __init__(self, run, options):
-        options.check(run)
+        check_once(options, run)
         super().__init__(run, options)
         self.towers = None
 
