@@ -9,11 +9,9 @@ from bert_tf.options.checks import required
 from bert_tf.options.option import option
 from bert_tf.options.option import same_as
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
+from bert_tf.serving.families import LITERT_MODEL_TYPES
+from bert_tf.serving.families import QUANTIZATIONS
 from bert_tf.text import tokenization
-
-# bert_tf.serving.litert_exporter checks the same names (it needs TensorFlow).
-LITERT_MODEL_TYPES = ("classifier", "tagger", "span", "embedding", "encoder")
-QUANTIZATIONS = ("dynamic_int8", "float16", "none")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,10 +15,10 @@ from bert_tf.options.retrieval_options import check_beir_dir
 from bert_tf.options.retrieval_options import check_passages
 from bert_tf.options.retrieval_options import check_rerank_checkpoint
 from bert_tf.options.retrieval_options import check_serving_dtype
+from bert_tf.serving.families import MODEL_TYPES
 from bert_tf.serving.span_options import MAX_CONTEXT_BYTES
 from bert_tf.serving.span_options import MAX_WINDOWS
 from bert_tf.serving.span_options import SpanOptions
-from bert_tf.tasks.saved_model_types import MODEL_TYPES
 from bert_tf.text import tokenization
 
 # Written by run_classifier / run_ner beside their checkpoints.
