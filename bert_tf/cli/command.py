@@ -33,16 +33,6 @@ from bert_tf.errors import UserInputError
 from bert_tf.tensorflow_import import import_tensorflow
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
-# The original's TPU flags, shared by run_classifier.py, run_squad.py and
-# run_pretraining.py (`DistributionOptions`).
-ORIGINAL_TPU_FLAGS = (
-    "use_tpu",
-    "tpu_name",
-    "tpu_zone",
-    "gcp_project",
-    "master",
-    "num_tpu_cores",
-)
 FULL_HELP_ARGS = ("--helpfull",)
 USER_ERROR_EXIT_CODE = 2
 

@@ -14,6 +14,7 @@ the file); also `python -m bert_tf.cli.export_litert` and
 """
 
 from bert_tf.cli.command import Command
+from bert_tf.cli.flags import EXPORT_FLAGS
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.litert_export_options import LiteRTExportOptions
 
@@ -31,12 +32,7 @@ COMMAND = Command(
     OptionFlags(
         LiteRTExportOptions,
         layout=(
-            "model_type",
-            "init_checkpoint",
-            "bert_config_file",
-            "vocab_file",
-            "do_lower_case",
-            "max_seq_length",
+            *EXPORT_FLAGS,
             LiteRTExportOptions,
         ),
     ),

@@ -15,6 +15,7 @@ Installed as `bert-tf-export-saved-model`; also `python -m bert_tf.cli.export_sa
 """
 
 from bert_tf.cli.command import Command
+from bert_tf.cli.flags import EXPORT_FLAGS
 from bert_tf.cli.flags import Flag
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.export_options import ExportOptions
@@ -34,12 +35,7 @@ COMMAND = Command(
     OptionFlags(
         SavedModelExportOptions,
         layout=(
-            "model_type",
-            "init_checkpoint",
-            "bert_config_file",
-            "vocab_file",
-            "do_lower_case",
-            "max_seq_length",
+            *EXPORT_FLAGS,
             "export_dir",
             SavedModelExportOptions,
             ExportOptions,

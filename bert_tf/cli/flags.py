@@ -29,6 +29,16 @@ from bert_tf.options.option import nested_options
 from bert_tf.options.option import value_type
 from bert_tf.options.run_options import RunOptions
 
+# The original's TPU flags, shared by run_classifier.py, run_squad.py and
+# run_pretraining.py (`DistributionOptions`).
+ORIGINAL_TPU_FLAGS = (
+    "use_tpu",
+    "tpu_name",
+    "tpu_zone",
+    "gcp_project",
+    "master",
+    "num_tpu_cores",
+)
 # The flags every run_* tool shares, in the order --help lists them (the
 # original's first, then bert_tf's: strategy, precision, optimizer, export).
 RUN_FLAGS = (
@@ -45,12 +55,7 @@ RUN_FLAGS = (
     "learning_rate",
     "save_checkpoints_steps",
     "iterations_per_loop",
-    "use_tpu",
-    "tpu_name",
-    "tpu_zone",
-    "gcp_project",
-    "master",
-    "num_tpu_cores",
+    *ORIGINAL_TPU_FLAGS,
     "distribution_strategy",
     "num_gpus",
     "dtype",
@@ -71,6 +76,15 @@ RUN_FLAGS = (
     "warmup_proportion",
     "num_train_steps",
     "num_warmup_steps",
+)
+# The exporters' first flags: which model, from where, tokenized how.
+EXPORT_FLAGS = (
+    "model_type",
+    "init_checkpoint",
+    "bert_config_file",
+    "vocab_file",
+    "do_lower_case",
+    "max_seq_length",
 )
 # Options some tools leave out (`OptionFlags(without=...)`).
 STEP_SCHEDULE = ("num_train_steps", "num_warmup_steps")

@@ -14,8 +14,8 @@ gradient accumulation, export) and `--task_name=custom` for your own files.
 Installed as `bert-tf-run-classifier`; also `python -m bert_tf.cli.run_classifier` and `python run_classifier.py`.
 """
 
-from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
+from bert_tf.cli.flags import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.flags import STEP_SCHEDULE
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.classifier_options import ClassifierOptions

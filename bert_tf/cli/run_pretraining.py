@@ -15,10 +15,10 @@ gradient accumulation). Records come from create_pretraining_data.py.
 Installed as `bert-tf-run-pretraining`; also `python -m bert_tf.cli.run_pretraining` and `python run_pretraining.py`.
 """
 
-from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
 from bert_tf.cli.flags import BATCHING
 from bert_tf.cli.flags import EPOCH_SCHEDULE
+from bert_tf.cli.flags import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.flags import Flag
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.pretraining_options import PretrainingOptions

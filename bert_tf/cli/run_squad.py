@@ -16,9 +16,9 @@ evaluate-v1.1.py / evaluate-v2.0.py do (eval_results.json).
 Installed as `bert-tf-run-squad`; also `python -m bert_tf.cli.run_squad` and `python run_squad.py`.
 """
 
-from bert_tf.cli.command import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.command import Command
 from bert_tf.cli.flags import BATCHING
+from bert_tf.cli.flags import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.flags import STEP_SCHEDULE
 from bert_tf.cli.flags import TFDS_TEXT_FEATURES
 from bert_tf.cli.flags import Flag
