@@ -170,6 +170,7 @@ GENERATED_TOOLS = (
 )
 
 
+@pytest.mark.slow  # starts a process
 @pytest.mark.parametrize("tool", GENERATED_TOOLS)
 def test_each_tools_flags_are_its_options_fields(tool):
     result = subprocess.run(

@@ -411,6 +411,7 @@ def test_vocab_without_mask(vocab_file, sample_text, tmp_path):
         _generate(tmp_path, "novocab", [sample_text], str(bad_vocab))
 
 
+@pytest.mark.slow  # starts a process
 def test_cli_end_to_end(sample_text, vocab_file, tmp_path):
     output = tmp_path / "cli.tfrecord"
     command = [
@@ -521,6 +522,7 @@ def test_memo_tokenizer_matches_full_tokenizer(small_corpus, tokenizer):
         assert memo.tokenize(line) == tokenizer.tokenize(line)
 
 
+@pytest.mark.slow  # starts a process
 def test_default_mode_does_not_import_tensorflow(sample_text, vocab_file, tmp_path):
     code = (
         "import sys\n"
@@ -648,6 +650,7 @@ def test_sharded_memory_bounded_by_shard(shared_data, vocab_file, tmp_path):
     assert four.max_shard_records <= 1.25 * one.max_shard_records
 
 
+@pytest.mark.slow  # starts a process
 def test_cli_sharded_matches_library(small_corpus, vocab_file, tmp_path):
     # The CLI forks its workers (no TensorFlow loaded); this process spawns.
     output = tmp_path / "cli.tfrecord"
@@ -706,6 +709,7 @@ def test_expand_input_files_like_tf_glob(tmp_path):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts a process
 def test_tasks_concatenated_equal_the_one_machine_output(
     small_corpus, sample_text, vocab_file, tmp_path
 ):
