@@ -366,6 +366,7 @@ def test_whole_word_group_skipped_when_over_budget():
     assert len(positions) == 1
 
 
+@pytest.mark.slow  # starts worker processes
 def test_sharded_workers_deterministic(sample_text, vocab_file, tmp_path):
     # Two shards (files); the output must not depend on the worker count.
     with open(sample_text, encoding="utf-8") as f:
