@@ -86,6 +86,7 @@ def run_tool(tool, *flags, timeout=300):
     return run_python("-m", f"bert_tf.cli.{tool}", *flags, timeout=timeout)
 
 
+@pytest.mark.slow  # starts a process
 @pytest.mark.parametrize("tool", TOOLS)
 def test_help_lists_the_tools_own_flags_without_importing_tensorflow(tool):
     code = textwrap.dedent(
@@ -123,6 +124,7 @@ def test_help_lists_the_tools_own_flags_without_importing_tensorflow(tool):
     assert "--verbosity" in out
 
 
+@pytest.mark.slow  # starts a process
 def test_checkout_scripts_and_python_m_work():
     script = run_python("run_squad.py", "--help")
     assert script.returncode == 0, script.stderr[-2000:]
@@ -153,6 +155,7 @@ def test_console_commands_are_in_the_installed_metadata():
     assert declared == COMMANDS
 
 
+@pytest.mark.slow  # starts a process
 def test_flag_errors_are_one_line_and_exit_2():
     bad_value = run_tool("run_classifier", "--task_name=mrpc", "--max_seq_length=abc")
     unknown = run_tool("run_classifier", "--task_name=mrpc", "--no_such_flag=1")
@@ -277,6 +280,7 @@ def test_a_missing_file_is_one_line_and_exit_2(tiny_model_files, tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_user_errors_exit_2_and_bugs_keep_their_traceback(tmp_path):
     tool = tmp_path / "tool.py"
     tool.write_text(
@@ -362,7 +366,7 @@ def test_import_bert_tf_turns_onednn_on_unless_told_otherwise(setting, expected)
 
 
 def test_shared_flags_list_the_strategies_the_trainer_knows():
-    from bert_tf.cli.flags import STRATEGIES
+    from bert_tf.options.distribution_options import STRATEGIES
     from bert_tf.training import strategy
 
     assert STRATEGIES == strategy.STRATEGIES

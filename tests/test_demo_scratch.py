@@ -93,6 +93,7 @@ with scratch_directory() as path:
     "signal_name, returncode",
     [("SIGINT", -signal.SIGINT), ("SIGTERM", 128 + signal.SIGTERM)],
 )
+@pytest.mark.slow  # starts a process
 def test_a_signalled_process_leaves_the_temp_dir_empty(
     tmp_path, signal_name, returncode
 ):

@@ -366,6 +366,7 @@ def test_whole_word_group_skipped_when_over_budget():
     assert len(positions) == 1
 
 
+@pytest.mark.slow  # starts worker processes
 def test_sharded_workers_deterministic(sample_text, vocab_file, tmp_path):
     # Two shards (files); the output must not depend on the worker count.
     with open(sample_text, encoding="utf-8") as f:
@@ -411,6 +412,7 @@ def test_vocab_without_mask(vocab_file, sample_text, tmp_path):
         _generate(tmp_path, "novocab", [sample_text], str(bad_vocab))
 
 
+@pytest.mark.slow  # starts a process
 def test_cli_end_to_end(sample_text, vocab_file, tmp_path):
     output = tmp_path / "cli.tfrecord"
     command = [
@@ -521,6 +523,7 @@ def test_memo_tokenizer_matches_full_tokenizer(small_corpus, tokenizer):
         assert memo.tokenize(line) == tokenizer.tokenize(line)
 
 
+@pytest.mark.slow  # starts a process
 def test_default_mode_does_not_import_tensorflow(sample_text, vocab_file, tmp_path):
     code = (
         "import sys\n"
@@ -648,6 +651,7 @@ def test_sharded_memory_bounded_by_shard(shared_data, vocab_file, tmp_path):
     assert four.max_shard_records <= 1.25 * one.max_shard_records
 
 
+@pytest.mark.slow  # starts a process
 def test_cli_sharded_matches_library(small_corpus, vocab_file, tmp_path):
     # The CLI forks its workers (no TensorFlow loaded); this process spawns.
     output = tmp_path / "cli.tfrecord"
@@ -706,6 +710,7 @@ def test_expand_input_files_like_tf_glob(tmp_path):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts a process
 def test_tasks_concatenated_equal_the_one_machine_output(
     small_corpus, sample_text, vocab_file, tmp_path
 ):

@@ -96,3 +96,37 @@ def test_span_options_check_their_values():
     options.check_seq_length(14)
     with pytest.raises(UserInputError, match="--max_seq_length, --max_query_length"):
         options.check_seq_length(13)
+
+
+def test_one_family_table_feeds_the_exporters_the_tools_and_the_pipeline():
+    from bert_tf.options.litert_export_options import LiteRTExportOptions
+    from bert_tf.options.option import fields_by_name
+    from bert_tf.options.saved_model_export_options import SavedModelExportOptions
+    from bert_tf.serving import families
+    from bert_tf.serving import litert_exporter
+    from bert_tf.serving.families import FAMILIES
+
+    def choices(options_class):
+        return fields_by_name(options_class)["model_type"].metadata["bert_tf.option"][
+            "choices"
+        ]
+
+    with_signatures = [f for f in FAMILIES if f.signatures]
+    assert choices(SavedModelExportOptions) == tuple(f.name for f in with_signatures)
+    litert = {f.name for f in FAMILIES if f.litert_signatures}
+    assert set(choices(LiteRTExportOptions)) == litert
+    for family in with_signatures:
+        model_class = registry.resolve(family.model_class)
+        module_class = serving.signature_module_class(model_class)
+        assert module_class is registry.resolve(family.signatures)
+        assert module_class.family == family.name
+        if family.litert_signatures:
+            name, litert_class = litert_exporter.litert_family(model_class)
+            assert name == family.name
+            assert litert_class is registry.resolve(family.litert_signatures)
+    # A subclass is exported as its nearest family; a class of none is named.
+    assert litert_exporter.litert_family(bert_tf.BertTextClassifier)[0] == "classifier"
+    with pytest.raises(TypeError, match="got BertPretrainer"):
+        litert_exporter.litert_family(bert_tf.BertPretrainer)
+    assert families.SCRIPT_FAMILIES["run_ner"] == "tagger"
+    assert families.SCRIPT_FAMILIES["run_pretraining"] == "pretrainer"

@@ -185,6 +185,7 @@ def test_a_killed_writer_keeps_what_it_wrote(tmp_path):
     assert {f"p{b}_{i}" for b in range(3) for i in range(10)} <= set(stored)
 
 
+@pytest.mark.slow  # starts a process
 def test_index_files_a_killed_run_truncated_are_rebuilt(tmp_path):
     """Milvus Lite writes a segment's index file in place: a run killed
     while writing it left a file every later load failed on. The rows are

@@ -8,9 +8,10 @@ A `Command` wraps a script's flags and its work:
 * TensorFlow is imported only when the work starts, with its start-up
   messages (oneDNN notice, CUDA probing on machines without a GPU) held back
   and its C++ log at warnings and above; ``--verbosity=1`` shows everything.
-* With ``options``, the flags become typed option objects
-  (`bert_tf.options`) before TensorFlow loads: a bad value or a missing
-  input file is reported in well under a second, naming the flag.
+* The flags are generated from typed option objects (`bert_tf.options`,
+  `bert_tf.cli.flags`) and become them before TensorFlow loads: a bad value
+  or a missing input file is reported in well under a second, naming the
+  flag.
 * Bad input (`bert_tf.errors.UserInputError`, a malformed data row, a missing
   file, a bad flag) prints one line naming the file, line or flag and exits
   2; ``--verbosity=1`` adds the traceback. Any other exception is a bug and
@@ -32,16 +33,6 @@ from bert_tf.errors import UserInputError
 from bert_tf.tensorflow_import import import_tensorflow
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
-# The original's TPU flags, shared by run_classifier.py, run_squad.py and
-# run_pretraining.py (bert_tf.cli.flags defines them).
-ORIGINAL_TPU_FLAGS = (
-    "use_tpu",
-    "tpu_name",
-    "tpu_zone",
-    "gcp_project",
-    "master",
-    "num_tpu_cores",
-)
 FULL_HELP_ARGS = ("--helpfull",)
 USER_ERROR_EXIT_CODE = 2
 
@@ -128,17 +119,20 @@ class Command:
         ``"run_classifier"``); the console command is ``bert-tf-`` + name
         with dashes.
       doc: the usage text shown first by ``--help``.
-      define_flags: defines the script's flags; must not import TensorFlow.
-      work: ``work(flags_obj)`` does the job, or ``"module:function"`` naming
-        it, imported only when the job starts. With ``options``,
-        ``work(*options(flags_obj))``.
-      original_flags: names of the flags the original script has (listed
-        first by ``--help``); the rest of what `define_flags` defines is
-        listed as added by bert_tf.
+      flags_source: the `bert_tf.cli.flags.OptionFlags` the tool's flags
+        are generated from (they build the typed options, checked before
+        TensorFlow loads), or a function defining the flags by hand.
+      work: ``work(*options)`` does the job (``work(flags_obj)`` when
+        `flags_source` is a function), or ``"module:function"`` naming it,
+        imported only when the job starts.
+      original_flags: names of the flags the original script has, in its
+        order (listed first by ``--help``); the rest are listed as added by
+        bert_tf.
       required: flags that must be given.
       uses_tensorflow: import TensorFlow (quietly) before the work starts.
-      options: ``options(flags_obj) -> tuple`` of typed option objects (no
-        TensorFlow: it runs first, and checks every value and input path).
+      check: with flags defined by hand, ``check(flags_obj)`` runs before
+        TensorFlow loads and returns the arguments of `work` (a tool's input
+        checks, so a bad file is named in a second).
 
     Example:
 
@@ -146,10 +140,9 @@ class Command:
     COMMAND = Command(
         "run_squad",
         __doc__,
-        define_flags,
+        OptionFlags(RunOptions, SquadOptions),
         "bert_tf.tasks.squad:run",
         ORIGINAL_FLAGS,
-        options=squad_options,
     )
     main = COMMAND.main  # the console command's entry point
     ```
@@ -159,23 +152,27 @@ class Command:
         self,
         name,
         doc,
-        define_flags,
+        flags_source,
         work,
         original_flags=(),
         required=(),
         uses_tensorflow=True,
-        options=None,
+        check=None,
     ):
         self.name = name
-        self.options = options
         self.doc = doc
-        self.define_flags = define_flags
         self.work = work
         self.original_flags = tuple(original_flags)
         self.required = tuple(required)
         self.uses_tensorflow = uses_tensorflow
+        self.check = check
+        self.options = None
         before = set(flags.FLAGS)
-        define_flags()
+        if callable(flags_source):
+            flags_source()
+        else:
+            self.options = flags_source
+            flags_source.define(f"bert_tf.cli.{name}")
         self.defined_flags = [n for n in flags.FLAGS if n not in before]
         unknown = set(self.original_flags) - set(self.defined_flags)
         if unknown:
@@ -243,8 +240,8 @@ class Command:
         self.run(work, argv)
 
     def run(self, work, argv=None):
-        """Parses the flags and calls ``work(flags.FLAGS)`` (with ``options``:
-        ``work(*options(flags.FLAGS))``)."""
+        """Parses the flags and calls ``work(*options)`` (``work(flags.FLAGS)``
+        for flags defined by hand)."""
         argv = list(sys.argv if argv is None else argv) or [self.name]
 
         def main(_):
@@ -252,7 +249,9 @@ class Command:
             try:
                 args = (flags.FLAGS,)
                 if self.options is not None:
-                    args = tuple(self.options(flags.FLAGS))
+                    args = self.options.build(flags.FLAGS)
+                elif self.check is not None:
+                    args = tuple(self.check(flags.FLAGS))
                 if self.uses_tensorflow:
                     import_tensorflow(verbosity)
                 work(*args)

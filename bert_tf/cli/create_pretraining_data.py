@@ -22,9 +22,10 @@ Installed as `bert-tf-create-pretraining-data`; also
 
 from absl import flags
 
-from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
+from bert_tf.cli.flags import OptionFlags
 from bert_tf.data_prep import pretraining
+from bert_tf.options.run_options import RunOptions
 
 ORIGINAL_FLAGS = (
     "input_file",
@@ -53,7 +54,7 @@ def define_flags():
         None,
         "Output TF example file (or comma-separated list of files).",
     )
-    common_flags.define_vocab_flags()
+    OptionFlags(RunOptions, layout=("vocab_file", "do_lower_case")).define(__name__)
     flags.DEFINE_bool(
         "do_whole_word_mask",
         False,
@@ -149,7 +150,7 @@ COMMAND = Command(
     __doc__,
     define_flags,
     run,
-    original_flags=ORIGINAL_FLAGS,
+    ORIGINAL_FLAGS,
     required=("input_file", "output_file", "vocab_file"),
     # TensorFlow is imported only for gs:// and other non-local paths.
     uses_tensorflow=False,

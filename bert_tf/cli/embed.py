@@ -156,7 +156,7 @@ COMMAND = Command(
     define_flags,
     run,
     required=("init_checkpoint", "input_file", "output_file"),
-    options=checked_input,
+    check=checked_input,
 )
 
 

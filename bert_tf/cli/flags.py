@@ -1,364 +1,284 @@
-"""Command-line flags shared by the run_* scripts, defined once, and the
-typed options they become.
+"""The command-line flags, generated from the typed options they become.
 
-The original's flags keep their names, defaults and meanings; each script
-defines its own task flags and calls the functions here for the rest.
-`run_options` turns the shared ones into `bert_tf.options.RunOptions`, whose
-checks name the flag at fault (before TensorFlow loads).
+Every option is declared once, as a field of a `bert_tf.options` dataclass
+(`bert_tf.options.option.option`: help, choices, whether it defines the
+run). A tool names the options classes it composes (`OptionFlags`); each
+field becomes the absl flag of the same name, type, default, help and
+choices, and after parsing the same fields build the option objects, checked
+once, before TensorFlow loads. A tool changes a flag only where it really
+differs (`Flag`: another name, help or default).
+
+Example:
+
+```python
+FLAGS = OptionFlags(ClassifierOptions, RunOptions, without=STEP_SCHEDULE)
+FLAGS.define("bert_tf.cli.run_classifier")  # the absl flags
+classifier, run = FLAGS.build(flags.FLAGS)  # after parsing; checked
+```
 """
+
+import dataclasses
 
 from absl import flags
 
-from bert_tf.options.distribution_options import STRATEGIES
-from bert_tf.options.distribution_options import DistributionOptions
-from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.checks import check_once
+from bert_tf.options.option import fields_by_name
+from bert_tf.options.option import flag_default
+from bert_tf.options.option import metadata
+from bert_tf.options.option import nested_options
+from bert_tf.options.option import value_type
 from bert_tf.options.run_options import RunOptions
-from bert_tf.options.tfds_options import TfdsOptions
-from bert_tf.options.training_options import TrainingOptions
+
+# The original's TPU flags, shared by run_classifier.py, run_squad.py and
+# run_pretraining.py (`DistributionOptions`).
+ORIGINAL_TPU_FLAGS = (
+    "use_tpu",
+    "tpu_name",
+    "tpu_zone",
+    "gcp_project",
+    "master",
+    "num_tpu_cores",
+)
+# The flags every run_* tool shares, in the order --help lists them (the
+# original's first, then bert_tf's: strategy, precision, optimizer, export).
+RUN_FLAGS = (
+    "do_eval",
+    "eval_batch_size",
+    "pad_to_longest",
+    "length_bucketing",
+    "bert_config_file",
+    "output_dir",
+    "init_checkpoint",
+    "max_seq_length",
+    "do_train",
+    "train_batch_size",
+    "learning_rate",
+    "save_checkpoints_steps",
+    "iterations_per_loop",
+    *ORIGINAL_TPU_FLAGS,
+    "distribution_strategy",
+    "num_gpus",
+    "dtype",
+    "use_xla",
+    "optimizer",
+    "gradient_accumulation_steps",
+    "export_dir",
+    "serving_tokenizer",
+    "serving_dtype",
+    "export_version",
+    "seed",
+    "overwrite_output_dir",
+    "vocab_file",
+    "do_lower_case",
+    "do_predict",
+    "predict_batch_size",
+    "num_train_epochs",
+    "warmup_proportion",
+    "num_train_steps",
+    "num_warmup_steps",
+)
+# The exporters' first flags: which model, from where, tokenized how.
+EXPORT_FLAGS = (
+    "model_type",
+    "init_checkpoint",
+    "bert_config_file",
+    "vocab_file",
+    "do_lower_case",
+    "max_seq_length",
+)
+# Options some tools leave out (`OptionFlags(without=...)`).
+STEP_SCHEDULE = ("num_train_steps", "num_warmup_steps")
+EPOCH_SCHEDULE = ("num_train_epochs", "warmup_proportion")
+BATCHING = ("pad_to_longest", "length_bucketing")
+TFDS_TEXT_FEATURES = (
+    "tfds_text_a_feature",
+    "tfds_text_b_feature",
+    "tfds_label_feature",
+)
+# The display order of a class's flags where it is not the fields' order.
+_ORDER = {RunOptions: RUN_FLAGS}
 
 
-def define_tpu_flags():
-    """The original's TPU flags (all three run_* scripts)."""
-    flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
-    flags.DEFINE_string(
-        "tpu_name",
-        None,
-        "The Cloud TPU to use for training. This should be either the name used when "
-        "creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.",
-    )
-    flags.DEFINE_string(
-        "tpu_zone",
-        None,
-        "[Optional] GCE zone where the Cloud TPU is located in. If not specified, we "
-        "will attempt to automatically detect the GCE project from metadata.",
-    )
-    flags.DEFINE_string(
-        "gcp_project",
-        None,
-        "[Optional] Project name for the Cloud TPU-enabled project. If not specified, "
-        "we will attempt to automatically detect the GCE project from metadata.",
-    )
-    flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
-    flags.DEFINE_integer(
-        "num_tpu_cores",
-        8,
-        "Accepted for compatibility with the original and ignored: TPUStrategy "
-        "uses every core of the TPU that --tpu_name/--master names.",
-    )
-
-
-def define_common_flags(max_seq_length, learning_rate=5e-5, train_batch_size=32):
-    """Flags every run_* script has, with the script's original defaults."""
-    flags.DEFINE_string(
-        "bert_config_file",
-        None,
-        "The config json file corresponding to the pre-trained BERT model. "
-        "This specifies the model architecture.",
-    )
-    flags.DEFINE_string(
-        "output_dir",
-        None,
-        "The output directory where the model checkpoints will be written.",
-    )
-    flags.DEFINE_string(
-        "init_checkpoint",
-        None,
-        "Initial checkpoint (usually from a pre-trained BERT model): a Google "
-        "checkpoint prefix or directory, or a Hugging Face directory.",
-    )
-    flags.DEFINE_integer(
-        "max_seq_length",
-        max_seq_length,
-        "The maximum total input sequence length after WordPiece tokenization. "
-        "Sequences longer than this will be truncated, and sequences shorter than this "
-        "will be padded.",
-    )
-    flags.DEFINE_bool("do_train", False, "Whether to run training.")
-    flags.DEFINE_integer(
-        "train_batch_size", train_batch_size, "Total batch size for training."
-    )
-    flags.DEFINE_float(
-        "learning_rate", learning_rate, "The initial learning rate for Adam."
-    )
-    flags.DEFINE_integer(
-        "save_checkpoints_steps", 1000, "How often to save the model checkpoint."
-    )
-    flags.DEFINE_integer(
-        "iterations_per_loop",
-        1000,
-        "With --use_tpu: optimizer steps run per call of the compiled training loop "
-        "(fewer host round trips); checkpoints still land every "
-        "--save_checkpoints_steps. Without a TPU the loop runs one step per call.",
-    )
-    define_tpu_flags()
-    define_new_flags()
-
-
-def define_vocab_flags():
-    """The original's --vocab_file and --do_lower_case (every script that tokenizes)."""
-    flags.DEFINE_string(
-        "vocab_file", None, "The vocabulary file that the BERT model was trained on."
-    )
-    flags.DEFINE_bool(
-        "do_lower_case",
-        True,
-        "Whether to lower case the input text. Should be True for uncased models and "
-        "False for cased models.",
-    )
-
-
-def define_finetuning_flags():
-    """Flags run_classifier.py and run_squad.py share (not run_pretraining.py)."""
-    define_vocab_flags()
-    flags.DEFINE_bool(
-        "do_predict", False, "Whether to run the model in inference mode."
-    )
-    flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-    flags.DEFINE_float(
-        "num_train_epochs", 3.0, "Total number of training epochs to perform."
-    )
-    flags.DEFINE_float(
-        "warmup_proportion",
-        0.1,
-        "Proportion of training to perform linear learning rate warmup for. "
-        "E.g., 0.1 = 10% of training.",
-    )
-
-
-def define_eval_and_batching_flags():
-    """--do_eval, --eval_batch_size and the per-batch padding flags of the
-    fine-tuning scripts that batch examples of varying length."""
-    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-    flags.DEFINE_bool(
-        "pad_to_longest",
-        True,
-        "Cut each batch to its longest example instead of max_seq_length (same "
-        "results, less work).",
-    )
-    flags.DEFINE_bool(
-        "length_bucketing",
-        True,
-        "Training: group examples of similar length into batches (within pools of "
-        "16 batches), so short sentences are not padded to long ones.",
-    )
-
-
-def define_new_flags():
-    """Flags the original does not have: distribution, precision, optimizer, export."""
-    flags.DEFINE_enum(
-        "distribution_strategy",
-        None,
-        list(STRATEGIES),
-        "tf.distribute strategy. Default: tpu with --use_tpu, multi_worker_mirrored "
-        "when TF_CONFIG names several workers, mirrored with several GPUs, else "
-        "one_device.",
-    )
-    flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
-    flags.DEFINE_enum(
-        "dtype",
-        "float32",
-        ["float32", "mixed_float16", "mixed_bfloat16"],
-        "Compute precision (Keras mixed-precision policy); variables stay float32.",
-    )
-    flags.DEFINE_bool("use_xla", False, "Compile the training step with XLA.")
-    flags.DEFINE_enum(
-        "optimizer",
-        "adamw_original",
-        ["adamw_original", "adamw", "lamb"],
-        "adamw_original: the original's update (no bias correction); adamw: with bias "
-        "correction; lamb: layer-wise adaptive (weight decay inside the trust ratio).",
-    )
-    flags.DEFINE_integer(
-        "gradient_accumulation_steps",
-        1,
-        "Micro-batches summed per optimizer step; the train batch is split into this "
-        "many parts (train_batch_size must be divisible by it).",
-    )
-    flags.DEFINE_string(
-        "export_dir",
-        None,
-        "If set, export a SavedModel for TF Serving to export_dir/<version>/ at the "
-        "end (raw-text `serving_default` and int32 `serve_tokenized` signatures, "
-        "plus model.keras).",
-    )
-    define_serving_flags()
-    flags.DEFINE_integer(
-        "seed", 12345, "Random seed for initialisation and data order."
-    )
-    flags.DEFINE_bool(
-        "overwrite_output_dir",
-        False,
-        "With --do_train: delete the checkpoints of a previous run in output_dir "
-        "and start over. Without it, a rerun with the same settings resumes and "
-        "one with other settings stops, listing the differences.",
-    )
-
-
-def define_serving_flags():
-    """How a SavedModel is exported (run_* --export_dir and export_saved_model.py)."""
-    flags.DEFINE_enum(
-        "serving_tokenizer",
-        "bert",
-        ["bert", "fast_bert"],
-        "In-graph tokenizer of the exported SavedModel: bert (tensorflow-text "
-        "BertTokenizer ops, TF Serving >= 2.3, ids equal to the original's) or "
-        "fast_bert (FastBertTokenizer, TF Serving >= 2.12, faster, differs on rare "
-        "Unicode).",
-    )
-    flags.DEFINE_enum(
-        "serving_dtype",
-        "float32",
-        ["float32", "bfloat16", "float16"],
-        "Precision the exported SavedModel computes in (weights stored in it, "
-        "LayerNorm statistics and outputs float32).",
-    )
-    flags.DEFINE_integer(
-        "export_version",
-        None,
-        "Version directory of the export (export_dir/<export_version>/); default: "
-        "1, or one more than the highest version already in export_dir.",
-    )
-
-
-def define_tfds_flags(text_features, eval_split=None):
-    """Flags reading a TensorFlow Datasets dataset instead of the original's files.
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """A field's flag as one tool shows it, where it differs from the field's.
 
     Args:
-      text_features: also define the feature-name flags (run_classifier).
-      eval_split: define --tfds_split_eval (default: with text_features;
-        run_ner evaluates on a split of its own too).
+      field: the options field.
+      name: the flag's name (None: the field's).
+      help: the tool's help text (None: the field's).
+      default: the tool's default (none given: the field's).
+      choices: the tool's allowed values (None: the field's).
+
+    Example:
+
+    ```python
+    Flag("do_predict", name="do_index", help="Embed the corpus into the vector store.")
+    ```
     """
-    flags.DEFINE_string(
-        "tfds_name",
-        None,
-        "Read a TensorFlow Datasets dataset instead of files, e.g. glue/mrpc, "
-        "squad/v1.1 (needs the tensorflow-datasets package: bert_tf[tfds]).",
-    )
-    flags.DEFINE_string(
-        "tfds_data_dir",
-        None,
-        "TFDS data directory (default: TFDS's own, ~/tensorflow_datasets).",
-    )
-    flags.DEFINE_bool(
-        "tfds_download",
-        True,
-        "Download and prepare the TFDS dataset when it is not in --tfds_data_dir.",
-    )
-    flags.DEFINE_string(
-        "tfds_split_train",
-        None,
-        "TFDS split to train on (default: the dataset's train split).",
-    )
-    if text_features if eval_split is None else eval_split:
-        flags.DEFINE_string(
-            "tfds_split_eval",
-            None,
-            "TFDS split to evaluate on (default: validation; MNLI: "
-            "validation_matched).",
-        )
-    flags.DEFINE_string(
-        "tfds_split_predict",
-        None,
-        "TFDS split to predict (default: test; SQuAD: validation).",
-    )
-    if text_features:
-        flags.DEFINE_string(
-            "tfds_text_a_feature",
-            None,
-            "TFDS feature of the first text (default: the config's, e.g. sentence1).",
-        )
-        flags.DEFINE_string(
-            "tfds_text_b_feature",
-            None,
-            "TFDS feature of the second text (default: the config's; an empty "
-            "value makes a single-sentence task).",
-        )
-        flags.DEFINE_string(
-            "tfds_label_feature", None, "TFDS label feature (default: label)."
-        )
+
+    field: str
+    name: str | None = None
+    help: str | None = None
+    default: object = "<the field's>"
+    choices: tuple | None = None
 
 
-def run_options(flags_obj, *, lower_case=True, batching=True, schedule="epochs"):
-    """The `RunOptions` of a run_* tool's parsed flags.
+class OptionFlags:
+    """A tool's flags, generated from the options classes it composes.
 
     Args:
-      flags_obj: the parsed flags.
-      lower_case: the tool has --do_lower_case (tokenizes text).
-      batching: the tool has --pad_to_longest and --length_bucketing.
-      schedule: "epochs" (--num_train_epochs, --warmup_proportion) or
-        "steps" (--num_train_steps, --num_warmup_steps).
+      *options: the options classes; `build` returns one object of each, in
+        this order (made last to first: a task's own flags are checked before
+        the run's, as the original's scripts check them).
+      layout: what --help lists, in order: field names, `Flag`s and options
+        classes (their fields not placed elsewhere in the layout); default:
+        `options`. The fields of `options` that are in none get no flag.
+      without: fields that get no flag (the field's default, or None for an
+        ``absent_when_none`` one: the tool has no such option).
+      fixed: `{field: value}` the tool sets without a flag.
+      changed: `Flag`s of the tool's own help or default, listed where the
+        layout places their fields.
     """
-    f = flags_obj
-    if schedule == "epochs":
-        steps = {
-            "num_train_epochs": f.num_train_epochs,
-            "warmup_proportion": f.warmup_proportion,
+
+    def __init__(self, *options, layout=None, without=(), fixed=None, changed=()):
+        self.options = options
+        self.fixed = dict(fixed or {})
+        self._fields = {}  # field name -> dataclasses.Field
+        for options_class in options:
+            self._collect(options_class)
+        skipped = set(without) | set(self.fixed)
+        layout = options if layout is None else layout
+        placed = {
+            item.field if isinstance(item, Flag) else item
+            for item in layout
+            if not isinstance(item, type)
         }
-    else:
-        steps = {
-            "num_train_epochs": None,
-            "warmup_proportion": None,
-            "num_train_steps": f.num_train_steps,
-            "num_warmup_steps": f.num_warmup_steps,
-        }
-    training = TrainingOptions(
-        train_batch_size=f.train_batch_size,
-        learning_rate=f.learning_rate,
-        optimizer=f.optimizer,
-        gradient_accumulation_steps=f.gradient_accumulation_steps,
-        use_xla=f.use_xla,
-        save_checkpoints_steps=f.save_checkpoints_steps,
-        iterations_per_loop=f.iterations_per_loop,
-        length_bucketing=f.length_bucketing if batching else None,
-        overwrite_output_dir=f.overwrite_output_dir,
-        **steps,
-    )
-    distribution = DistributionOptions(
-        distribution_strategy=f.distribution_strategy,
-        num_gpus=f.num_gpus,
-        use_tpu=f.use_tpu,
-        tpu_name=f.tpu_name,
-        tpu_zone=f.tpu_zone,
-        gcp_project=f.gcp_project,
-        master=f.master,
-        num_tpu_cores=f.num_tpu_cores,
-    )
-    export = None
-    if f.export_dir:
-        export = ExportOptions(
-            export_dir=f.export_dir,
-            serving_tokenizer=f.serving_tokenizer,
-            serving_dtype=f.serving_dtype,
-            export_version=f.export_version,
+        placed |= {item for item in layout if isinstance(item, type)}
+        changed = {flag.field: flag for flag in changed}
+        self.flags = []  # Flag per defined flag, in --help order
+        for item in layout:
+            if isinstance(item, type):
+                names = self._class_fields(item, placed - {item})
+            else:
+                names = [item.field if isinstance(item, Flag) else item]
+            for name in names:
+                if name in skipped or any(f.field == name for f in self.flags):
+                    continue
+                if name not in self._fields:
+                    raise KeyError(f"{name}: not a field of {options}")
+                if isinstance(item, Flag):
+                    self.flags.append(item)
+                else:
+                    self.flags.append(changed.get(name, Flag(name)))
+        self._flag_of = {f.field: f.name or f.field for f in self.flags}
+
+    def _collect(self, options_class):
+        for field in dataclasses.fields(options_class):
+            nested = nested_options(field)
+            if nested is not None:
+                self._collect(nested)
+            elif metadata(field) is not None:
+                if field.name in self._fields:
+                    raise KeyError(f"{field.name}: two fields of that name")
+                self._fields[field.name] = field
+
+    def _class_fields(self, options_class, placed):
+        """The flag fields of `options_class` and the classes it holds, in
+        display order, leaving out what the layout places elsewhere."""
+        names = []
+        for field in dataclasses.fields(options_class):
+            nested = nested_options(field)
+            if nested is not None:
+                if nested not in placed:
+                    names.extend(self._class_fields(nested, placed))
+            elif metadata(field) is not None and field.name not in placed:
+                names.append(field.name)
+        order = _ORDER.get(options_class)
+        if order:
+            names.sort(key=lambda n: order.index(n) if n in order else len(order))
+        return names
+
+    def define(self, module_name, flag_values=flags.FLAGS):
+        """Defines the absl flags (under `module_name` in --helpfull)."""
+        for placed in self.flags:
+            field = self._fields[placed.field]
+            meta = metadata(field)
+            name = placed.name or field.name
+            help_text = meta["help"] if placed.help is None else placed.help
+            default = placed.default
+            if default == Flag.default:
+                default = flag_default(field)
+            kind = value_type(field)
+            choices = placed.choices or meta["choices"]
+            if choices:
+                flags.DEFINE_enum(
+                    name,
+                    default,
+                    list(choices),
+                    help_text,
+                    flag_values=flag_values,
+                    module_name=module_name,
+                )
+                continue
+            define = {
+                bool: flags.DEFINE_bool,
+                int: flags.DEFINE_integer,
+                float: flags.DEFINE_float,
+                str: flags.DEFINE_string,
+                tuple: flags.DEFINE_list,
+            }[kind]
+            define(
+                name,
+                default,
+                help_text,
+                flag_values=flag_values,
+                module_name=module_name,
+            )
+
+    def build(self, flag_values):
+        """The option objects of the parsed flags, checked once (no TensorFlow)."""
+        built = {}
+        for options_class in reversed(self.options):
+            built[options_class] = self._build(options_class, flag_values)
+        objects = tuple(built[options_class] for options_class in self.options)
+        run = built.get(RunOptions)
+        if run is not None:
+            for options in objects:
+                if options is not run and hasattr(options, "check"):
+                    check_once(options, run)
+        return objects
+
+    def _build(self, options_class, flag_values):
+        values = {}
+        for field in dataclasses.fields(options_class):
+            name = field.name
+            nested = nested_options(field)
+            if name in self.fixed:
+                values[name] = self.fixed[name]
+            elif nested is not None:
+                if field.default is None and not self._given(nested, flag_values):
+                    values[name] = None  # e.g. no --export_dir: no export
+                else:
+                    values[name] = self._build(nested, flag_values)
+            elif name in self._flag_of:
+                flag = flag_values[self._flag_of[name]]
+                if not metadata(field)["omitted_is_default"] or flag.present:
+                    values[name] = flag.value
+            elif metadata(field) and metadata(field)["absent_when_none"]:
+                values[name] = None
+        return options_class(**values)
+
+    def _given(self, options_class, flag_values):
+        """Whether the flags of the required fields of an optional
+        `options_class` (e.g. --export_dir) are given."""
+        required = [
+            name
+            for name, field in fields_by_name(options_class).items()
+            if field.default is dataclasses.MISSING
+            and field.default_factory is dataclasses.MISSING
+        ]
+        return all(
+            name in self._flag_of and flag_values[self._flag_of[name]].value
+            for name in required
         )
-    return RunOptions(
-        output_dir=f.output_dir,
-        bert_config_file=f.bert_config_file,
-        init_checkpoint=f.init_checkpoint,
-        vocab_file=f.vocab_file,
-        do_lower_case=f.do_lower_case if lower_case else None,
-        max_seq_length=f.max_seq_length,
-        do_train=f.do_train,
-        do_eval=getattr(f, "do_eval", False),
-        do_predict=getattr(f, "do_predict", False),
-        eval_batch_size=getattr(f, "eval_batch_size", 8),
-        predict_batch_size=getattr(f, "predict_batch_size", 8),
-        pad_to_longest=f.pad_to_longest if batching else None,
-        dtype=f.dtype,
-        seed=f.seed,
-        training=training,
-        distribution=distribution,
-        export=export,
-    )
-
-
-def tfds_options(flags_obj):
-    """The `TfdsOptions` of the --tfds_* flags the tool has."""
-    return TfdsOptions(
-        **{
-            name: getattr(flags_obj, name)
-            for name in TfdsOptions.__dataclass_fields__
-            if name in flags_obj
-        }
-    )

@@ -5,6 +5,7 @@ import glob
 import os
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.option import metadata
 
 
 def positive(name, value):
@@ -42,22 +43,32 @@ def required(name, value):
 
 
 def run_defining(options):
-    """`{name: value}` of the fields that define a training run (a class's
-    `RUN_DEFINING`), from `options` and the option objects it holds.
+    """`{name: value}` of the fields that define a training run (declared
+    with ``option(..., run_defining=True)``), from `options` and the option
+    objects it holds.
 
-    A field in the class's `ABSENT_WHEN_NONE` is left out when None: the
-    tool has no such flag (e.g. run_squad has no --pad_to_longest).
+    A field declared ``absent_when_none`` is left out when None: the tool
+    has no such flag (e.g. run_squad has no --pad_to_longest).
     """
     settings = {}
     for field in dataclasses.fields(options):
         value = getattr(options, field.name)
+        meta = metadata(field)
         if dataclasses.is_dataclass(value):
             settings.update(run_defining(value))
-        elif field.name in getattr(options, "RUN_DEFINING", ()):
-            if value is None and field.name in getattr(options, "ABSENT_WHEN_NONE", ()):
+        elif meta and meta["run_defining"]:
+            if value is None and meta["absent_when_none"]:
                 continue
             settings[field.name] = list(value) if isinstance(value, tuple) else value
     return settings
+
+
+def check_once(options, run):
+    """`options.check(run)`, unless it passed for this `run` already: the
+    command line checks before TensorFlow loads, and the task would again."""
+    if options.__dict__.get("_checked_for") is not run:
+        options.check(run)
+        object.__setattr__(options, "_checked_for", run)
 
 
 def sequence_length_fits(max_seq_length, config):

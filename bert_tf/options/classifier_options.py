@@ -8,6 +8,7 @@ from bert_tf.data_prep import tfds_input
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import required
+from bert_tf.options.option import option
 from bert_tf.options.tfds_options import TfdsOptions
 
 
@@ -36,33 +37,55 @@ class ClassifierOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "task_name",
-        "xnli_language",
-        "data_dir",
-        "train_file",
-        "text_a_column",
-        "text_b_column",
-        "label_column",
-        "has_header",
-        "is_regression",
-        "skip_bad_rows",
+    task_name: str | None = option(
+        None, "The name of the task to train.", run_defining=True
     )
-
-    task_name: str | None = None
-    data_dir: str | None = None
-    xnli_language: str = "zh"
-    skip_bad_rows: bool = False
-    allow_single_class: bool = False
-    train_file: str | None = None
-    dev_file: str | None = None
-    test_file: str | None = None
-    text_a_column: str | None = "0"
-    text_b_column: str | None = None
-    label_column: str | None = "1"
-    has_header: bool = True
-    is_regression: bool = False
-    allow_header_like_first_row: bool = False
+    data_dir: str | None = option(
+        None,
+        "The input data dir. Should contain the .tsv files (or other data files) "
+        "for the task.",
+        run_defining=True,
+    )
+    skip_bad_rows: bool = option(
+        False,
+        "Skip malformed data rows (counted and logged) instead of stopping at the "
+        "first.",
+        run_defining=True,
+    )
+    xnli_language: str = option(
+        "zh", "Language of the XNLI task (the original: zh).", run_defining=True
+    )
+    train_file: str | None = option(
+        None, "custom task: training file (.tsv, .csv or .jsonl).", run_defining=True
+    )
+    dev_file: str | None = option(None, "custom task: dev file.")
+    test_file: str | None = option(None, "custom task: test file.")
+    text_a_column: str | None = option(
+        "0", "custom task: first text column (name or index).", run_defining=True
+    )
+    text_b_column: str | None = option(
+        None, "custom task: second text column, if any.", run_defining=True
+    )
+    label_column: str | None = option(
+        "1", "custom task: label column (name or index).", run_defining=True
+    )
+    has_header: bool = option(
+        True, "custom task: .tsv/.csv files start with a header.", run_defining=True
+    )
+    is_regression: bool = option(
+        False, "custom task: the label is a real number.", run_defining=True
+    )
+    allow_single_class: bool = option(
+        False,
+        "Train even if every training example has the same label (by default an "
+        "error naming the file: usually a cut or mis-parsed file).",
+    )
+    allow_header_like_first_row: bool = option(
+        False,
+        "custom task with --has_header=false: accept a first train row that looks "
+        "like a header (single-word cells, a label found in no other row); by "
+        "default an error, since it would become a bogus class.",
+    )
     tfds: TfdsOptions = dataclasses.field(default_factory=TfdsOptions)
 
     def __post_init__(self):

@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.option import option
 
 # bert_tf.training.strategy.STRATEGIES, written out: options import no
 # TensorFlow; tests/test_cli.py checks that the two lists agree.
@@ -27,14 +28,36 @@ class DistributionOptions:
     ```
     """
 
-    distribution_strategy: str | None = None
-    num_gpus: int | None = None
-    use_tpu: bool = False
-    tpu_name: str | None = None
-    tpu_zone: str | None = None
-    gcp_project: str | None = None
-    master: str | None = None
-    num_tpu_cores: int = 8
+    distribution_strategy: str | None = option(
+        None,
+        "tf.distribute strategy. Default: tpu with --use_tpu, multi_worker_mirrored "
+        "when TF_CONFIG names several workers, mirrored with several GPUs, else "
+        "one_device.",
+        choices=STRATEGIES,
+    )
+    num_gpus: int | None = option(None, "GPUs to use (default: all visible).")
+    use_tpu: bool = option(False, "Whether to use TPU or GPU/CPU.")
+    tpu_name: str | None = option(
+        None,
+        "The Cloud TPU to use for training. This should be either the name used when "
+        "creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.",
+    )
+    tpu_zone: str | None = option(
+        None,
+        "[Optional] GCE zone where the Cloud TPU is located in. If not specified, we "
+        "will attempt to automatically detect the GCE project from metadata.",
+    )
+    gcp_project: str | None = option(
+        None,
+        "[Optional] Project name for the Cloud TPU-enabled project. If not specified, "
+        "we will attempt to automatically detect the GCE project from metadata.",
+    )
+    master: str | None = option(None, "[Optional] TensorFlow master URL.")
+    num_tpu_cores: int = option(
+        8,
+        "Accepted for compatibility with the original and ignored: TPUStrategy "
+        "uses every core of the TPU that --tpu_name/--master names.",
+    )
 
     def __post_init__(self):
         name = self.distribution_strategy

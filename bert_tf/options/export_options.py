@@ -4,6 +4,7 @@ import dataclasses
 import os
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.option import option
 
 SERVING_TOKENIZERS = ("bert", "fast_bert")
 SERVING_DTYPES = ("float32", "bfloat16", "float16")
@@ -26,10 +27,30 @@ class ExportOptions:
     ```
     """
 
-    export_dir: str
-    serving_tokenizer: str = "bert"
-    serving_dtype: str = "float32"
-    export_version: int | None = None
+    export_dir: str = option(
+        help="If set, export a SavedModel for TF Serving to export_dir/<version>/ at "
+        "the end (raw-text `serving_default` and int32 `serve_tokenized` signatures, "
+        "plus model.keras)."
+    )
+    serving_tokenizer: str = option(
+        "bert",
+        "In-graph tokenizer of the exported SavedModel: bert (tensorflow-text "
+        "BertTokenizer ops, TF Serving >= 2.3, ids equal to the original's) or "
+        "fast_bert (FastBertTokenizer, TF Serving >= 2.12, faster, differs on rare "
+        "Unicode).",
+        choices=SERVING_TOKENIZERS,
+    )
+    serving_dtype: str = option(
+        "float32",
+        "Precision the exported SavedModel computes in (weights stored in it, "
+        "LayerNorm statistics and outputs float32).",
+        choices=SERVING_DTYPES,
+    )
+    export_version: int | None = option(
+        None,
+        "Version directory of the export (export_dir/<export_version>/); default: "
+        "1, or one more than the highest version already in export_dir.",
+    )
 
     def __post_init__(self):
         for name, allowed in (

@@ -7,12 +7,13 @@ from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
+from bert_tf.options.option import option
+from bert_tf.options.option import same_as
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
+from bert_tf.serving.families import LITERT_MODEL_TYPES
+from bert_tf.serving.families import QUANTIZATIONS
 from bert_tf.text import tokenization
 
-# bert_tf.serving.litert_exporter checks the same names (it needs TensorFlow).
-LITERT_MODEL_TYPES = ("classifier", "tagger", "span", "embedding", "encoder")
-QUANTIZATIONS = ("dynamic_int8", "float16", "none")
 # raw_text: our tokenizer in the file (tensorflow-text kernels); mediapipe:
 # MediaPipe Tasks' TextEmbedder/TextClassifier tokenize from the metadata.
 TARGETS = ("raw_text", "mediapipe")
@@ -49,21 +50,57 @@ class LiteRTExportOptions:
     ```
     """
 
-    model_type: str
-    init_checkpoint: str
-    output_file: str
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
-    max_seq_length: int = 128
-    quantization: str = "dynamic_int8"
-    task_name: str | None = None
-    labels: tuple | None = None
-    text_pair: bool | None = None
-    max_query_length: int = 64
-    use_crf: bool | None = None
-    crf_constrained: bool | None = None
-    target: str = "raw_text"
+    model_type: str = option(
+        help="classifier (run_classifier output), tagger (run_ner output), span "
+        "(run_squad output, one window per question/context), embedding "
+        "(run_similarity output or a sentence-transformers directory) or encoder.",
+        choices=LITERT_MODEL_TYPES,
+    )
+    init_checkpoint: str = same_as(SavedModelExportOptions, "init_checkpoint")
+    output_file: str = option(help="The .tflite file to write.")
+    bert_config_file: str | None = same_as(SavedModelExportOptions, "bert_config_file")
+    vocab_file: str | None = same_as(SavedModelExportOptions, "vocab_file")
+    do_lower_case: bool | None = option(
+        None,
+        "Whether to lower case the input text (as the model was trained); "
+        "default: as the run recorded (run_settings.json), else True; embedding: "
+        "the sentence encoder's own.",
+    )
+    max_seq_length: int = option(
+        128,
+        "Longest packed input (each request is padded to its longest row, up to "
+        "this); span: the window length.",
+    )
+    quantization: str = option(
+        "dynamic_int8",
+        "dynamic_int8: int8 weights and int8 matrix products (fastest on CPU, "
+        "~1/4 of the float32 size); float16: float16 weights; none: float32.",
+        choices=QUANTIZATIONS,
+    )
+    task_name: str | None = same_as(SavedModelExportOptions, "task_name")
+    labels: tuple | None = option(
+        None,
+        "classifier: label names in label-id order (instead of --task_name); "
+        "tagger: its IOB2 tags (default: the label_list.json run_ner.py saved "
+        "beside the checkpoint).",
+    )
+    text_pair: bool | None = same_as(SavedModelExportOptions, "text_pair")
+    max_query_length: int = same_as(SavedModelExportOptions, "max_query_length")
+    use_crf: bool | None = option(
+        None,
+        "tagger: the checkpoint is a run_ner.py --use_crf tagger (CRF transitions "
+        "cls/crf/*); the file decodes its tags with Viterbi. Default: as the run "
+        "recorded it, else whether the checkpoint holds CRF transitions.",
+    )
+    crf_constrained: bool | None = same_as(SavedModelExportOptions, "crf_constrained")
+    target: str = option(
+        "raw_text",
+        "raw_text: the tokenizer inside the file (tensorflow-text kernels); "
+        "mediapipe: for MediaPipe Tasks' TextEmbedder (--model_type=embedding) or "
+        "TextClassifier (--model_type=classifier, one text; uncased models), which "
+        "tokenize from the file's metadata.",
+        choices=TARGETS,
+    )
 
     def __post_init__(self):
         required("model_type", self.model_type)

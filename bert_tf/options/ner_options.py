@@ -8,6 +8,7 @@ from bert_tf.data_prep import tfds_input
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import required
+from bert_tf.options.option import option
 from bert_tf.options.tfds_options import TfdsOptions
 
 # The CRF transitions' learning rate over the encoder's (--use_crf). They
@@ -49,29 +50,62 @@ class NerOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "data_dir",
-        "train_file",
-        "doc_stride",
-        "use_crf",
-        "crf_constrained",
-        "crf_learning_rate_multiplier",
+    data_dir: str | None = option(
+        None,
+        "Directory with train.txt, dev.txt and test.txt (the CoNLL-2003 names).",
+        run_defining=True,
     )
-    # Softmax runs have no CRF factor: their identity stays as it was.
-    ABSENT_WHEN_NONE = ("crf_learning_rate_multiplier",)
-
-    data_dir: str | None = None
-    train_file: str | None = None
-    dev_file: str | None = None
-    test_file: str | None = None
-    tag_scheme: str = "iob2"
-    strict_tags: bool = False
-    labels: tuple | None = None
-    doc_stride: int | None = None
+    train_file: str | None = option(
+        None, "Training file (instead of data_dir).", run_defining=True
+    )
+    dev_file: str | None = option(None, "Dev file, for --do_eval.")
+    test_file: str | None = option(None, "Test file, for --do_predict.")
+    tag_scheme: str = option(
+        "iob2",
+        "How the files' tags are written: iob1 (CoNLL-2003's original), iob2 "
+        "(BIO) or bioes (IOBES). Predictions are written in the same scheme.",
+        choices=conll.TAG_SCHEMES,
+    )
+    strict_tags: bool = option(
+        False,
+        "Stop at an ill-formed tag sequence (e.g. I-X after O in iob2) instead of "
+        "reading it as conlleval does.",
+    )
+    labels: tuple | None = option(
+        None,
+        "Entity types, in label order (e.g. PER,LOC,ORG,MISC); default: those of "
+        "the training file, sorted.",
+    )
+    doc_stride: int | None = option(
+        None,
+        "Sentences longer than max_seq_length - 2 tokens are cut into windows "
+        "this many tokens apart (default: half of max_seq_length - 2); each word "
+        "is scored in the window where it has most context.",
+        run_defining=True,
+    )
     tfds: TfdsOptions = dataclasses.field(default_factory=TfdsOptions)
-    use_crf: bool = False
-    crf_constrained: bool = False
-    crf_learning_rate_multiplier: float | None = None
+    use_crf: bool = option(
+        False,
+        "A linear-chain CRF over the tag logits: trained by its log-likelihood "
+        "over each sentence's words, predictions decoded by Viterbi (also in the "
+        "SavedModel). Eval/predict/export of a CRF run need it too.",
+        run_defining=True,
+    )
+    crf_constrained: bool = option(
+        False,
+        "With --use_crf: decode only well-formed IOB2 tag sequences (no I-X after "
+        "O or another type, none first).",
+        run_defining=True,
+    )
+    # absent_when_none: softmax runs have no CRF factor; their identity stays as it was.
+    crf_learning_rate_multiplier: float | None = option(
+        None,
+        "With --use_crf: the CRF transitions train at this times --learning_rate "
+        "(the same warmup and decay). Default 100: at the encoder's rate they "
+        "hardly leave 0 in a fine-tuning run.",
+        run_defining=True,
+        absent_when_none=True,
+    )
 
     def __post_init__(self):
         if self.crf_constrained and not self.use_crf:
@@ -135,8 +169,8 @@ class NerOptions:
                 "tags are iob2"
             )
         run.check_paths()
-        for split, option in SPLIT_RUN_OPTIONS.items():
-            if getattr(run, option) and not self.tfds.tfds_name:
+        for split, run_option in SPLIT_RUN_OPTIONS.items():
+            if getattr(run, run_option) and not self.tfds.tfds_name:
                 existing_path(f"{split}_file", self.data_file(run, split))
         window = run.max_seq_length - 2
         if self.doc_stride is None:

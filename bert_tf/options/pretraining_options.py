@@ -5,6 +5,7 @@ import dataclasses
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
+from bert_tf.options.option import option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,18 +29,27 @@ class PretrainingOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "input_file",
-        "max_predictions_per_seq",
-        "dynamic_masking",
-        "masked_lm_prob",
+    input_file: str | None = option(
+        None,
+        "Input TF example files (can be a glob or comma separated).",
+        run_defining=True,
     )
-
-    input_file: str | None = None
-    max_predictions_per_seq: int = 20
-    max_eval_steps: int = 100
-    dynamic_masking: bool = False
-    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = option(
+        20,
+        "Maximum number of masked LM predictions per sequence. Must match data "
+        "generation.",
+        run_defining=True,
+    )
+    max_eval_steps: int = option(100, "Maximum number of eval steps.")
+    dynamic_masking: bool = option(
+        False,
+        "Draw new masked-LM predictions each time a record is read (per epoch) "
+        "instead of using the masks in the records. Needs --vocab_file.",
+        run_defining=True,
+    )
+    masked_lm_prob: float = option(
+        0.15, "--dynamic_masking: share of tokens to predict.", run_defining=True
+    )
 
     def check(self, run):
         """The original's checks, with the flag named in each message."""

@@ -7,6 +7,7 @@ from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
+from bert_tf.options.option import option
 
 RERANK_LOSSES = ("bce", "listwise")
 
@@ -40,27 +41,53 @@ class RerankerOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "data_dir",
-        "retrieval_checkpoint",
-        "train_split",
-        "passage_length",
-        "passage_stride",
-        "hard_negatives",
-        "rerank_loss",
+    data_dir: str | None = option(
+        None,
+        "BEIR directory: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
+        run_defining=True,
     )
-
-    data_dir: str | None = None
-    retrieval_checkpoint: str | None = None
-    train_split: str = "train"
-    eval_split: str = "test"
-    passage_length: int | None = None
-    passage_stride: int | None = None
-    hard_negatives: int = 7
-    rerank_loss: str = "bce"
-    rerank_top_k: int = 20
-    eval_top_k: int = 100
-    encode_batch_size: int = 64
+    retrieval_checkpoint: str | None = option(
+        None,
+        "The first stage (a dual encoder): a run_retrieval --output_dir with "
+        "trained towers, or a sentence-transformers directory.",
+        run_defining=True,
+    )
+    train_split: str = option(
+        "train", "qrels/<this>.tsv for --do_train.", run_defining=True
+    )
+    eval_split: str = option("test", "qrels/<this>.tsv for --do_eval.")
+    passage_length: int | None = option(
+        None,
+        "Word pieces of text per passage (default: the dual encoder's "
+        "max_seq_length - 2); longer documents are cut into several passages.",
+        run_defining=True,
+    )
+    passage_stride: int | None = option(
+        None,
+        "Word pieces between passage starts (default: half of --passage_length).",
+        run_defining=True,
+    )
+    hard_negatives: int = option(
+        7,
+        "Negatives per training query: the first stage's best passages of "
+        "documents not relevant to it (its top k minus the positives).",
+        run_defining=True,
+    )
+    rerank_loss: str = option(
+        "bce",
+        "bce: binary cross-entropy of every (query, passage) pair against 1 for "
+        "the positive, 0 for a negative; listwise: softmax cross-entropy over the "
+        "positive and its negatives.",
+        choices=RERANK_LOSSES,
+        run_defining=True,
+    )
+    rerank_top_k: int = option(
+        20, "--do_eval: documents of the first stage the cross-encoder re-orders."
+    )
+    eval_top_k: int = option(
+        100, "--do_eval: documents per query in the runs (>= rerank_top_k)."
+    )
+    encode_batch_size: int = option(64, "Batch of the dual encoder's embedding passes.")
 
     def __post_init__(self):
         required("data_dir", self.data_dir)

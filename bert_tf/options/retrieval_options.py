@@ -12,6 +12,7 @@ import os
 
 from bert_tf.data_prep.beir import CORPUS_FILE
 from bert_tf.errors import UserInputError
+from bert_tf.options.option import option
 from bert_tf.retrieval.bm25 import DEFAULT_B
 from bert_tf.retrieval.bm25 import DEFAULT_K1
 from bert_tf.retrieval.milvus_store import check_milvus_uri
@@ -91,51 +92,117 @@ class RetrievalOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "data_dir",
-        "train_split",
-        "pooling",
-        "passage_length",
-        "passage_stride",
-        "shared_towers",
-        "hard_negatives",
-        "similarity_scale",
+    data_dir: str = option(
+        help="BEIR directory: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
+        run_defining=True,
     )
-    ABSENT_WHEN_NONE = ("pooling", "passage_length", "passage_stride")
-
-    data_dir: str
-    train_split: str = "train"
-    eval_split: str = "test"
-    pooling: str | None = None
-    passage_length: int | None = None
-    passage_stride: int | None = None
-    shared_towers: bool = True
-    hard_negatives: int = 0
-    similarity_scale: float = 20.0
-    encode_batch_size: int = 64
-    eval_top_k: int = 100
-    milvus_uri: str | None = None
-    milvus_collection: str = "bert_tf"
-    index_type: str = "FLAT"
-    metric_type: str = "IP"
-    hnsw_m: int = 16
-    hnsw_ef_construction: int = 200
-    hnsw_ef: int = 128
-    ivf_nlist: int = 128
-    ivf_nprobe: int = 16
-    overwrite_index: bool = False
-    rerank_checkpoint: str | None = None
-    rerank_top_k: int = 20
-    retrieval_mode: str = "dense"
-    bm25_k1: float = DEFAULT_K1
-    bm25_b: float = DEFAULT_B
-    bm25_function: bool = False
-    fusion: str = "rrf"
-    rrf_k: int = 60
-    dense_weight: float = 0.5
-    bm25_weight: float = 0.5
-    vector_type: str = "float32"
-    rescore_k: int = 0
+    train_split: str = option(
+        "train", "qrels/<this>.tsv for --do_train.", run_defining=True
+    )
+    eval_split: str = option("test", "qrels/<this>.tsv for --do_eval.")
+    pooling: str | None = option(
+        None,
+        "Pooling of a plain BERT --init_checkpoint: mean, cls, max.",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    passage_length: int | None = option(
+        None,
+        "Word pieces of text per passage (default: max_seq_length - 2); longer "
+        "documents are cut into several passages.",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    passage_stride: int | None = option(
+        None,
+        "Word pieces between passage starts (default: half of --passage_length).",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    shared_towers: bool = option(
+        True,
+        "One encoder for queries and documents; --noshared_towers fine-tunes two.",
+        run_defining=True,
+    )
+    hard_negatives: int = option(
+        0,
+        "Per training query, this many passages of non-relevant documents ranked "
+        "highest by the starting encoder (mined once, before training), beside "
+        "the in-batch negatives.",
+        run_defining=True,
+    )
+    similarity_scale: float = option(
+        20.0, "Scale of the cosine similarities in the loss.", run_defining=True
+    )
+    encode_batch_size: int = option(64, "Texts per forward pass when embedding.")
+    eval_top_k: int = option(100, "Documents per query in run.tsv.")
+    milvus_uri: str | None = option(
+        None,
+        "Milvus: a file path ending in .db (Milvus Lite, default "
+        "<output_dir>/index.db) or http://host:19530 (a server or cluster).",
+    )
+    milvus_collection: str = option("bert_tf", "The Milvus collection.")
+    index_type: str = option(
+        "FLAT",
+        "FLAT (exact), HNSW or IVF_FLAT (approximate, for large corpora).",
+        choices=INDEX_TYPES,
+    )
+    metric_type: str = option(
+        "IP", "Similarity: inner product, cosine or L2.", choices=METRICS
+    )
+    hnsw_m: int = option(16, "HNSW: graph degree M.")
+    hnsw_ef_construction: int = option(200, "HNSW: efConstruction.")
+    hnsw_ef: int = option(128, "HNSW: ef at search (at least --eval_top_k).")
+    ivf_nlist: int = option(128, "IVF_FLAT: clusters (nlist).")
+    ivf_nprobe: int = option(16, "IVF_FLAT: clusters searched (nprobe).")
+    overwrite_index: bool = option(
+        False,
+        "Drop the collection first (e.g. after fine-tuning: the index holds the "
+        "old model's vectors).",
+    )
+    rerank_checkpoint: str | None = option(
+        None,
+        "A cross-encoder (a CrossEncoder directory or a run_reranker output_dir) "
+        "that re-orders each query's --rerank_top_k best: with --export_dir in the "
+        "SavedModel (both stages in one graph), with --do_eval the results of any "
+        "--retrieval_mode (<metric>_reranked, run_reranked.tsv).",
+    )
+    rerank_top_k: int = option(
+        20, "Candidate passages per query for --rerank_checkpoint."
+    )
+    retrieval_mode: str = option(
+        "dense",
+        "dense: the towers' vectors; bm25: BM25 over the same passages (sparse "
+        "vectors in Milvus); hybrid: both, fused by Milvus's hybrid_search.",
+        choices=RETRIEVAL_MODES,
+    )
+    bm25_k1: float = option(DEFAULT_K1, "BM25: term-frequency saturation k1.")
+    bm25_b: float = option(DEFAULT_B, "BM25: length normalization b (0 to 1).")
+    bm25_function: bool = option(
+        False,
+        "BM25 by Milvus's own function (server --milvus_uri only; Milvus Lite has "
+        "none) instead of the sparse vectors bert_tf computes.",
+    )
+    fusion: str = option(
+        "rrf",
+        "hybrid: reciprocal rank fusion, or the weighted sum of the two sides' "
+        "scores (normalized by Milvus).",
+        choices=FUSIONS,
+    )
+    rrf_k: int = option(60, "hybrid --fusion=rrf: k of 1 / (k + rank).")
+    dense_weight: float = option(0.5, "hybrid --fusion=weighted: dense weight.")
+    bm25_weight: float = option(0.5, "hybrid --fusion=weighted: BM25 weight.")
+    vector_type: str = option(
+        "float32",
+        "Dense vectors in Milvus as float32, int8 (per-dimension scale fitted on "
+        "the corpus) or binary (sign bits, Hamming distance).",
+        choices=VECTOR_TYPES,
+    )
+    rescore_k: int = option(
+        0,
+        "int8/binary: re-score this many best passages with the float32 vectors "
+        "(kept beside the codes); 0: the codes' order.",
+    )
 
     def __post_init__(self):
         check_beir_dir(self.data_dir)

@@ -9,6 +9,7 @@ from bert_tf.options.checks import positive
 from bert_tf.options.checks import sequence_length_fits
 from bert_tf.options.distribution_options import DistributionOptions
 from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.option import option
 from bert_tf.options.training_options import TrainingOptions
 from bert_tf.text import tokenization
 
@@ -45,31 +46,61 @@ class RunOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "init_checkpoint",
-        "vocab_file",
-        "do_lower_case",
-        "max_seq_length",
-        "dtype",
-        "seed",
-        "pad_to_longest",
+    output_dir: str = option(
+        help="The output directory where the model checkpoints will be written."
     )
-    ABSENT_WHEN_NONE = ("do_lower_case", "pad_to_longest")
-
-    output_dir: str
-    bert_config_file: str | None = None
-    init_checkpoint: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = True
-    max_seq_length: int = 128
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    pad_to_longest: bool | None = None
-    dtype: str = "float32"
-    seed: int = 12345
+    bert_config_file: str | None = option(
+        None,
+        "The config json file corresponding to the pre-trained BERT model. "
+        "This specifies the model architecture.",
+    )
+    init_checkpoint: str | None = option(
+        None,
+        "Initial checkpoint (usually from a pre-trained BERT model): a Google "
+        "checkpoint prefix or directory, or a Hugging Face directory.",
+        run_defining=True,
+    )
+    vocab_file: str | None = option(
+        None,
+        "The vocabulary file that the BERT model was trained on.",
+        run_defining=True,
+    )
+    do_lower_case: bool | None = option(
+        True,
+        "Whether to lower case the input text. Should be True for uncased models and "
+        "False for cased models.",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    max_seq_length: int = option(
+        128,
+        "The maximum total input sequence length after WordPiece tokenization. "
+        "Sequences longer than this will be truncated, and sequences shorter than this "
+        "will be padded.",
+        run_defining=True,
+    )
+    do_train: bool = option(False, "Whether to run training.")
+    do_eval: bool = option(False, "Whether to run eval on the dev set.")
+    do_predict: bool = option(False, "Whether to run the model in inference mode.")
+    eval_batch_size: int = option(8, "Total batch size for eval.")
+    predict_batch_size: int = option(8, "Total batch size for predict.")
+    pad_to_longest: bool | None = option(
+        None,
+        "Cut each batch to its longest example instead of max_seq_length (same "
+        "results, less work).",
+        run_defining=True,
+        absent_when_none=True,
+        flag_default=True,
+    )
+    dtype: str = option(
+        "float32",
+        "Compute precision (Keras mixed-precision policy); variables stay float32.",
+        choices=DTYPES,
+        run_defining=True,
+    )
+    seed: int = option(
+        12345, "Random seed for initialisation and data order.", run_defining=True
+    )
     training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
     distribution: DistributionOptions = dataclasses.field(
         default_factory=DistributionOptions

@@ -10,22 +10,20 @@ from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.export_options import ExportOptions
+from bert_tf.options.option import option
 from bert_tf.options.retrieval_options import METRICS
 from bert_tf.options.retrieval_options import check_beir_dir
 from bert_tf.options.retrieval_options import check_passages
 from bert_tf.options.retrieval_options import check_rerank_checkpoint
 from bert_tf.options.retrieval_options import check_serving_dtype
+from bert_tf.serving.families import MODEL_TYPES
 from bert_tf.serving.span_options import MAX_CONTEXT_BYTES
 from bert_tf.serving.span_options import MAX_WINDOWS
 from bert_tf.serving.span_options import SpanOptions
-from bert_tf.tasks.saved_model_types import MODEL_TYPES
 from bert_tf.text import tokenization
 
 # Written by run_classifier / run_ner beside their checkpoints.
 LABEL_LIST_FILE = "label_list.json"
-
-# The span flags: the fields of `SpanOptions`.
-SPAN_OPTIONS = tuple(field.name for field in dataclasses.fields(SpanOptions))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,37 +62,132 @@ class SavedModelExportOptions:
     ```
     """
 
-    model_type: str
-    init_checkpoint: str
+    model_type: str = option(
+        help="classifier (run_classifier output), span (run_squad output), tagger "
+        "(run_ner output), encoder, or embedding (a sentence encoder: a "
+        "sentence-transformers directory such as run_similarity's "
+        "output_dir/sentence_transformers, or a BERT checkpoint with --pooling; "
+        "its own max_seq_length and lower-casing are used), or reranker (a "
+        "cross-encoder: a sentence-transformers CrossEncoder / one-label Hugging "
+        "Face BertForSequenceClassification directory, or a run_reranker "
+        "output_dir; its own max_seq_length, lower-casing and activation are "
+        "used), or retrieval (a dual encoder: a run_retrieval output_dir or a "
+        "sentence-transformers directory, over the --data_dir corpus embedded "
+        "into the SavedModel: query in, document ids and scores out).",
+        choices=MODEL_TYPES,
+    )
+    init_checkpoint: str = option(
+        help="The trained model: a run_* --output_dir, a checkpoint prefix, or a "
+        "Google or Hugging Face model directory."
+    )
     export: ExportOptions
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
-    max_seq_length: int = 128
-    task_name: str | None = None
-    labels: tuple | None = None
-    text_pair: bool | None = None
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    doc_stride: int = 128
-    n_best_size: int = 20
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
-    max_context_bytes: int = MAX_CONTEXT_BYTES
-    max_windows: int = MAX_WINDOWS
-    pooling: str | None = None
-    use_crf: bool | None = None
-    crf_constrained: bool | None = None
-    data_dir: str | None = None
-    passage_length: int | None = None
-    passage_stride: int | None = None
-    metric_type: str = "IP"
-    rerank_checkpoint: str | None = None
-    rerank_top_k: int = 20
+    bert_config_file: str | None = option(
+        None, "bert_config.json; default: the one beside the checkpoint."
+    )
+    vocab_file: str | None = option(
+        None, "vocab.txt; default: the one beside the checkpoint."
+    )
+    do_lower_case: bool | None = option(
+        None,
+        "Whether to lower case the input text (as the model was trained; default: "
+        "as the run in --init_checkpoint recorded it, else true).",
+        flag_default=True,
+        omitted_is_default=True,
+    )
+    max_seq_length: int = option(
+        128,
+        "Longest packed input of the raw-text signature (each request is padded "
+        "to its longest row, up to this); span: the window length.",
+    )
+    task_name: str | None = option(
+        None,
+        "classifier: a run_classifier task (e.g. MRPC) for the label names and "
+        "whether it takes text pairs.",
+    )
+    labels: tuple | None = option(
+        None,
+        "classifier: label names in label-id order (instead of --task_name); "
+        "tagger: its IOB2 tags in label-id order (default: the label_list.json "
+        "run_ner.py saved beside the checkpoint).",
+    )
+    text_pair: bool | None = option(
+        None,
+        "classifier/encoder: serving_default takes text_b too (default: from "
+        "--task_name; else false).",
+    )
+    use_crf: bool | None = option(
+        None,
+        "tagger: the checkpoint is a run_ner.py --use_crf tagger (CRF transitions "
+        "cls/crf/*); the SavedModel decodes its tags with Viterbi. Default: as "
+        "the run recorded it, else whether the checkpoint holds CRF transitions.",
+    )
+    crf_constrained: bool | None = option(
+        None,
+        "tagger, with --use_crf: decode only well-formed IOB2 tag sequences. "
+        "Default: as the run recorded it.",
+    )
+    max_query_length: int = option(64, "span: question tokens kept.")
+    max_context_bytes: int = option(
+        MAX_CONTEXT_BYTES,
+        "span: the model refuses a request with a longer context (bytes).",
+    )
+    max_windows: int = option(
+        MAX_WINDOWS,
+        "span: the model refuses a request whose contexts need more windows in all.",
+    )
+    max_answer_length: int = option(30, "span: longest answer in tokens.")
+    doc_stride: int = option(
+        128, "span: how far each window of a long context moves on."
+    )
+    n_best_size: int = option(
+        20, "span: start/end candidates per window, n-best entries."
+    )
+    version_2_with_negative: bool = option(
+        False, "span: the model was trained on SQuAD 2.0 (answers may be empty)."
+    )
+    null_score_diff_threshold: float = option(
+        0.0,
+        'span, SQuAD 2.0: answer "" when the null score beats the best span by '
+        "more than this.",
+    )
+    pooling: str | None = option(
+        None,
+        "embedding, plain BERT checkpoint: mean, cls, max or mean_sqrt_len_tokens.",
+    )
+    data_dir: str | None = option(
+        None,
+        "retrieval: BEIR directory whose corpus.jsonl is embedded into the "
+        "SavedModel (passages cut as run_retrieval.py cuts them).",
+    )
+    passage_length: int | None = option(
+        None,
+        "retrieval: word pieces per passage (default: the document tower's "
+        "max_seq_length - 2).",
+    )
+    passage_stride: int | None = option(
+        None,
+        "retrieval: word pieces between passage starts (default: half of "
+        "--passage_length).",
+    )
+    metric_type: str = option(
+        "IP",
+        "retrieval: similarity of the exact search: inner product, cosine or L2.",
+        choices=METRICS,
+    )
+    rerank_checkpoint: str | None = option(
+        None,
+        "retrieval: a cross-encoder (a CrossEncoder directory or a run_reranker "
+        "output_dir) that re-orders each query's --rerank_top_k best passages in "
+        "the SavedModel (both stages in one graph).",
+    )
+    rerank_top_k: int = option(
+        20, "retrieval: candidate passages per query for the cross-encoder."
+    )
 
     def __post_init__(self):
         required("model_type", self.model_type)
         required("init_checkpoint", self.init_checkpoint)
+        required("export_dir", self.export.export_dir)
         existing_checkpoint("init_checkpoint", self.init_checkpoint)
         if self.model_type not in MODEL_TYPES:
             # Library callers skip the CLI's enum check; an unknown type must

@@ -4,6 +4,7 @@ import dataclasses
 
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
+from bert_tf.options.option import option
 
 # Losses of scored pairs (STS-B, SICK) and of (anchor, positive[, negative])
 # rows; `bert_tf.tasks.similarity_losses` implements them.
@@ -43,34 +44,62 @@ class SimilarityOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "train_file",
-        "text_a_column",
-        "text_b_column",
-        "score_column",
-        "negative_column",
-        "loss",
-        "score_scale",
-        "similarity_scale",
-        "pooling",
-        "normalize",
-        "group_by_length",
+    train_file: str | None = option(
+        None, "Training rows (.tsv, .csv or .jsonl).", run_defining=True
+    )
+    dev_file: str | None = option(None, "Scored dev pairs, for --do_eval.")
+    text_a_column: str = option(
+        "sentence1", "First text (anchor): a column name or index.", run_defining=True
+    )
+    text_b_column: str = option(
+        "sentence2",
+        "Second text (positive): a column name or index.",
+        run_defining=True,
+    )
+    score_column: str | None = option(
+        "score", "Gold similarity (scored pairs, and --do_eval).", run_defining=True
+    )
+    negative_column: str | None = option(
+        None, "mnr losses: a hard negative per row (optional).", run_defining=True
+    )
+    loss: str = option(
+        "cosine",
+        "cosine: MSE of cosine and score; cosent: CoSENT (score order); mnr: "
+        "multiple-negatives ranking (in-batch negatives); mnr_symmetric: both "
+        "ways.",
+        choices=LOSSES,
+        run_defining=True,
+    )
+    score_scale: float = option(
+        1.0, "Scores are divided by this (5 for STS-B's 0-5 scores).", run_defining=True
+    )
+    similarity_scale: float = option(
+        DEFAULT_SCALE,
+        "cosent/mnr: scale of the cosines (sentence-transformers' 20).",
+        run_defining=True,
+    )
+    pooling: str | None = option(
+        None,
+        "Pooling of a plain BERT checkpoint: mean, cls, max, mean_sqrt_len_tokens "
+        "('+' joins several); a sentence-transformers directory says its own.",
+        run_defining=True,
+    )
+    normalize: bool | None = option(
+        None,
+        "L2-normalise the embeddings (default: as the checkpoint says).",
+        run_defining=True,
+    )
+    group_by_length: bool | None = option(
+        None,
+        "Batch training rows of similar length together: less padding, the same "
+        "rows each epoch (default: on for cosine/cosent, off for mnr losses).",
+        run_defining=True,
     )
 
-    train_file: str | None = None
-    dev_file: str | None = None
-    text_a_column: str = "sentence1"
-    text_b_column: str = "sentence2"
-    score_column: str | None = "score"
-    negative_column: str | None = None
-    loss: str = "cosine"
-    score_scale: float = 1.0
-    similarity_scale: float = DEFAULT_SCALE
-    pooling: str | None = None
-    normalize: bool | None = None
-    group_by_length: bool | None = None
-
     def __post_init__(self):
+        for name in ("score_column", "negative_column"):
+            if getattr(self, name) == "":  # --score_column= : no such column
+                object.__setattr__(self, name, None)
         if self.group_by_length is None:
             object.__setattr__(self, "group_by_length", self.loss in SCORED_LOSSES)
         if self.loss not in LOSSES:

@@ -6,6 +6,7 @@ from bert_tf.data_prep import tfds_input
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import required
+from bert_tf.options.option import option
 from bert_tf.options.tfds_options import TfdsOptions
 from bert_tf.serving.span_options import SpanOptions
 
@@ -37,23 +38,55 @@ class SquadOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "train_file",
-        "version_2_with_negative",
-        "doc_stride",
-        "max_query_length",
+    train_file: str | None = option(
+        None, "SQuAD json for training. E.g., train-v1.1.json", run_defining=True
     )
-
-    train_file: str | None = None
-    predict_file: str | None = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    verbose_logging: bool = False
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
-    train_answer: str = "error"
+    predict_file: str | None = option(
+        None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json"
+    )
+    doc_stride: int = option(
+        128,
+        "When splitting up a long document into chunks, how much stride to take "
+        "between chunks.",
+        run_defining=True,
+    )
+    max_query_length: int = option(
+        64,
+        "The maximum number of tokens for the question. Questions longer than "
+        "this will be truncated to this length.",
+        run_defining=True,
+    )
+    n_best_size: int = option(
+        20,
+        "The total number of n-best predictions to generate in the "
+        "nbest_predictions.json output file.",
+    )
+    max_answer_length: int = option(
+        30,
+        "The maximum length of an answer that can be generated. This is needed "
+        "because the start and end predictions are not conditioned on one "
+        "another.",
+    )
+    verbose_logging: bool = option(
+        False,
+        "If true, all of the warnings related to data processing will be printed. "
+        "A number of warnings are expected for a normal SQuAD evaluation.",
+    )
+    version_2_with_negative: bool = option(
+        False,
+        "If true, the SQuAD examples contain some that do not have an answer.",
+        run_defining=True,
+    )
+    null_score_diff_threshold: float = option(
+        0.0, "If null_score - best_non_null is greater than the threshold predict null."
+    )
+    train_answer: str = option(
+        "error",
+        "A training question with several gold answers (as in dev files): error "
+        "stops naming it (the original's behaviour); first trains on the first "
+        "answer.",
+        choices=TRAIN_ANSWERS,
+    )
     tfds: TfdsOptions = dataclasses.field(default_factory=TfdsOptions)
 
     def __post_init__(self):

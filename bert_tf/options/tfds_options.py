@@ -4,6 +4,7 @@ import dataclasses
 
 from bert_tf.data_prep.tfds_input import check_supported
 from bert_tf.errors import UserInputError
+from bert_tf.options.option import option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,15 +26,39 @@ class TfdsOptions:
     ```
     """
 
-    tfds_name: str | None = None
-    tfds_data_dir: str | None = None
-    tfds_download: bool = True
-    tfds_split_train: str | None = None
-    tfds_split_eval: str | None = None
-    tfds_split_predict: str | None = None
-    tfds_text_a_feature: str | None = None
-    tfds_text_b_feature: str | None = None
-    tfds_label_feature: str | None = None
+    tfds_name: str | None = option(
+        None,
+        "Read a TensorFlow Datasets dataset instead of files, e.g. glue/mrpc, "
+        "squad/v1.1 (needs the tensorflow-datasets package: bert_tf[tfds]).",
+    )
+    tfds_data_dir: str | None = option(
+        None, "TFDS data directory (default: TFDS's own, ~/tensorflow_datasets)."
+    )
+    tfds_download: bool = option(
+        True,
+        "Download and prepare the TFDS dataset when it is not in --tfds_data_dir.",
+    )
+    tfds_split_train: str | None = option(
+        None, "TFDS split to train on (default: the dataset's train split)."
+    )
+    tfds_split_eval: str | None = option(
+        None,
+        "TFDS split to evaluate on (default: validation; MNLI: validation_matched).",
+    )
+    tfds_split_predict: str | None = option(
+        None, "TFDS split to predict (default: test; SQuAD: validation)."
+    )
+    tfds_text_a_feature: str | None = option(
+        None, "TFDS feature of the first text (default: the config's, e.g. sentence1)."
+    )
+    tfds_text_b_feature: str | None = option(
+        None,
+        "TFDS feature of the second text (default: the config's; an empty "
+        "value makes a single-sentence task).",
+    )
+    tfds_label_feature: str | None = option(
+        None, "TFDS label feature (default: label)."
+    )
 
     def check(self, file_options, supported):
         """Checks the options against each other and the file options.

@@ -4,6 +4,7 @@ import dataclasses
 
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import positive
+from bert_tf.options.option import option
 
 OPTIMIZERS = ("adamw_original", "adamw", "lamb")
 
@@ -37,38 +38,76 @@ class TrainingOptions:
     ```
     """
 
-    RUN_DEFINING = (
-        "train_batch_size",
-        "gradient_accumulation_steps",
-        "learning_rate",
-        "num_train_epochs",
-        "warmup_proportion",
-        "num_train_steps",
-        "num_warmup_steps",
-        "optimizer",
-        "length_bucketing",
+    train_batch_size: int = option(
+        32, "Total batch size for training.", run_defining=True
     )
-    ABSENT_WHEN_NONE = (
-        "num_train_epochs",
-        "warmup_proportion",
-        "num_train_steps",
-        "num_warmup_steps",
-        "length_bucketing",
+    learning_rate: float = option(
+        5e-5, "The initial learning rate for Adam.", run_defining=True
     )
-
-    train_batch_size: int = 32
-    learning_rate: float = 5e-5
-    num_train_epochs: float | None = 3.0
-    warmup_proportion: float | None = 0.1
-    num_train_steps: int | None = None
-    num_warmup_steps: int | None = None
-    optimizer: str = "adamw_original"
-    gradient_accumulation_steps: int = 1
-    use_xla: bool = False
-    save_checkpoints_steps: int = 1000
-    iterations_per_loop: int = 1000
-    length_bucketing: bool | None = None
-    overwrite_output_dir: bool = False
+    num_train_epochs: float | None = option(
+        3.0,
+        "Total number of training epochs to perform.",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    warmup_proportion: float | None = option(
+        0.1,
+        "Proportion of training to perform linear learning rate warmup for. "
+        "E.g., 0.1 = 10% of training.",
+        run_defining=True,
+        absent_when_none=True,
+    )
+    num_train_steps: int | None = option(
+        None,
+        "Number of training steps.",
+        run_defining=True,
+        absent_when_none=True,
+        flag_default=100000,
+    )
+    num_warmup_steps: int | None = option(
+        None,
+        "Number of warmup steps.",
+        run_defining=True,
+        absent_when_none=True,
+        flag_default=10000,
+    )
+    optimizer: str = option(
+        "adamw_original",
+        "adamw_original: the original's update (no bias correction); adamw: with bias "
+        "correction; lamb: layer-wise adaptive (weight decay inside the trust ratio).",
+        choices=OPTIMIZERS,
+        run_defining=True,
+    )
+    gradient_accumulation_steps: int = option(
+        1,
+        "Micro-batches summed per optimizer step; the train batch is split into this "
+        "many parts (train_batch_size must be divisible by it).",
+        run_defining=True,
+    )
+    use_xla: bool = option(False, "Compile the training step with XLA.")
+    save_checkpoints_steps: int = option(
+        1000, "How often to save the model checkpoint."
+    )
+    iterations_per_loop: int = option(
+        1000,
+        "With --use_tpu: optimizer steps run per call of the compiled training loop "
+        "(fewer host round trips); checkpoints still land every "
+        "--save_checkpoints_steps. Without a TPU the loop runs one step per call.",
+    )
+    length_bucketing: bool | None = option(
+        None,
+        "Training: group examples of similar length into batches (within pools of "
+        "16 batches), so short sentences are not padded to long ones.",
+        run_defining=True,
+        absent_when_none=True,
+        flag_default=True,
+    )
+    overwrite_output_dir: bool = option(
+        False,
+        "With --do_train: delete the checkpoints of a previous run in output_dir "
+        "and start over. Without it, a rerun with the same settings resumes and "
+        "one with other settings stops, listing the differences.",
+    )
 
     def __post_init__(self):
         for name in (

@@ -8,16 +8,8 @@ import tensorflow as tf
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
+from bert_tf.serving.families import SCRIPT_FAMILIES
 
-# The script a run_settings.json names -> the family of the model it trained.
-SCRIPT_FAMILIES = {
-    "run_classifier": "classifier",
-    "run_ner": "tagger",
-    "run_squad": "span",
-    "run_similarity": "embedding",
-    "run_reranker": "reranker",
-    "run_pretraining": "pretrainer",
-}
 SETTINGS_FILE = "run_settings.json"
 SPAN_FIELDS = (
     "max_query_length",

@@ -40,6 +40,7 @@ with activations quantized on the fly: the fastest on CPUs), "float16"
 `bert_tf_export` holds the labels and how the model was exported (JSON).
 """
 
+import inspect
 import json
 import os
 import tempfile
@@ -47,15 +48,14 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.models import BertClassifier
-from bert_tf.models import BertEncoder
-from bert_tf.models import BertSentenceEncoder
-from bert_tf.models import BertSpanLabeler
-from bert_tf.models import BertTokenClassifier
+from bert_tf.serving.classifier_signatures import ClassifierSignatures
+from bert_tf.serving.encoder_signatures import EncoderSignatures
+from bert_tf.serving.families import FAMILIES
+from bert_tf.serving.families import QUANTIZATIONS
 from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor
+from bert_tf.serving.registry import resolve
 from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
-QUANTIZATIONS = ("dynamic_int8", "float16", "none")
 METADATA_NAME = "bert_tf_export"
 # The custom ops `LiteRTPreprocessor` converts to, whose kernels
 # tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS registers.
@@ -112,24 +112,16 @@ def export_litert(
             f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}"
         )
     preprocessor = LiteRTPreprocessor(vocab_file, do_lower_case, seq_length)
-    if isinstance(model, BertTokenClassifier):
-        module, kind = _TaggerModule(model, preprocessor, label_list), "tagger"
-    elif isinstance(model, BertClassifier):
-        module = _ClassifierModule(model, preprocessor, text_pair, label_list)
-        kind = "classifier"
-    elif isinstance(model, BertSentenceEncoder):
-        module, kind = _EmbeddingModule(model, preprocessor), "embedding"
-    elif isinstance(model, BertSpanLabeler):
-        module = _SpanModule(model, preprocessor, max_query_length)
-        kind = "span"
-    elif isinstance(model, BertEncoder):
-        module, kind = _EncoderModule(model, preprocessor, text_pair), "encoder"
-    else:
-        raise TypeError(
-            "export_litert exports BertClassifier, BertTokenClassifier, "
-            "BertSpanLabeler, BertSentenceEncoder or BertEncoder, got "
-            f"{type(model).__name__}"
-        )
+    kind, module_class = litert_family(type(model))
+    options = {
+        "label_list": label_list,
+        "text_pair": text_pair,
+        "max_query_length": max_query_length,
+    }
+    accepted = inspect.signature(module_class).parameters
+    module = module_class(
+        model, preprocessor, **{k: v for k, v in options.items() if k in accepted}
+    )
     config = model.config if kind == "encoder" else model.encoder.config
     if preprocessor.vocab_size > config.vocab_size:
         raise ValueError(
@@ -168,6 +160,25 @@ def export_litert(
     for difference in TOKENIZER_DIFFERENCES:
         logging.info("LiteRT tokenizer vs the original FullTokenizer: %s", difference)
     return metadata
+
+
+def litert_family(model_class):
+    """`(family name, LiteRT module class)` of `model_class`: the entry of
+    its nearest base in `bert_tf.serving.families.FAMILIES`."""
+    exported = {
+        resolve(family.model_class): family
+        for family in FAMILIES
+        if family.litert_signatures
+    }
+    for cls in model_class.__mro__:
+        if cls in exported:
+            family = exported[cls]
+            return family.name, resolve(family.litert_signatures)
+    names = [cls.__name__ for cls in exported]
+    raise TypeError(
+        f"export_litert exports {', '.join(names[:-1])} or {names[-1]}, got "
+        f"{model_class.__name__}"
+    )
 
 
 def convert(module, quantization):
@@ -331,45 +342,27 @@ class _TextModule(_Module):
         return {"text_pair": self.text_pair}
 
 
-class _ClassifierModule(_TextModule):
+class ClassifierModule(_TextModule):
     def __init__(self, model, preprocessor, text_pair, label_list):
         super().__init__(model, preprocessor, text_pair)
-        self.regression = model.num_labels == 1
-        if label_list is None:
-            label_list = [str(i) for i in range(model.num_labels)]
-        self.labels = [str(label) for label in label_list]
-        if not self.regression and len(self.labels) != model.num_labels:
-            raise ValueError(
-                f"label_list has {len(self.labels)} labels but the classifier has "
-                f"{model.num_labels} outputs"
-            )
+        # The SavedModel family's outputs and labels: one class for both.
+        self.signatures = ClassifierSignatures(model, None, label_list, text_pair)
 
     def metadata(self):
-        labels = None if self.regression else self.labels
+        signatures = self.signatures
+        labels = None if signatures.regression else signatures.labels
         return {**super().metadata(), "labels": labels}
 
     def _outputs(self, inputs):
-        logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
-        if self.regression:
-            return {"predictions": logits[:, 0]}
-        label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {
-            "probabilities": tf.nn.softmax(logits, axis=-1),
-            "label_ids": label_ids,
-            "labels": tf.gather(tf.constant(self.labels), label_ids),
-        }
+        return self.signatures.outputs(inputs)
 
 
-class _EncoderModule(_TextModule):
+class EncoderModule(_TextModule):
     def _outputs(self, inputs):
-        outputs = self.model(inputs, training=False)
-        return {
-            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
-            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
-        }
+        return EncoderSignatures(self.model, None).outputs(inputs)
 
 
-class _EmbeddingModule(_Module):
+class EmbeddingModule(_Module):
     def text_specs(self):
         return [tf.TensorSpec([None], tf.string, "text")]
 
@@ -383,7 +376,7 @@ class _EmbeddingModule(_Module):
         return {"embeddings": tf.cast(self.model(inputs, training=False), tf.float32)}
 
 
-class _TaggerModule(_Module):
+class TaggerModule(_Module):
     def __init__(self, model, preprocessor, label_list):
         super().__init__(model, preprocessor)
         if label_list is None or len(label_list) != model.num_labels:
@@ -453,7 +446,7 @@ class _TaggerModule(_Module):
         return {"logits": logits, "tag_ids": tag_ids, "tags": tags}
 
 
-class _SpanModule(_Module):
+class SpanModule(_Module):
     def __init__(self, model, preprocessor, max_query_length):
         super().__init__(model, preprocessor)
         self.max_query_length = int(max_query_length)

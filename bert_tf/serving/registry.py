@@ -6,7 +6,8 @@ unless it registers its own family. Entries are classes, or
 "module:Class" strings imported on the first lookup (so registering a family
 imports neither TensorFlow nor the model).
 
-A new family adds one entry: a line in `_BUILTIN` below, or at run time
+A new family adds one entry: a `Family` in `bert_tf.serving.families`, or
+at run time
 
     from bert_tf import serving
     serving.register(MyModel, MySignatures)
@@ -18,30 +19,10 @@ Example:
 
 import importlib
 
+from bert_tf.serving.families import FAMILIES
+
 # model class -> signature module class; "module:Class" strings until used.
-_BUILTIN = {
-    "bert_tf.models.bert_classifier:BertClassifier": (
-        "bert_tf.serving.classifier_signatures:ClassifierSignatures"
-    ),
-    "bert_tf.models.bert_reranker:BertReranker": (
-        "bert_tf.serving.reranker_signatures:RerankerSignatures"
-    ),
-    "bert_tf.models.bert_span_labeler:BertSpanLabeler": (
-        "bert_tf.serving.span_signatures:SpanSignatures"
-    ),
-    "bert_tf.models.bert_token_classifier:BertTokenClassifier": (
-        "bert_tf.serving.tagger_signatures:TaggerSignatures"
-    ),
-    "bert_tf.models.bert_encoder:BertEncoder": (
-        "bert_tf.serving.encoder_signatures:EncoderSignatures"
-    ),
-    "bert_tf.models.bert_sentence_encoder:BertSentenceEncoder": (
-        "bert_tf.serving.embedding_signatures:EmbeddingSignatures"
-    ),
-    "bert_tf.retrieval.corpus_index:CorpusIndex": (
-        "bert_tf.serving.retrieval_signatures:RetrievalSignatures"
-    ),
-}
+_BUILTIN = {f.model_class: f.signatures for f in FAMILIES if f.signatures}
 _registry = dict(_BUILTIN)
 
 
@@ -73,7 +54,8 @@ def _path(entry):
     return f"{entry.__module__}:{entry.__qualname__}"
 
 
-def _resolve(entry):
+def resolve(entry):
+    """A class, or the class a "module:Class" path names (imported now)."""
     if not isinstance(entry, str):
         return entry
     module, _, name = entry.partition(":")
@@ -85,10 +67,10 @@ def signature_module_class(model_class):
     nearest registered base; `TypeError` when there is none."""
     by_class = {}
     for key, value in list(_registry.items()):
-        by_class[_resolve(key)] = value
+        by_class[resolve(key)] = value
     for cls in model_class.__mro__:
         if cls in by_class:
-            return _resolve(by_class[cls])
+            return resolve(by_class[cls])
     served = sorted(cls.__name__ for cls in by_class)
     raise TypeError(
         f"No serving signatures for {model_class.__name__}: exported models are "

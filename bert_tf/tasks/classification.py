@@ -30,6 +30,7 @@ from bert_tf.metrics.classification import accuracy
 from bert_tf.metrics.classification import glue_metrics
 from bert_tf.models import BertClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.options.checks import check_once
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
@@ -179,7 +180,7 @@ class ClassificationTask(Task):
     model_class = BertClassifier
 
     def __init__(self, run, options):
-        options.check(run)
+        check_once(options, run)
         super().__init__(run, options)
         self.processor = make_processor(options)
 

@@ -43,6 +43,7 @@ from bert_tf.errors import UserInputError
 from bert_tf.metrics.entity import entity_scores
 from bert_tf.models import BertTokenClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.options.checks import check_once
 from bert_tf.options.checks import required
 from bert_tf.options.ner_options import SPLIT_RUN_OPTIONS
 from bert_tf.tasks.runner import run_task
@@ -339,7 +340,7 @@ class NerTask(Task):
     model_class = BertTokenClassifier
 
     def __init__(self, run, options):
-        options.check(run)
+        check_once(options, run)
         if run.vocab_file is None:
             vocab = find_checkpoint(run.init_checkpoint).vocab_file
             required("vocab_file", vocab)

@@ -22,6 +22,7 @@ from bert_tf.data_prep.pretraining import pretraining_feature_spec
 from bert_tf.errors import UserInputError
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.options.checks import check_once
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
@@ -205,7 +206,7 @@ class PretrainingTask(Task):
     copies_vocab = False
 
     def __init__(self, run, options):
-        options.check(run)
+        check_once(options, run)
         super().__init__(run, options)
 
     def prepare(self, config):

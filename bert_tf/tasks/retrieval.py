@@ -59,6 +59,7 @@ from bert_tf.errors import UserInputError
 from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
 from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
+from bert_tf.options.checks import check_once
 from bert_tf.retrieval.corpus_index import CorpusIndex
 from bert_tf.retrieval.document_search import RUN_FILE
 from bert_tf.retrieval.document_search import rerank_documents
@@ -256,7 +257,7 @@ class RetrievalTask(Task):
     saves_final_checkpoint = False
 
     def __init__(self, run, options):
-        options.check(run)
+        check_once(options, run)
         super().__init__(run, options)
         self.towers = None
 

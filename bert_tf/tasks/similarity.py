@@ -38,6 +38,7 @@ from bert_tf.errors import UserInputError
 from bert_tf.layers import token_packing
 from bert_tf.metrics.similarity import similarity_metrics
 from bert_tf.models import BertSentenceEncoder
+from bert_tf.options.checks import check_once
 from bert_tf.options.checks import run_defining
 from bert_tf.tasks import similarity_losses
 from bert_tf.tasks.runner import run_task
@@ -66,7 +67,7 @@ class SimilarityTask(Task):
     model_class = BertSentenceEncoder
 
     def __init__(self, run, options):
-        options.check(run)
+        check_once(options, run)
         if not run.init_checkpoint:
             raise UserInputError(
                 "--init_checkpoint is needed: a sentence-transformers directory or a "

@@ -28,6 +28,7 @@ from bert_tf.data_prep import tfds_input
 from bert_tf.metrics import squad as squad_postprocessing
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
+from bert_tf.options.checks import check_once
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
@@ -182,7 +183,7 @@ class SquadTask(Task):
     eval_results_file = "eval_results.json"
 
     def __init__(self, run, options):
-        options.check(run)
+        check_once(options, run)
         super().__init__(run, options)
         self._predictions = None
 
