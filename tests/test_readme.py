@@ -700,3 +700,14 @@ def test_unrunnable_commands_use_real_flags(marker, module):
         if f"{module}.py" in command:
             used |= set(flag_names(command))
     assert used and used <= defined, sorted(used - defined)
+
+
+def test_the_commands_table_lists_every_installed_command():
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        listed = set(re.findall(r"^\| `(bert-tf-[a-z-]+)` \|", f.read(), re.M))
+    with open(os.path.join(REPO, "setup.py"), encoding="utf-8") as f:
+        source = f.read()
+    commands = re.search(r"COMMANDS = \((.*?)\)", source, re.S).group(1)
+    names = re.findall(r'"(\w+)"', commands)
+    installed = {"bert-tf-" + name.replace("_", "-") for name in names}
+    assert listed == installed | {"bert-tf-demo"}

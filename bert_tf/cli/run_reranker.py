@@ -9,7 +9,7 @@ qrels/<eval_split>.tsv query and writes both stages' metrics side by side.
 
     python run_reranker.py --data_dir=/tmp/squad_beir \
       --retrieval_checkpoint=$MINILM_DIR --init_checkpoint=$MINILM_DIR \
-      --do_train --do_eval --rerank_loss=listwise --rerank_top_k=20 \
+      --do_train --do_eval --rerank_top_k=20 \
       --output_dir=/tmp/reranker_output
 
 Installed as `bert-tf-run-reranker`; also `python -m bert_tf.cli.run_reranker`
@@ -39,8 +39,12 @@ COMMAND = Command(
                 default=32,
                 help="(query, passage) pairs per cross-encoder pass.",
             ),
+            # The recipe measured in the README (listwise, 3 hard negatives,
+            # 8 questions a batch, lr 1e-4: +10.5 points mrr@10 on SQuAD); at
+            # 2e-5 and 7 negatives 25 steps made the ranking worse.
             Flag("max_seq_length", default=256),
-            Flag("learning_rate", default=2e-5),
+            Flag("train_batch_size", default=8, help="Questions per training batch."),
+            Flag("learning_rate", default=1e-4),
             Flag(
                 "num_train_epochs", default=1.0, help="Epochs over the training groups."
             ),

@@ -68,13 +68,13 @@ class RerankerOptions:
         run_defining=True,
     )
     hard_negatives: int = option(
-        7,
+        3,
         "Negatives per training query: the first stage's best passages of "
         "documents not relevant to it (its top k minus the positives).",
         run_defining=True,
     )
     rerank_loss: str = option(
-        "bce",
+        "listwise",
         "bce: binary cross-entropy of every (query, passage) pair against 1 for "
         "the positive, 0 for a negative; listwise: softmax cross-entropy over the "
         "positive and its negatives.",
