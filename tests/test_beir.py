@@ -275,3 +275,73 @@ def test_squad_dev_as_beir(shared_data, tmp_path):
     assert not train_docs & test_docs  # halves split by article, so paragraphs too
     # The first question of the file is about Super Bowl 50's first paragraph.
     assert qrels["all"]["56be4db0acb8001400a502ec"] == {"Super_Bowl_50_0": 1}
+
+
+def test_pairs_table_as_beir(shared_data, tmp_path):
+    from bert_tf.data_prep import beir_conversion
+    from bert_tf.errors import UserInputError
+
+    # MRPC's paraphrase pairs as (query, passage): the first sentence asks for
+    # the second.
+    rows = []
+    with open(os.path.join(shared_data, "glue/MRPC/dev.tsv"), encoding="utf-8") as f:
+        for line in list(f)[1:41]:
+            fields = line.rstrip("\n").split("\t")
+            rows.append((fields[3], fields[4]))
+    rows.append(rows[0])  # a repeated pair is one judgement
+    table = tmp_path / "pairs.tsv"
+    table.write_text("sentence1\tsentence2\n" + "".join(f"{q}\t{p}\n" for q, p in rows))
+    out = tmp_path / "beir"
+    counts = beir_conversion.pairs_to_beir(
+        str(table), str(out), query_column="sentence1", passage_column="sentence2"
+    )
+    distinct = len({q for q, _ in rows})
+    assert counts["pairs"] == 41 and counts["queries"] == distinct
+    assert counts["train"] + counts["test"] == len(set(rows))
+    corpus = beir.read_corpus(str(out))
+    queries = beir.read_queries(str(out))
+    qrels = beir.read_qrels(str(out), "all", queries, corpus)
+    texts = {
+        (queries[q].text, corpus[d].text) for q, judged in qrels.items() for d in judged
+    }
+    assert texts == set(rows)
+    assert not set(beir.read_qrels(str(out), "train")) & set(
+        beir.read_qrels(str(out), "test")
+    )
+    with pytest.raises(UserInputError, match="query_column='question' is not in"):
+        beir_conversion.pairs_to_beir(str(table), str(out), query_column="question")
+    table.write_text("query\tpassage\nwhat\t\n")
+    with pytest.raises(UserInputError, match=r"pairs.tsv:2: empty query or passage"):
+        beir_conversion.pairs_to_beir(str(table), str(out))
+
+
+@pytest.mark.slow
+def test_the_installed_converter_writes_squad_as_beir(shared_data, tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bert_tf.cli.beir",
+            f"--squad_file={os.path.join(shared_data, 'squad/dev-v1.1.json')}",
+            f"--output_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "2067 documents, 10570 queries" in result.stdout
+    assert len(beir.read_corpus(str(tmp_path))) == 2067
+    bad = subprocess.run(
+        [sys.executable, "-m", "bert_tf.cli.beir", f"--output_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert (
+        bad.stderr.strip() == "beir: error: Give one of --squad_file or --pairs_file."
+    )
