@@ -1,5 +1,6 @@
 """run_retrieval.py end to end on SQuAD-as-BEIR: Milvus Lite for real, sentence-transformers as reference."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -135,6 +136,7 @@ def test_zero_shot_minilm_equals_sentence_transformers(
         do_predict=True,  # --do_index
         do_eval=True,
     )
+    run_options = run
     ours = retrieval.run(run, RetrievalOptions(data_dir=small_beir))
     run = _read_run(tmp_path / "run.tsv")
 
@@ -168,6 +170,18 @@ def test_zero_shot_minilm_equals_sentence_transformers(
     assert same_top >= 0.98
     assert ours["recall@10"] > 0.8  # a real model on real questions
     assert _read_results(tmp_path / "eval_results.txt")["num_queries"] == len(qrels)
+    # --eval_backend=milvus searches the Milvus Lite collection itself: the
+    # same documents (FLAT is exact) as the copy --eval_backend=auto searched.
+    milvus = retrieval.run(
+        dataclasses.replace(run_options, do_predict=False),
+        RetrievalOptions(data_dir=small_beir, eval_backend="milvus"),
+    )
+    searched = _read_run(tmp_path / "run.tsv")
+    assert {q: [d for d, _, _ in rows] for q, rows in searched.items()} == {
+        q: [d for d, _, _ in rows] for q, rows in run.items()
+    }
+    for name in ("recall@1", "recall@10", "mrr@10"):
+        assert milvus[name] == pytest.approx(ours[name], abs=1e-6)
 
 
 @pytest.mark.slow

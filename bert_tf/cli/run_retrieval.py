@@ -53,7 +53,11 @@ COMMAND = Command(
                 name="do_index",
                 help="Embed the corpus into the vector store.",
             ),
-            Flag("do_eval", help="Search the --eval_split queries and score them."),
+            Flag(
+                "do_eval",
+                help="Search the --eval_split queries in the index and score them "
+                "(see --eval_backend).",
+            ),
             "train_split",
             "eval_split",
             "pooling",

@@ -22,6 +22,7 @@ from bert_tf.retrieval.vector_store import METRICS
 from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
 
 INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
+EVAL_BACKENDS = ("auto", "milvus")
 # How the retrieval SavedModel stores the corpus embeddings.
 RETRIEVAL_SERVING_DTYPES = ("float32", "bfloat16")
 
@@ -159,6 +160,14 @@ class RetrievalOptions:
         False,
         "Drop the collection first (e.g. after fine-tuning: the index holds the "
         "old model's vectors).",
+    )
+    eval_backend: str = option(
+        "auto",
+        "--do_eval searches: auto: a Milvus Lite FLAT float32 collection through "
+        "an exact copy of its rows (the same results, minutes faster), any other "
+        "collection as it is; milvus: always the collection itself, as it will "
+        "be served.",
+        choices=EVAL_BACKENDS,
     )
     rerank_checkpoint: str | None = option(
         None,

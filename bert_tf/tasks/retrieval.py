@@ -159,7 +159,7 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
         logging.info("Embedding %d queries", len(query_ids))
         vectors = towers.encode_queries(texts, options.encode_batch_size)
     start = time.perf_counter()
-    if options.retrieval_mode == "dense":
+    if options.retrieval_mode == "dense" and options.eval_backend == "auto":
         store = searched_for_evaluation(store)
     results = retrieve_documents(
         store,
