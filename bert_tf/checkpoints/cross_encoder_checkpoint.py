@@ -204,6 +204,8 @@ def save_cross_encoder(model, directory):
         os.path.join(directory, "tokenizer_config.json"),
         {
             "do_lower_case": bool(preprocessor.do_lower_case),
+            "strip_accents": bool(preprocessor.strip_accents),
+            "tokenize_chinese_chars": bool(preprocessor.tokenize_chinese_chars),
             "tokenizer_class": "BertTokenizer",
             "unk_token": "[UNK]",
             "sep_token": "[SEP]",

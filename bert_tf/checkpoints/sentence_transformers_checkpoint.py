@@ -18,13 +18,13 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-from bert_tf.checkpoints.hf_checkpoint import HfCheckpointReader
-from bert_tf.checkpoints.hf_checkpoint import hf_do_lower_case
 from bert_tf.checkpoints.hf_checkpoint import safetensors_files
 from bert_tf.checkpoints.loading import CheckpointFiles
+from bert_tf.checkpoints.loading import hf_checkpoint_files
 from bert_tf.checkpoints.name_map import hf_names
 from bert_tf.errors import UserInputError
 from bert_tf.layers.sentence_pooling import POOLING_MODES
+from bert_tf.text.tokenizer_json import read_tokenizer_files
 
 MODULES_FILE = "modules.json"
 SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
@@ -242,16 +242,21 @@ def read_sentence_transformers(path):
         if os.path.exists(config_path):
             sentence_config = _read_json(config_path)
             break
-    do_lower_case = hf_do_lower_case(transformer_dir)
+    checkpoint = hf_checkpoint_files(transformer_dir, files)
+    checkpoint.reader = _DenseReader(checkpoint.reader, dense)
+    tokenizer = read_tokenizer_files(transformer_dir)
+    do_lower_case = tokenizer.do_lower_case
     if sentence_config.get("do_lower_case"):
+        # Lower-cases before the tokenizer: accents stay as the tokenizer says.
+        if not do_lower_case:
+            checkpoint.tokenizer_options["strip_accents"] = bool(
+                tokenizer.strip_accents
+            )
         do_lower_case = True
-    vocab = os.path.join(transformer_dir, "vocab.txt")
-    checkpoint = CheckpointFiles(
-        _DenseReader(HfCheckpointReader(files), dense),
-        os.path.join(transformer_dir, "config.json"),
-        vocab if os.path.exists(vocab) else None,
-        do_lower_case,
-    )
+    checkpoint.do_lower_case = do_lower_case
+    # sentence-transformers 6 writes no max_seq_length: the tokenizer's
+    # model_max_length is the longest input then.
+    max_seq_length = sentence_config.get("max_seq_length") or tokenizer.model_max_length
     return SentenceTransformersModel(
         path=path,
         checkpoint=checkpoint,
@@ -260,7 +265,7 @@ def read_sentence_transformers(path):
         dense_activation=dense_activation,
         dense_use_bias=dense_use_bias,
         normalize=normalize,
-        max_seq_length=sentence_config.get("max_seq_length"),
+        max_seq_length=max_seq_length,
         do_lower_case=do_lower_case,
     )
 
@@ -307,6 +312,8 @@ def save_sentence_transformers(model, directory):
         os.path.join(directory, "tokenizer_config.json"),
         {
             "do_lower_case": bool(preprocessor.do_lower_case),
+            "strip_accents": bool(preprocessor.strip_accents),
+            "tokenize_chinese_chars": bool(preprocessor.tokenize_chinese_chars),
             "tokenizer_class": "BertTokenizer",
             "unk_token": "[UNK]",
             "sep_token": "[SEP]",

@@ -7,6 +7,7 @@ import tensorflow as tf
 from bert_tf.checkpoints.cross_encoder_checkpoint import ACTIVATIONS
 from bert_tf.checkpoints.cross_encoder_checkpoint import read_cross_encoder
 from bert_tf.checkpoints.cross_encoder_checkpoint import save_cross_encoder
+from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import load_checkpoint
 from bert_tf.checkpoints.name_map import is_ignored
 from bert_tf.config import BertConfig
@@ -237,11 +238,7 @@ class BertReranker(BertTextTask, BertClassifier):
             config = checkpoint.load_config()
         elif not isinstance(config, BertConfig):
             config = BertConfig.from_json_file(config)
-        vocab_file = vocab_file or checkpoint.vocab_file
-        if vocab_file is None:
-            raise UserInputError(
-                f"No vocab.txt beside {path}: pass vocab_file= (--vocab_file)"
-            )
+        vocab_file, options = checkpoint_vocabulary(checkpoint, vocab_file, path)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False
         seq_length = min(
@@ -250,7 +247,7 @@ class BertReranker(BertTextTask, BertClassifier):
         )
         kwargs.setdefault("activation", files.activation or "sigmoid")
         preprocessor = BertPreprocessor(
-            vocab_file, do_lower_case, seq_length, padding="longest"
+            vocab_file, do_lower_case, seq_length, padding="longest", **options
         )
         model = cls(config, preprocessor=preprocessor, **kwargs)
         report = load_checkpoint(model, checkpoint)

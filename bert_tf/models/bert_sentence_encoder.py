@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.loading import load_checkpoint
 from bert_tf.checkpoints.name_map import encoder_variables
@@ -272,14 +273,12 @@ class BertSentenceEncoder(BertTaskModel):
             config = files.load_config()
         elif not isinstance(config, BertConfig):
             config = BertConfig.from_json_file(config)
-        vocab_file = vocab_file or files.vocab_file
-        if vocab_file is None:
-            raise FileNotFoundError(f"No vocab.txt beside {path}: pass vocab_file=")
+        vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False
         max_seq_length = min(max_seq_length or 128, config.max_position_embeddings)
         preprocessor = BertPreprocessor(
-            vocab_file, do_lower_case, max_seq_length, padding="longest"
+            vocab_file, do_lower_case, max_seq_length, padding="longest", **options
         )
         model = cls(
             config,

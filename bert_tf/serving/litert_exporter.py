@@ -85,6 +85,8 @@ def export_litert(
     max_query_length=64,
     quantization="dynamic_int8",
     extra_metadata=None,
+    strip_accents=None,
+    tokenize_chinese_chars=None,
 ):
     """Writes `model` as a LiteRT file at `path` that takes raw text.
 
@@ -111,7 +113,13 @@ def export_litert(
         raise ValueError(
             f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}"
         )
-    preprocessor = LiteRTPreprocessor(vocab_file, do_lower_case, seq_length)
+    preprocessor = LiteRTPreprocessor(
+        vocab_file,
+        do_lower_case,
+        seq_length,
+        strip_accents=strip_accents,
+        tokenize_chinese_chars=tokenize_chinese_chars,
+    )
     if isinstance(model, BertTokenClassifier):
         module, kind = _TaggerModule(model, preprocessor, label_list), "tagger"
     elif isinstance(model, BertClassifier):

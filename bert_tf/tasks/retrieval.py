@@ -59,7 +59,6 @@ from bert_tf.retrieval.vector_store import StoredPassage
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
-from bert_tf.text.tokenization import FullTokenizer
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 RUN_FILE = "run.tsv"
@@ -113,7 +112,7 @@ def passages_of(corpus, towers, options):
     of one passage, without the title); default --passage_stride: half of it.
     """
     preprocessor = towers.document_encoder.preprocessor
-    tokenizer = FullTokenizer(preprocessor.vocab_file, preprocessor.do_lower_case)
+    tokenizer = preprocessor.python_tokenizer()
     length = options.passage_length or preprocessor.seq_length - 2
     stride = options.passage_stride or max(length // 2, 1)
     cache = {}
