@@ -68,6 +68,7 @@ def prompted(st, minilm_dir, tmp_path_factory):
     return (
         BertSentenceEncoder.from_checkpoint(directory),
         st.SentenceTransformer(directory, device="cpu"),
+        directory,
     )
 
 
@@ -111,7 +112,7 @@ def test_every_pooling_mode_equals_encode(
 
 @pytest.mark.slow
 def test_prompts_dense_truncate_dim_and_api(prompted):
-    ours, theirs = prompted
+    ours, theirs, _ = prompted
     assert ours.prompts == {"query": "query: ", "document": "passage: "}
     assert ours.similarity_fn_name == "dot"
     for kwargs in (
@@ -156,7 +157,7 @@ def test_prompts_dense_truncate_dim_and_api(prompted):
 
 @pytest.mark.slow
 def test_save_loads_back_in_sentence_transformers(prompted, st, tmp_path):
-    ours, _ = prompted
+    ours, _, _ = prompted
     directory = str(tmp_path / "saved")
     ours.save(directory)
     theirs = st.SentenceTransformer(directory, device="cpu")
@@ -171,7 +172,7 @@ def test_save_loads_back_in_sentence_transformers(prompted, st, tmp_path):
 
 @pytest.mark.slow
 def test_input_checks(prompted):
-    ours, _ = prompted
+    ours, _, _ = prompted
     for batch_size in (0, -1):
         with pytest.raises(ValueError, match="batch_size"):
             ours.encode(TEXTS, batch_size=batch_size)
@@ -222,4 +223,61 @@ def test_another_models_vocab_file_is_refused(minilm_dir, shared_data):
     # The model's own vocabulary, named again, is fine.
     BertSentenceEncoder.from_checkpoint(
         minilm_dir, vocab_file=os.path.join(minilm_dir, "vocab.txt")
+    )
+
+
+@pytest.mark.slow
+def test_exports_serve_what_encode_gives(prompted, tmp_path):
+    """The SavedModel and LiteRT embedding exports of the directory carry
+    the default prompt (left out of pooling), the Dense, the Normalize and
+    truncate_dim: the served vector is `encode`'s."""
+    import tensorflow as tf
+
+    from bert_tf.options.export_options import ExportOptions
+    from bert_tf.options.litert_export_options import LiteRTExportOptions
+    from bert_tf.options.saved_model_export_options import SavedModelExportOptions
+    from bert_tf.serving.litert_model import LiteRTModel
+    from bert_tf.tasks import litert_export
+    from bert_tf.tasks import saved_model_export
+
+    _, theirs, directory = prompted
+    expected = theirs.encode(TEXTS)
+    path = saved_model_export.run(
+        SavedModelExportOptions(
+            model_type="embedding",
+            init_checkpoint=directory,
+            export=ExportOptions(str(tmp_path / "export")),
+        )
+    )
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    np.testing.assert_allclose(
+        served(text=tf.constant(TEXTS))["embeddings"].numpy(), expected, atol=TOLERANCE
+    )
+    litert = LiteRTModel(
+        litert_export.run(
+            LiteRTExportOptions(
+                model_type="embedding",
+                init_checkpoint=directory,
+                output_file=str(tmp_path / "embedding.tflite"),
+                quantization="none",
+            )
+        )
+    )
+    np.testing.assert_allclose(litert(text=TEXTS)["embeddings"], expected, atol=5e-5)
+    # truncate_dim given to the model is exported too.
+    truncated = BertSentenceEncoder.from_checkpoint(directory, truncate_dim=16)
+    from bert_tf.serving.saved_model_exporter import export_saved_model
+
+    path = export_saved_model(
+        truncated,
+        str(tmp_path / "truncated"),
+        truncated.preprocessor.vocab_file,
+        True,
+        truncated.preprocessor.seq_length,
+    )
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    np.testing.assert_allclose(
+        served(text=tf.constant(TEXTS))["embeddings"].numpy(),
+        theirs.encode(TEXTS, truncate_dim=16),
+        atol=TOLERANCE,
     )

@@ -53,6 +53,7 @@ from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models import BertTokenClassifier
 from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor
+from bert_tf.text import tokenization
 from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 QUANTIZATIONS = ("dynamic_int8", "float16", "none")
@@ -364,11 +365,41 @@ class _EmbeddingModule(_Module):
     def metadata(self):
         return {"embedding_dim": int(self.model.embedding_dim)}
 
-    def serve_text(self, text):
-        return self._outputs(self.preprocessor.pack_texts([text]))
+    def __init__(self, model, preprocessor):
+        super().__init__(model, preprocessor)
+        self.prompt = model.resolve_prompt()
+        self.prompt_ids = []
+        if self.prompt:
+            # LiteRT has no StringJoin: the prompt's word pieces go before the
+            # text's, which equals tokenizing the joined string when the
+            # prompt ends at a word boundary.
+            last = self.prompt[-1]
+            tokenizer = tokenization.FullTokenizer(
+                preprocessor.vocab_file, preprocessor.do_lower_case
+            )
+            if not (last.isspace() or tokenization._is_punctuation(last)):
+                raise ValueError(
+                    f"the model's default prompt {self.prompt!r} does not end with a "
+                    "space or punctuation: the LiteRT export cannot prepend it "
+                    "(export a SavedModel)"
+                )
+            self.prompt_ids = tokenizer.convert_tokens_to_ids(
+                tokenizer.tokenize(self.prompt)
+            )
 
-    def _outputs(self, inputs):
-        return {"embeddings": tf.cast(self.model(inputs, training=False), tf.float32)}
+    def serve_text(self, text):
+        ids, lengths, _, _ = self.preprocessor.tokenize(text)
+        if self.prompt_ids:
+            prompt = tf.constant(self.prompt_ids, tf.int64)
+            rows = tf.shape(ids)[0]
+            ids = tf.concat([tf.tile(prompt[tf.newaxis, :], [rows, 1]), ids], axis=1)
+            lengths = lengths + len(self.prompt_ids)
+        inputs = self.preprocessor.pack([(ids, lengths)])[0]
+        return self._outputs(inputs, self.model.prompt_length(self.prompt))
+
+    def _outputs(self, inputs, prompt_length=0):
+        # The model's Dense, Normalize and truncate_dim, as `encode`.
+        return {"embeddings": self.model.embed_inputs(inputs, prompt_length)}
 
 
 class _TaggerModule(_Module):
