@@ -136,7 +136,8 @@ def read_cross_encoder(path, new_head=False):
     if num_labels != 1 and not new_head:
         raise UserInputError(
             f"{config_file}: {num_labels} labels; a re-ranker (cross-encoder) "
-            "scores each pair with one label"
+            "scores each pair with one label (a cross-encoder with several labels "
+            "is a pair classifier: BertTextClassifier reads it)"
         )
     if activation is None:
         saved = hf_config.get("sentence_transformers", {}).get("activation_fn")
