@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bert_tf.errors import UserInputError
+from bert_tf.layers.sentence_pooling import POOLING_MODES
 from bert_tf.models import BertSentenceEncoder
 
 TEXTS = [
@@ -73,18 +74,7 @@ def prompted(st, minilm_dir, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "cls",
-        "max",
-        "mean",
-        "mean_sqrt_len_tokens",
-        "weightedmean",
-        "lasttoken",
-        ("mean", "lasttoken"),
-    ],
-)
+@pytest.mark.parametrize("mode", [*POOLING_MODES, ("mean", "lasttoken")])
 @pytest.mark.parametrize("include_prompt", [True, False])
 def test_every_pooling_mode_equals_encode(
     st, minilm_dir, tmp_path, mode, include_prompt

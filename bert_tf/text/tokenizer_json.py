@@ -63,7 +63,8 @@ class TokenizerFiles:
         }
 
 
-def _read_json(path):
+def read_json(path):
+    """The JSON file `path`; invalid JSON is a UserInputError naming it."""
     with open(path, encoding="utf-8") as f:
         try:
             return json.load(f)
@@ -74,7 +75,7 @@ def _read_json(path):
 @functools.lru_cache(maxsize=8)
 def _parsed(path, mtime_ns, size):
     del mtime_ns, size  # the cache key: a rewritten file is read again
-    data = _read_json(path)
+    data = read_json(path)
     model = data.get("model") or {}
     kind = model.get("type")
     if kind != "WordPiece":
@@ -169,7 +170,7 @@ def read_tokenizer_files(directory):
     vocab = os.path.join(directory, VOCAB_FILE)
     tokenizer_json = os.path.join(directory, TOKENIZER_FILE)
     config_path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
-    config = _read_json(config_path) if os.path.exists(config_path) else {}
+    config = read_json(config_path) if os.path.exists(config_path) else {}
     settings = {key: config.get(key) for key in _CONFIG_KEYS}
     if os.path.exists(tokenizer_json):
         # Parsed also beside a vocab.txt: a BPE tokenizer.json with a stray
