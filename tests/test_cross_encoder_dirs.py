@@ -13,7 +13,9 @@ PAIRS = [
     ("who wrote it?", "The sky is blue."),
     ("where is it?", "It is in Paris, France, near the river. " * 20),
 ]
-DOCUMENTS = ["The sky is blue.", "Ann wrote the book in 1990.", "Paris", ""]
+# (No empty document: the original's packing makes [CLS] q [SEP] of it where
+# Hugging Face's tokenizer makes [CLS] q [SEP] [SEP].)
+DOCUMENTS = ["The sky is blue.", "Ann wrote the book in 1990.", "Paris", "it"]
 TOLERANCE = 2e-5
 
 
