@@ -33,6 +33,7 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import MODULES_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SENTENCE_CONFIG_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import hf_config_dict
 from bert_tf.errors import UserInputError
+from bert_tf.text.tokenizer_json import read_json
 
 ST_CONFIG_FILE = "config_sentence_transformers.json"
 # torch activation class (CrossEncoder's activation_fn) <-> our name.
@@ -58,14 +59,6 @@ class CrossEncoderFiles:
     do_lower_case: bool | None
 
 
-def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise UserInputError(f"{path}: not valid JSON: {e}") from e
-
-
 def _activation(name, where):
     if name is None:
         return None
@@ -80,7 +73,7 @@ def _activation(name, where):
 def _transformer_dir(path):
     """The directory of the Transformer module a v6 modules.json names."""
     modules_file = os.path.join(path, MODULES_FILE)
-    modules = _read_json(modules_file)
+    modules = read_json(modules_file)
     kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
     if kinds != ["Transformer"]:
         raise UserInputError(
@@ -90,7 +83,7 @@ def _transformer_dir(path):
     directory = os.path.join(path, modules[0].get("path", ""))
     sentence_config = os.path.join(directory, SENTENCE_CONFIG_FILE)
     if os.path.exists(sentence_config):
-        task = _read_json(sentence_config).get("transformer_task")
+        task = read_json(sentence_config).get("transformer_task")
         if task not in (None, "sequence-classification"):
             raise UserInputError(
                 f"{sentence_config}: transformer_task {task!r} is not a "
@@ -120,23 +113,22 @@ def read_cross_encoder(path, new_head=False):
         st_config = os.path.join(path, ST_CONFIG_FILE)
         if os.path.exists(st_config):
             activation = _activation(
-                _read_json(st_config).get("activation_fn"), st_config
+                read_json(st_config).get("activation_fn"), st_config
             )
     else:
         directory = path
     files = find_checkpoint(directory)
     config_file = files.config_file
     hf_config = (
-        _read_json(config_file)
-        if os.path.basename(config_file) == "config.json"
-        else {}
+        read_json(config_file) if os.path.basename(config_file) == "config.json" else {}
     )
     labels = hf_config.get("id2label")
     num_labels = len(labels) if labels else hf_config.get("num_labels", 1)
     if num_labels != 1 and not new_head:
         raise UserInputError(
             f"{config_file}: {num_labels} labels; a re-ranker (cross-encoder) "
-            "scores each pair with one label"
+            "scores each pair with one label (a cross-encoder with several labels "
+            "is a pair classifier: BertTextClassifier reads it)"
         )
     if activation is None:
         saved = hf_config.get("sentence_transformers", {}).get("activation_fn")
@@ -148,13 +140,13 @@ def read_cross_encoder(path, new_head=False):
     do_lower_case = files.do_lower_case
     sentence_config = os.path.join(directory, SENTENCE_CONFIG_FILE)
     if os.path.exists(sentence_config):
-        settings = _read_json(sentence_config)
+        settings = read_json(sentence_config)
         max_seq_length = settings.get("max_seq_length")
         if settings.get("do_lower_case"):  # lower-cases before the tokenizer
             do_lower_case = True
     tokenizer_config = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(tokenizer_config):
-        settings = _read_json(tokenizer_config)
+        settings = read_json(tokenizer_config)
         if max_seq_length is None:
             max_seq_length = settings.get("model_max_length")
         if do_lower_case is None:  # e.g. our checkpoint with run_reranker's file
@@ -204,6 +196,8 @@ def save_cross_encoder(model, directory):
         os.path.join(directory, "tokenizer_config.json"),
         {
             "do_lower_case": bool(preprocessor.do_lower_case),
+            "strip_accents": bool(preprocessor.strip_accents),
+            "tokenize_chinese_chars": bool(preprocessor.tokenize_chinese_chars),
             "tokenizer_class": "BertTokenizer",
             "unk_token": "[UNK]",
             "sep_token": "[SEP]",

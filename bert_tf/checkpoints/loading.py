@@ -10,7 +10,6 @@ from absl import logging
 
 from bert_tf.checkpoints import keras_hub_checkpoint
 from bert_tf.checkpoints.hf_checkpoint import HfCheckpointReader
-from bert_tf.checkpoints.hf_checkpoint import hf_do_lower_case
 from bert_tf.checkpoints.hf_checkpoint import safetensors_files
 from bert_tf.checkpoints.keras_hub_checkpoint import KerasHubCheckpointReader
 from bert_tf.checkpoints.model_garden_checkpoint import ModelGardenCheckpointReader
@@ -18,6 +17,9 @@ from bert_tf.checkpoints.model_garden_checkpoint import is_object_checkpoint
 from bert_tf.checkpoints.tf1_checkpoint import Tf1CheckpointReader
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserInputError
+from bert_tf.text.tokenization import load_vocab
+from bert_tf.text.tokenizer_json import is_tokenizer_json
+from bert_tf.text.tokenizer_json import read_tokenizer_files
 
 _EXPECTED = (
     "expected a Google checkpoint prefix (…/bert_model.ckpt, with bert_config.json "
@@ -32,16 +34,35 @@ _NAMES_SHOWN = 5
 
 @dataclasses.dataclass
 class CheckpointFiles:
-    """Where a checkpoint's weights, config and vocab are."""
+    """Where a checkpoint's weights, config and vocab are.
+
+    `vocab_file` is a vocab.txt or a Hugging Face tokenizer.json;
+    `tokenizer_options` the other tokenizer switches the files give
+    (`strip_accents`, `tokenize_chinese_chars`), for `BertPreprocessor`.
+    """
 
     reader: object
     config_file: str
     vocab_file: str | None
     # How the vocabulary was used, when the files say (HF and KerasHub do).
     do_lower_case: bool | None = None
+    tokenizer_options: dict = dataclasses.field(default_factory=dict)
 
     def load_config(self):
         return self.reader.load_config(self.config_file)
+
+
+def hf_checkpoint_files(directory, weight_files):
+    """`CheckpointFiles` of an HF directory: its tokenizer from vocab.txt or
+    tokenizer.json plus tokenizer_config.json (`read_tokenizer_files`)."""
+    tokenizer = read_tokenizer_files(directory)
+    return CheckpointFiles(
+        HfCheckpointReader(weight_files),
+        os.path.join(directory, "config.json"),
+        tokenizer.vocab_file,
+        tokenizer.do_lower_case,
+        tokenizer.options(),
+    )
 
 
 def _require(path, what, checkpoint):
@@ -86,12 +107,7 @@ def find_checkpoint(path):
     if os.path.isdir(path):
         hf_files = safetensors_files(path)
         if hf_files and os.path.exists(os.path.join(path, "config.json")):
-            return CheckpointFiles(
-                HfCheckpointReader(hf_files),
-                os.path.join(path, "config.json"),
-                _vocab_beside(path),
-                hf_do_lower_case(path),
-            )
+            return hf_checkpoint_files(path, hf_files)
         if keras_hub_checkpoint.is_keras_hub_preset(path):
             vocab = os.path.join(path, keras_hub_checkpoint.VOCAB_FILE)
             return CheckpointFiles(
@@ -110,15 +126,8 @@ def find_checkpoint(path):
         raise FileNotFoundError(f"No BERT checkpoint in directory {path}: {_EXPECTED}")
     directory = os.path.dirname(os.path.abspath(path))
     if path.endswith(".safetensors") and os.path.exists(path):
-        config = _require(
-            os.path.join(directory, "config.json"), "HF config.json", path
-        )
-        return CheckpointFiles(
-            HfCheckpointReader([path]),
-            config,
-            _vocab_beside(directory),
-            hf_do_lower_case(directory),
-        )
+        _require(os.path.join(directory, "config.json"), "HF config.json", path)
+        return hf_checkpoint_files(directory, [path])
     if os.path.exists(path + ".index"):
         config = _require(
             os.path.join(directory, "bert_config.json"), "bert_config.json", path
@@ -129,7 +138,43 @@ def find_checkpoint(path):
     raise FileNotFoundError(f"BERT checkpoint not found: {path}: {_EXPECTED}")
 
 
+def checkpoint_vocabulary(files, vocab_file, path):
+    """`(vocab_file, tokenizer_options)` for a model loaded from `files`.
+
+    Without `vocab_file`, the checkpoint's own vocab.txt or tokenizer.json
+    and its settings. A `vocab_file` given beside a checkpoint that has its
+    own must hold the same tokens with the same ids: another model's
+    vocabulary embeds wrong without a sign.
+
+    Raises:
+        FileNotFoundError: no vocabulary beside `path` and none given.
+        UserInputError: `vocab_file` is not the checkpoint's own vocabulary.
+    """
+    own = files.vocab_file
+    if vocab_file is None:
+        if own is None:
+            raise FileNotFoundError(
+                f"No vocabulary beside {path} (vocab.txt or tokenizer.json): pass "
+                "vocab_file="
+            )
+        return own, dict(files.tokenizer_options)
+    if own is not None and os.path.abspath(vocab_file) != os.path.abspath(own):
+        given, theirs = load_vocab(vocab_file), load_vocab(own)
+        differ = sum(1 for t, i in given.items() if theirs.get(t) != i)
+        differ += sum(1 for t in theirs if t not in given)
+        if differ:
+            raise UserInputError(
+                f"vocab_file={vocab_file} is not the vocabulary of {path} ({own}): "
+                f"{differ} tokens differ in presence or id; leave vocab_file unset "
+                "to use the model's own"
+            )
+        return vocab_file, dict(files.tokenizer_options)
+    return vocab_file, {}
+
+
 def count_vocab_lines(vocab_file):
+    if is_tokenizer_json(vocab_file):
+        return len(load_vocab(vocab_file))
     # The original's load_vocab stops at EOF and keeps every line, blank or not.
     with open(vocab_file, encoding="utf-8") as f:
         return sum(1 for _ in f)
@@ -142,8 +187,11 @@ SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[UNK]")
 def check_special_tokens(vocab_file, tokens=SPECIAL_TOKENS):
     """Raises UserInputError naming `vocab_file` when it lacks one of
     `tokens` (as a whole stripped line, as `load_vocab` reads it)."""
-    with open(vocab_file, encoding="utf-8", errors="replace") as f:
-        present = {line.strip() for line in f}
+    if is_tokenizer_json(vocab_file):
+        present = set(load_vocab(vocab_file))
+    else:
+        with open(vocab_file, encoding="utf-8", errors="replace") as f:
+            present = {line.strip() for line in f}
     missing = [token for token in tokens if token not in present]
     if missing:
         raise UserInputError(

@@ -18,13 +18,13 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-from bert_tf.checkpoints.hf_checkpoint import HfCheckpointReader
-from bert_tf.checkpoints.hf_checkpoint import hf_do_lower_case
 from bert_tf.checkpoints.hf_checkpoint import safetensors_files
 from bert_tf.checkpoints.loading import CheckpointFiles
+from bert_tf.checkpoints.loading import hf_checkpoint_files
 from bert_tf.checkpoints.name_map import hf_names
 from bert_tf.errors import UserInputError
 from bert_tf.layers.sentence_pooling import POOLING_MODES
+from bert_tf.text.tokenizer_json import read_tokenizer_files
 
 MODULES_FILE = "modules.json"
 SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
@@ -42,6 +42,9 @@ _LEGACY_POOLING_KEYS = {
     "pooling_mode_weightedmean_tokens": "weightedmean",
     "pooling_mode_lasttoken": "lasttoken",
 }
+ST_CONFIG_FILE = "config_sentence_transformers.json"
+# sentence-transformers' similarity functions (similarity_fn_name).
+SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
 # torch activation class (Dense's activation_function) <-> Keras activation.
 _TORCH_ACTIVATIONS = {
     "torch.nn.modules.activation.Tanh": "tanh",
@@ -49,6 +52,14 @@ _TORCH_ACTIVATIONS = {
     "torch.nn.modules.activation.ReLU": "relu",
     "torch.nn.modules.activation.GELU": "gelu",
     "torch.nn.modules.activation.Sigmoid": "sigmoid",
+    "torch.nn.modules.activation.SiLU": "silu",
+    "torch.nn.modules.activation.ELU": "elu",
+    "torch.nn.modules.activation.Softplus": "softplus",
+    "torch.nn.modules.activation.Softsign": "softsign",
+    "torch.nn.modules.activation.Mish": "mish",
+    "torch.nn.modules.activation.ReLU6": "relu6",
+    "torch.nn.modules.activation.Hardsigmoid": "hard_sigmoid",
+    "torch.nn.modules.activation.Hardswish": "hard_silu",
 }
 _KERAS_ACTIVATIONS = {v: k for k, v in _TORCH_ACTIVATIONS.items()}
 # HF `hidden_act` of each of our activation names (inverse of the config's map).
@@ -99,6 +110,10 @@ class SentenceTransformersModel:
     normalize: bool
     max_seq_length: int | None
     do_lower_case: bool | None
+    include_prompt: bool = True
+    prompts: dict = dataclasses.field(default_factory=dict)
+    default_prompt_name: str | None = None
+    similarity_fn_name: str | None = None
 
 
 def _read_json(path):
@@ -112,6 +127,7 @@ def _read_json(path):
 
 
 def _pooling_modes(config, where):
+    """`(modes, include_prompt)` of a Pooling config."""
     if "pooling_mode" in config:  # sentence-transformers >= 6
         mode = config["pooling_mode"]
         modes = (mode,) if isinstance(mode, str) else tuple(mode)
@@ -124,7 +140,7 @@ def _pooling_modes(config, where):
             f"{where}: pooling mode {unsupported} is not supported (bert_tf pools "
             f"with {POOLING_MODES})"
         )
-    return modes
+    return modes, bool(config.get("include_prompt", True))
 
 
 class _DenseReader:
@@ -208,6 +224,7 @@ def read_sentence_transformers(path):
     modules = _read_json(modules_file)
     transformer_dir = None
     pooling = None
+    include_prompt = True
     dense = {}
     dense_units = dense_activation = None
     dense_use_bias = True
@@ -223,7 +240,7 @@ def read_sentence_transformers(path):
         elif kind == "Pooling":
             if transformer_dir is None or pooling is not None:
                 order_error = "Pooling not right after the Transformer"
-            pooling = _pooling_modes(
+            pooling, include_prompt = _pooling_modes(
                 _read_json(os.path.join(directory, "config.json")),
                 os.path.join(directory, "config.json"),
             )
@@ -236,6 +253,14 @@ def read_sentence_transformers(path):
         elif kind == "Normalize":
             if pooling is None:
                 order_error = "Normalize before Pooling"
+            config_path = os.path.join(directory, "config.json")
+            if module.get("path") and os.path.exists(config_path):
+                source = _read_json(config_path).get("module_input_name")
+                if source not in (None, "sentence_embedding"):
+                    raise UserInputError(
+                        f"{config_path}: Normalize of {source!r} is not supported "
+                        "(bert_tf normalizes the sentence embedding)"
+                    )
             normalize = True
         else:
             raise UserInputError(
@@ -260,16 +285,37 @@ def read_sentence_transformers(path):
         if os.path.exists(config_path):
             sentence_config = _read_json(config_path)
             break
-    do_lower_case = hf_do_lower_case(transformer_dir)
+    checkpoint = hf_checkpoint_files(transformer_dir, files)
+    checkpoint.reader = _DenseReader(checkpoint.reader, dense)
+    tokenizer = read_tokenizer_files(transformer_dir)
+    do_lower_case = tokenizer.do_lower_case
     if sentence_config.get("do_lower_case"):
+        # Lower-cases before the tokenizer: accents stay as the tokenizer says.
+        if not do_lower_case:
+            checkpoint.tokenizer_options["strip_accents"] = bool(
+                tokenizer.strip_accents
+            )
         do_lower_case = True
-    vocab = os.path.join(transformer_dir, "vocab.txt")
-    checkpoint = CheckpointFiles(
-        _DenseReader(HfCheckpointReader(files), dense),
-        os.path.join(transformer_dir, "config.json"),
-        vocab if os.path.exists(vocab) else None,
-        do_lower_case,
-    )
+    checkpoint.do_lower_case = do_lower_case
+    # sentence-transformers 6 writes no max_seq_length: the tokenizer's
+    # model_max_length is the longest input then.
+    max_seq_length = sentence_config.get("max_seq_length") or tokenizer.model_max_length
+    st_config = {}
+    if os.path.exists(os.path.join(path, ST_CONFIG_FILE)):
+        st_config = _read_json(os.path.join(path, ST_CONFIG_FILE))
+    similarity = st_config.get("similarity_fn_name")
+    if similarity not in (None, *SIMILARITY_FUNCTIONS):
+        raise UserInputError(
+            f"{os.path.join(path, ST_CONFIG_FILE)}: similarity_fn_name "
+            f"{similarity!r} is not supported; expected one of {SIMILARITY_FUNCTIONS}"
+        )
+    prompts = {k: v or "" for k, v in (st_config.get("prompts") or {}).items()}
+    default_prompt_name = st_config.get("default_prompt_name")
+    if default_prompt_name is not None and default_prompt_name not in prompts:
+        raise UserInputError(
+            f"{os.path.join(path, ST_CONFIG_FILE)}: default_prompt_name "
+            f"{default_prompt_name!r} is not one of its prompts {sorted(prompts)}"
+        )
     return SentenceTransformersModel(
         path=path,
         checkpoint=checkpoint,
@@ -278,8 +324,12 @@ def read_sentence_transformers(path):
         dense_activation=dense_activation,
         dense_use_bias=dense_use_bias,
         normalize=normalize,
-        max_seq_length=sentence_config.get("max_seq_length"),
+        max_seq_length=max_seq_length,
         do_lower_case=do_lower_case,
+        include_prompt=include_prompt,
+        prompts=prompts,
+        default_prompt_name=default_prompt_name,
+        similarity_fn_name=similarity,
     )
 
 
@@ -325,6 +375,8 @@ def save_sentence_transformers(model, directory):
         os.path.join(directory, "tokenizer_config.json"),
         {
             "do_lower_case": bool(preprocessor.do_lower_case),
+            "strip_accents": bool(preprocessor.strip_accents),
+            "tokenize_chinese_chars": bool(preprocessor.tokenize_chinese_chars),
             "tokenizer_class": "BertTokenizer",
             "unk_token": "[UNK]",
             "sep_token": "[SEP]",
@@ -339,13 +391,20 @@ def save_sentence_transformers(model, directory):
         {"max_seq_length": preprocessor.seq_length, "do_lower_case": False},
     )
     _write_json(
-        os.path.join(directory, "config_sentence_transformers.json"),
-        {"similarity_fn_name": "cosine"},
+        os.path.join(directory, ST_CONFIG_FILE),
+        {
+            "similarity_fn_name": model.similarity_fn_name or "cosine",
+            "prompts": dict(model.prompts),
+            "default_prompt_name": model.default_prompt_name,
+        },
     )
     modules = [("Transformer", "")]
     pooling_dir = os.path.join(directory, "1_Pooling")
     os.makedirs(pooling_dir, exist_ok=True)
-    pooling = {"word_embedding_dimension": config.hidden_size}
+    pooling = {
+        "word_embedding_dimension": config.hidden_size,
+        "include_prompt": bool(model.include_prompt),
+    }
     legacy_order = tuple(m for m in POOLING_MODES if m in model.pooling)
     if legacy_order == tuple(model.pooling):
         # Keys every sentence-transformers version reads.

@@ -4,7 +4,14 @@ import keras
 from keras import ops
 
 # sentence-transformers' modes, in the order its legacy config keys imply.
-POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens")
+POOLING_MODES = (
+    "cls",
+    "max",
+    "mean",
+    "mean_sqrt_len_tokens",
+    "weightedmean",
+    "lasttoken",
+)
 # Other spellings accepted for the same modes.
 _ALIASES = {"mean_sqrt_len": "mean_sqrt_len_tokens", "mean_tokens": "mean"}
 
@@ -33,15 +40,19 @@ class SentencePooling(keras.layers.Layer):
 
     The modes of sentence-transformers' `Pooling`, with padded positions
     left out of every one: `cls` (the first token), `max` (element-wise
-    maximum over real tokens), `mean` (their average) and
+    maximum over real tokens), `mean` (their average),
     `mean_sqrt_len_tokens` (their sum over the square root of their
-    number). Several modes are concatenated in the order given, as
+    number), `weightedmean` (weighted by position 1, 2, ...) and
+    `lasttoken` (the last real token). Several modes are concatenated in the order given, as
     sentence-transformers >= 6 does (its older configs imply the order of
     `POOLING_MODES`). The sums run in float32 whatever the
     compute dtype.
 
     Args:
         modes: a mode, modes joined by "+", or a list of modes.
+        include_prompt: False: `input_mask` may have its first positions (a
+            prompt) zeroed, and `cls` is then the first position it keeps
+            (sentence-transformers' `include_prompt=False`).
 
     Call arguments: `sequence_output` [batch, seq, hidden] and `input_mask`
         [batch, seq] (1 for real tokens, 0 for padding).
@@ -52,9 +63,10 @@ class SentencePooling(keras.layers.Layer):
     (2, 8)
     """
 
-    def __init__(self, modes="mean", **kwargs):
+    def __init__(self, modes="mean", include_prompt=True, **kwargs):
         super().__init__(**kwargs)
         self.modes = pooling_modes(modes)
+        self.include_prompt = bool(include_prompt)
         self.built = True
 
     def call(self, sequence_output, input_mask):
@@ -64,11 +76,24 @@ class SentencePooling(keras.layers.Layer):
         mask = ops.expand_dims(ops.cast(input_mask, "float32"), -1)
         outputs = []
         for mode in self.modes:
-            if mode == "cls":
+            if mode == "cls" and self.include_prompt:
                 outputs.append(vectors[:, 0, :])
+            elif mode in ("cls", "lasttoken"):
+                # One-hot of the first (last) kept position: a sum, not a
+                # gather, so LiteRT converts it with builtins.
+                seen = ops.cumsum(mask, axis=1)
+                edge = 1.0 if mode == "cls" else ops.sum(mask, axis=1, keepdims=True)
+                pick = mask * ops.cast(ops.equal(seen, edge), "float32")
+                outputs.append(ops.sum(vectors * pick, axis=1))
             elif mode == "max":
                 # Padding can never win: it is pushed far below any real value.
                 outputs.append(ops.max(vectors + (mask - 1.0) * 1e9, axis=1))
+            elif mode == "weightedmean":
+                # Weights 1, 2, ... by position (right padding: from the first).
+                positions = ops.arange(1, ops.shape(vectors)[1] + 1, dtype="float32")
+                weights = mask * ops.reshape(positions, (1, -1, 1))
+                total = ops.sum(vectors * weights, axis=1)
+                outputs.append(total / ops.maximum(ops.sum(weights, axis=1), 1e-9))
             else:
                 total = ops.sum(vectors * mask, axis=1)
                 count = ops.maximum(ops.sum(mask, axis=1), 1e-9)
@@ -84,4 +109,8 @@ class SentencePooling(keras.layers.Layer):
         return (batch, None if width is None else width * len(self.modes))
 
     def get_config(self):
-        return {**super().get_config(), "modes": list(self.modes)}
+        return {
+            **super().get_config(),
+            "modes": list(self.modes),
+            "include_prompt": self.include_prompt,
+        }

@@ -7,6 +7,7 @@ import tensorflow as tf
 from bert_tf.checkpoints.cross_encoder_checkpoint import ACTIVATIONS
 from bert_tf.checkpoints.cross_encoder_checkpoint import read_cross_encoder
 from bert_tf.checkpoints.cross_encoder_checkpoint import save_cross_encoder
+from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import load_checkpoint
 from bert_tf.checkpoints.name_map import is_ignored
 from bert_tf.config import BertConfig
@@ -26,16 +27,51 @@ def _sigmoid(x):
     return (1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))).astype(np.float32)
 
 
+def _is_pair(value):
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, str) for v in value)
+    )
+
+
 def pair_columns(pairs):
-    """`(queries, passages)` of `pairs`: a list (or array) of (query,
-    passage) pairs as `CrossEncoder.predict` takes them, or already a tuple
-    of two columns (lists or arrays of strings)."""
-    if isinstance(pairs, tuple) and len(pairs) == 2:
-        return pairs
-    rows = [tuple(pair) for pair in pairs]
-    if any(len(row) != 2 for row in rows):
-        raise ValueError("pairs must be (query, passage) pairs")
-    return [r[0] for r in rows], [r[1] for r in rows]
+    """`(queries, passages)` of `pairs`: a list (or tuple, or array) of
+    (query, passage) pairs as `CrossEncoder.predict` takes them, or a tuple
+    of two columns (lists or arrays of strings, not pairs).
+
+    Raises:
+        ValueError: a row that is not a pair.
+        TypeError: a query or passage that is not a str (bytes, None, ...).
+    """
+    columns = (
+        isinstance(pairs, tuple)
+        and len(pairs) == 2
+        and not any(_is_pair(column) for column in pairs)
+        and all(isinstance(c, (list, np.ndarray)) for c in pairs)
+    )
+    if columns:
+        queries, passages = list(pairs[0]), list(pairs[1])
+    else:
+        rows = [tuple(pair) for pair in pairs]
+        if any(len(row) != 2 for row in rows):
+            raise ValueError("pairs must be (query, passage) pairs")
+        queries, passages = [r[0] for r in rows], [r[1] for r in rows]
+    for name, column in (("query", queries), ("passage", passages)):
+        for index, text in enumerate(column):
+            if not isinstance(text, (str, np.str_)):
+                raise TypeError(
+                    f"pairs[{index}]: the {name} is {type(text).__name__}, not str"
+                )
+    return [str(q) for q in queries], [str(p) for p in passages]
+
+
+def check_batch_size(batch_size):
+    """Raises TypeError/ValueError naming `batch_size` unless a positive int."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise TypeError(f"batch_size must be an int, got {batch_size!r}")
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -81,7 +117,7 @@ class BertReranker(BertTextTask, BertClassifier):
     >>> reranker.predict([("who wrote it?", "It was written by Ann."),
     ...                   ("who wrote it?", "The sky is blue.")])
     array([0.98, 0.01], dtype=float32)
-    >>> reranker.rerank("who wrote it?", ["The sky is blue.", "Ann wrote it."])
+    >>> reranker.rank("who wrote it?", ["The sky is blue.", "Ann wrote it."])
     [{'corpus_id': 1, 'score': 0.98}, {'corpus_id': 0, 'score': 0.01}]
     """
 
@@ -149,7 +185,8 @@ class BertReranker(BertTextTask, BertClassifier):
             batch_size: int. Pairs per forward pass.
             progress: optional callable(done, total) called after each batch.
         """
-        queries, passages = ([str(t) for t in column] for column in pair_columns(pairs))
+        check_batch_size(batch_size)
+        queries, passages = pair_columns(pairs)
         if len(queries) != len(passages):
             raise ValueError(f"{len(queries)} queries but {len(passages)} passages")
         num_batches = -(-len(queries) // batch_size)
@@ -179,19 +216,87 @@ class BertReranker(BertTextTask, BertClassifier):
                 progress(min(start + batch_size, len(order)), len(order))
         return logits
 
-    def predict(self, pairs, batch_size=DEFAULT_BATCH_SIZE, progress=None):
+    def predict(
+        self,
+        pairs,
+        batch_size=DEFAULT_BATCH_SIZE,
+        show_progress_bar=None,
+        convert_to_tensor=False,
+        progress=None,
+    ):
         """Scores [len(pairs)] float32 as `CrossEncoder.predict` gives them:
-        `activation` of the logit (see `predict_logits` for the arguments)."""
-        logits = self.predict_logits(pairs, batch_size, progress)
-        return _sigmoid(logits) if self.activation == "sigmoid" else logits
+        `activation` of the logit.
+
+        Args:
+            pairs: (query, passage) pairs (a list, or a tuple of pairs), one
+                pair (returns one score), or a tuple of two columns.
+            batch_size: int > 0. Pairs per forward pass.
+            show_progress_bar: bool. A progress bar on stderr.
+            convert_to_tensor: a tf.Tensor instead of numpy.
+            progress: optional callable(done, total) called after each batch.
+
+        Raises:
+            ValueError: `batch_size` not positive; a row not a pair.
+            TypeError: a query or passage that is not a str.
+        """
+        single = _is_pair(pairs)
+        if single:
+            pairs = [pairs]
+        bar = None
+        if show_progress_bar:
+            bar = keras.utils.Progbar(len(pairs), unit_name="pair")
+
+        def report(done, total):
+            if bar is not None:
+                bar.update(done)
+            if progress is not None:
+                progress(done, total)
+
+        logits = self.predict_logits(pairs, batch_size, report)
+        scores = _sigmoid(logits) if self.activation == "sigmoid" else logits
+        if single:
+            scores = scores[0]
+        return tf.constant(scores) if convert_to_tensor else scores
+
+    def rank(
+        self,
+        query,
+        documents,
+        top_k=None,
+        return_documents=False,
+        batch_size=DEFAULT_BATCH_SIZE,
+        show_progress_bar=None,
+    ):
+        """`documents` ordered by their score for `query`, best first, as
+        `CrossEncoder.rank`: `[{"corpus_id": index, "score": score}]` (and
+        `"text"` with `return_documents`); the first `top_k` only, when given.
+
+        Raises:
+            ValueError: `top_k` not None or a positive int; `batch_size`.
+            TypeError: a query or document that is not a str.
+        """
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0
+        ):
+            raise ValueError(f"top_k must be None or a positive int, got {top_k!r}")
+        if not isinstance(query, str):
+            raise TypeError(f"query is {type(query).__name__}, not str")
+        documents = list(documents)
+        scores = self.predict(
+            ([query] * len(documents), documents),
+            batch_size,
+            show_progress_bar=show_progress_bar,
+        )
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        results = [{"corpus_id": int(i), "score": float(scores[i])} for i in order]
+        if return_documents:
+            for result in results:
+                result["text"] = documents[result["corpus_id"]]
+        return results
 
     def rerank(self, query, passages, top_k=None, batch_size=DEFAULT_BATCH_SIZE):
-        """`passages` ordered by their score for `query`, best first:
-        `[{"corpus_id": index in passages, "score": score}]` (the form of
-        `CrossEncoder.rank`); the first `top_k` only, when given."""
-        scores = self.predict(([query] * len(passages), list(passages)), batch_size)
-        order = np.argsort(-scores, kind="stable")[:top_k]
-        return [{"corpus_id": int(i), "score": float(scores[i])} for i in order]
+        """`rank` (the name this project used first)."""
+        return self.rank(query, passages, top_k=top_k, batch_size=batch_size)
 
     @classmethod
     def from_checkpoint(
@@ -237,11 +342,7 @@ class BertReranker(BertTextTask, BertClassifier):
             config = checkpoint.load_config()
         elif not isinstance(config, BertConfig):
             config = BertConfig.from_json_file(config)
-        vocab_file = vocab_file or checkpoint.vocab_file
-        if vocab_file is None:
-            raise UserInputError(
-                f"No vocab.txt beside {path}: pass vocab_file= (--vocab_file)"
-            )
+        vocab_file, options = checkpoint_vocabulary(checkpoint, vocab_file, path)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False
         seq_length = min(
@@ -250,7 +351,7 @@ class BertReranker(BertTextTask, BertClassifier):
         )
         kwargs.setdefault("activation", files.activation or "sigmoid")
         preprocessor = BertPreprocessor(
-            vocab_file, do_lower_case, seq_length, padding="longest"
+            vocab_file, do_lower_case, seq_length, padding="longest", **options
         )
         model = cls(config, preprocessor=preprocessor, **kwargs)
         report = load_checkpoint(model, checkpoint)

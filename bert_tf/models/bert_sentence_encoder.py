@@ -7,11 +7,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.loading import load_checkpoint
 from bert_tf.checkpoints.name_map import encoder_variables
 from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_BIAS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_KERNEL
+from bert_tf.checkpoints.sentence_transformers_checkpoint import SIMILARITY_FUNCTIONS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import (
     read_sentence_transformers,
 )
@@ -24,6 +26,8 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import (
 from bert_tf.config import BertConfig
 from bert_tf.layers.sentence_pooling import SentencePooling
 from bert_tf.layers.sentence_pooling import pooling_modes
+from bert_tf.metrics.similarity import similarity_matrix
+from bert_tf.metrics.similarity import similarity_pairwise
 from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
@@ -80,13 +84,31 @@ class BertSentenceEncoder(BertTaskModel):
         dense_activation="tanh",
         dense_use_bias=True,
         normalize=False,
+        include_prompt=True,
+        prompts=None,
+        default_prompt_name=None,
+        similarity_fn_name=None,
+        truncate_dim=None,
         **kwargs,
     ):
         modes = pooling_modes(pooling)
+        prompts = dict(prompts or {})
+        if default_prompt_name is not None and default_prompt_name not in prompts:
+            raise ValueError(
+                f"default_prompt_name={default_prompt_name!r} is not one of "
+                f"prompts {sorted(prompts)}"
+            )
+        if similarity_fn_name not in (None, *SIMILARITY_FUNCTIONS):
+            raise ValueError(
+                f"similarity_fn_name={similarity_fn_name!r}: expected one of "
+                f"{SIMILARITY_FUNCTIONS}"
+            )
         with global_dtype_policy(kwargs.get("dtype")):
             encoder = build_encoder(encoder)
             # === Layers ===
-            pooling_layer = SentencePooling(modes, name="pooling")
+            pooling_layer = SentencePooling(
+                modes, include_prompt=include_prompt, name="pooling"
+            )
             dense = None
             if dense_units:
                 dense = keras.layers.Dense(
@@ -122,22 +144,59 @@ class BertSentenceEncoder(BertTaskModel):
         self.dense_activation = dense_activation
         self.dense_use_bias = dense_use_bias
         self.normalize = normalize
-        self._encode_function = None
+        self.include_prompt = bool(include_prompt)
+        self.prompts = prompts
+        self.default_prompt_name = default_prompt_name
+        self.similarity_fn_name = similarity_fn_name
+        self.output_layer = last
+        self.truncate_dim = None
+        self.truncate_dim = self._checked_truncate_dim(truncate_dim)
+        self._encode_functions = {}
 
     @property
-    def embedding_dim(self):
+    def model_dim(self):
+        """The width of the model's output, before any `truncate_dim`."""
         if self.dense_units:
             return self.dense_units
         return self.encoder.config.hidden_size * len(self.pooling)
 
+    @property
+    def embedding_dim(self):
+        """The width of `encode`'s vectors (`truncate_dim` when set)."""
+        return self.truncate_dim or self.model_dim
+
+    def _checked_truncate_dim(self, truncate_dim):
+        if truncate_dim is None:
+            return None
+        if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int):
+            raise TypeError(f"truncate_dim must be an int, got {truncate_dim!r}")
+        if not 0 < truncate_dim <= self.model_dim:
+            raise ValueError(
+                f"truncate_dim={truncate_dim} must be in 1..{self.model_dim} (the "
+                "model's embedding width)"
+            )
+        return truncate_dim
+
     def task_arguments(self):
-        return {
+        arguments = {
             "pooling": "+".join(self.pooling),
             "dense_units": self.dense_units,
             "dense_activation": self.dense_activation,
             "dense_use_bias": self.dense_use_bias,
             "normalize": self.normalize,
         }
+        # Only when set: the arguments of older models (and the retrieval
+        # fingerprints made from them) stay as they were.
+        extra = {
+            "include_prompt": self.include_prompt,
+            "prompts": self.prompts,
+            "default_prompt_name": self.default_prompt_name,
+            "similarity_fn_name": self.similarity_fn_name,
+            "truncate_dim": self.truncate_dim,
+        }
+        defaults = {"include_prompt": True, "prompts": {}}
+        arguments.update({k: v for k, v in extra.items() if v != defaults.get(k, None)})
+        return arguments
 
     def get_config(self):
         config = super().get_config()
@@ -166,45 +225,189 @@ class BertSentenceEncoder(BertTaskModel):
 
     # --- raw text -------------------------------------------------------------
 
-    def embed_strings(self, texts):
-        """Embeddings [batch, dim] of a string tensor [batch], in the graph."""
+    def resolve_prompt(self, prompt=None, prompt_name=None):
+        """The prompt text `encode` prepends: `prompt`, else
+        `prompts[prompt_name]`, else the default prompt's, else ""
+        (sentence-transformers' rule)."""
+        if prompt is not None:
+            if not isinstance(prompt, str):
+                raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+            return prompt
+        if prompt_name is not None:
+            if prompt_name not in self.prompts:
+                raise ValueError(
+                    f"prompt_name={prompt_name!r} is not one of the model's prompts "
+                    f"{sorted(self.prompts)}"
+                )
+            return self.prompts[prompt_name]
+        if self.default_prompt_name is not None:
+            return self.prompts.get(self.default_prompt_name) or ""
+        return ""
+
+    def prompt_length(self, prompt):
+        """Positions a prompt takes at the start of each row ([CLS] and its
+        tokens), which pooling leaves out when `include_prompt` is False."""
+        if not prompt or self.include_prompt:
+            return 0
+        return 1 + len(self.preprocessor.python_tokenizer().tokenize(prompt))
+
+    def embed_inputs(self, inputs, prompt_length=0, truncate_dim=None):
+        """The embeddings [batch, dim] of encoder inputs, in the graph: the
+        model, with the first `prompt_length` positions left out of pooling,
+        cut to `truncate_dim` (default: the model's) columns."""
+        if prompt_length:
+            sequence = self.encoder(inputs, training=False)["sequence_output"]
+            mask = inputs["input_mask"]
+            width = tf.shape(mask)[1]
+            kept = tf.range(width) >= prompt_length
+            mask = mask * tf.cast(kept, mask.dtype)[tf.newaxis, :]
+            embeddings = self.pooling_layer(sequence, mask)
+            if self.dense is not None:
+                embeddings = self.dense(embeddings)
+            embeddings = self.output_layer(embeddings)
+        else:
+            embeddings = self(inputs, training=False)
+        embeddings = tf.cast(embeddings, tf.float32)
+        truncate_dim = truncate_dim or self.truncate_dim
+        if truncate_dim:
+            embeddings = embeddings[:, :truncate_dim]
+        return embeddings
+
+    def embed_strings(self, texts, prompt="", truncate_dim=None):
+        """Embeddings [batch, dim] of a string tensor [batch], in the graph,
+        with `prompt` (a Python str) prepended to each text."""
         if self.preprocessor is None:
             raise ValueError(
                 "this BertSentenceEncoder has no preprocessor: build it with "
                 "preprocessor=BertPreprocessor(...) or from_checkpoint to embed text"
             )
-        return self(self.preprocessor(texts), training=False)
+        if prompt:
+            texts = tf.strings.join([tf.fill(tf.shape(texts), prompt), texts])
+        return self.embed_inputs(
+            self.preprocessor(texts), self.prompt_length(prompt), truncate_dim
+        )
 
-    def encode(self, sentences, batch_size=DEFAULT_BATCH_SIZE, progress=None):
-        """Embeds `sentences` (a list of strings); returns float32 numpy
-        [len(sentences), dim] in their order.
+    def encode(
+        self,
+        sentences,
+        batch_size=DEFAULT_BATCH_SIZE,
+        show_progress_bar=None,
+        normalize_embeddings=False,
+        convert_to_numpy=True,
+        convert_to_tensor=False,
+        prompt_name=None,
+        prompt=None,
+        truncate_dim=None,
+        progress=None,
+    ):
+        """Embeds `sentences`; returns float32 [len(sentences), dim] in their
+        order, as sentence-transformers' `encode`.
 
-        As sentence-transformers' `encode`: sentences are sorted by length
-        (longest first), cut into batches of `batch_size`, and each batch is
-        padded to its own longest sentence, so short sentences cost little.
+        Sentences are sorted by length (longest first), cut into batches of
+        `batch_size`, and each batch is padded to its own longest sentence,
+        so short sentences cost little.
 
         Args:
             sentences: list of str (or one str: returns [dim]).
-            batch_size: int. Sentences per forward pass.
+            batch_size: int > 0. Sentences per forward pass.
+            show_progress_bar: bool. A progress bar on stderr.
+            normalize_embeddings: L2-normalise (after `truncate_dim`).
+            convert_to_numpy: numpy [n, dim] (default); False: a list of
+                [dim] tf.Tensors.
+            convert_to_tensor: one tf.Tensor [n, dim] (wins over numpy).
+            prompt_name: a key of the model's `prompts`; default: its
+                `default_prompt_name`.
+            prompt: the prompt text itself (wins over `prompt_name`).
+            truncate_dim: keep the first columns (Matryoshka); default: the
+                model's `truncate_dim`.
             progress: optional callable(done, total) called after each batch.
+
+        Raises:
+            ValueError: `batch_size` not positive, an unknown `prompt_name`,
+                `truncate_dim` out of range.
+            TypeError: a sentence that is not a str (bytes, None, ...).
+
+        Example:
+        >>> model.encode(["A man plays a guitar."], prompt_name="query").shape
+        (1, 384)
         """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise TypeError(f"batch_size must be an int, got {batch_size!r}")
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
         single = isinstance(sentences, str)
-        texts = [sentences] if single else [str(s) for s in sentences]
-        output = np.zeros((len(texts), self.embedding_dim), np.float32)
-        if self._encode_function is None:
-            # One trace for every batch: the batch and length dims are None.
-            self._encode_function = tf.function(
-                self.embed_strings,
+        texts = [sentences] if single else list(sentences)
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(
+                    f"sentences[{index}] is {type(text).__name__}, not str "
+                    "(decode bytes first; None has no text)"
+                )
+        prompt = self.resolve_prompt(prompt, prompt_name)
+        truncate_dim = self._checked_truncate_dim(truncate_dim) or self.truncate_dim
+        key = (prompt, truncate_dim)
+        if key not in self._encode_functions:
+            # One trace per prompt: the batch and length dims are None.
+            self._encode_functions[key] = tf.function(
+                lambda batch: self.embed_strings(batch, prompt, truncate_dim),
                 input_signature=[tf.TensorSpec([None], tf.string)],
             )
-        order = np.argsort([-len(t) for t in texts], kind="stable")
+        encode_batch = self._encode_functions[key]
+        output = np.zeros((len(texts), truncate_dim or self.model_dim), np.float32)
+        bar = None
+        if show_progress_bar:
+            bar = keras.utils.Progbar(len(texts), unit_name="sentence")
+        # Prompted texts are sorted by length as sentence-transformers does.
+        order = np.argsort([-len(prompt + t) for t in texts], kind="stable")
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
-            batch = tf.constant([texts[i] for i in rows])
-            output[rows] = self._encode_function(batch).numpy()
+            batch = tf.constant([texts[i] for i in rows], tf.string)
+            output[rows] = encode_batch(batch).numpy()
+            done = min(start + batch_size, len(texts))
+            if bar is not None:
+                bar.update(done)
             if progress is not None:
-                progress(min(start + batch_size, len(texts)), len(texts))
+                progress(done, len(texts))
+        if normalize_embeddings:
+            norms = np.linalg.norm(output, axis=1, keepdims=True)
+            output = output / np.maximum(norms, 1e-12)
+        if convert_to_tensor:
+            output = tf.constant(output)
+        elif not convert_to_numpy:
+            output = [tf.constant(row) for row in output]
         return output[0] if single else output
+
+    def encode_query(self, sentences, prompt_name=None, prompt=None, **kwargs):
+        """`encode` with the model's "query" prompt (when it has one and
+        neither `prompt` nor `prompt_name` is given)."""
+        if prompt_name is None and prompt is None and "query" in self.prompts:
+            prompt_name = "query"
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+    def encode_document(self, sentences, prompt_name=None, prompt=None, **kwargs):
+        """`encode` with the model's "document" (else "passage", "corpus")
+        prompt, as sentence-transformers' `encode_document`."""
+        if prompt_name is None and prompt is None:
+            for name in ("document", "passage", "corpus"):
+                if name in self.prompts:
+                    prompt_name = name
+                    break
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+    def similarity(self, embeddings_a, embeddings_b):
+        """[len(a), len(b)] float32 scores of every pair with the model's
+        `similarity_fn_name` (cosine when unset): cosine, dot, euclidean or
+        manhattan (the last two negated distances)."""
+        return similarity_matrix(
+            embeddings_a, embeddings_b, self.similarity_fn_name or "cosine"
+        )
+
+    def similarity_pairwise(self, embeddings_a, embeddings_b):
+        """[n] float32 scores of row i of `embeddings_a` with row i of
+        `embeddings_b` (the model's similarity function)."""
+        return similarity_pairwise(
+            embeddings_a, embeddings_b, self.similarity_fn_name or "cosine"
+        )
 
     # --- checkpoints ------------------------------------------------------------
 
@@ -260,6 +463,10 @@ class BertSentenceEncoder(BertTaskModel):
                 kwargs.setdefault("dense_activation", info.dense_activation)
                 kwargs.setdefault("dense_use_bias", info.dense_use_bias)
             normalize = info.normalize if normalize is None else normalize
+            kwargs.setdefault("include_prompt", info.include_prompt)
+            kwargs.setdefault("prompts", info.prompts)
+            kwargs.setdefault("default_prompt_name", info.default_prompt_name)
+            kwargs.setdefault("similarity_fn_name", info.similarity_fn_name)
             max_seq_length = max_seq_length or info.max_seq_length
             do_lower_case = (
                 info.do_lower_case if do_lower_case is None else do_lower_case
@@ -275,14 +482,12 @@ class BertSentenceEncoder(BertTaskModel):
             config = files.load_config()
         elif not isinstance(config, BertConfig):
             config = BertConfig.from_json_file(config)
-        vocab_file = vocab_file or files.vocab_file
-        if vocab_file is None:
-            raise FileNotFoundError(f"No vocab.txt beside {path}: pass vocab_file=")
+        vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False
         max_seq_length = min(max_seq_length or 128, config.max_position_embeddings)
         preprocessor = BertPreprocessor(
-            vocab_file, do_lower_case, max_seq_length, padding="longest"
+            vocab_file, do_lower_case, max_seq_length, padding="longest", **options
         )
         model = cls(
             config,
@@ -300,6 +505,14 @@ class BertSentenceEncoder(BertTaskModel):
             max_seq_length,
         )
         return model
+
+    def save(self, filepath, *args, **kwargs):
+        """A `.keras`/`.h5` path: Keras' `save`; any other path: a
+        sentence-transformers directory (`save_sentence_transformers`), as
+        `SentenceTransformer.save(path)` writes."""
+        if str(filepath).endswith((".keras", ".h5")):
+            return super().save(filepath, *args, **kwargs)
+        return self.save_sentence_transformers(filepath)
 
     def save_sentence_transformers(self, directory):
         """Writes a sentence-transformers directory (see

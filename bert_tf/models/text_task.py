@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.text.preprocessing import BertPreprocessor
 
@@ -253,7 +254,8 @@ class BertTextTask:
             path: checkpoint prefix or directory.
             config: optional `BertConfig` (or its file) instead of the one
                 beside the checkpoint.
-            vocab_file: optional vocabulary instead of the one beside it.
+            vocab_file: the vocabulary (vocab.txt or tokenizer.json) when
+                none is beside the checkpoint; one beside it must be the same.
             do_lower_case: bool, or None for what the checkpoint's tokenizer
                 files say (HF tokenizer_config.json, KerasHub tokenizer.json),
                 else True (the uncased models).
@@ -261,15 +263,12 @@ class BertTextTask:
             **kwargs: the task's own arguments (e.g. `num_labels`).
         """
         files = find_checkpoint(path)
-        vocab_file = vocab_file or files.vocab_file
-        if vocab_file is None:
-            raise FileNotFoundError(
-                f"No vocabulary beside {path} (vocab.txt, or a KerasHub preset's "
-                "assets/tokenizer/vocabulary.txt): pass vocab_file="
-            )
+        vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False
-        preprocessor = BertPreprocessor(vocab_file, do_lower_case, seq_length)
+        preprocessor = BertPreprocessor(
+            vocab_file, do_lower_case, seq_length, **options
+        )
         return super().from_checkpoint(
             files, config=config, preprocessor=preprocessor, **kwargs
         )

@@ -87,7 +87,9 @@ class CheckpointSource:
                 f"checkpoint: {error}"
             ) from None
         if self.files.vocab_file is None:
-            raise UserInputError(f"bert_tf.pipeline: no vocab.txt in {path}")
+            raise UserInputError(
+                f"bert_tf.pipeline: no vocab.txt or tokenizer.json in {path}"
+            )
         max_positions = self.files.load_config().max_position_embeddings
         if seq_length is not None and seq_length > max_positions:
             raise UserInputError(
@@ -135,6 +137,7 @@ class CheckpointSource:
             self.do_lower_case,
             self.seq_length,
             padding="longest",
+            **self.files.tokenizer_options,
         )
 
     def _load_classifier(self, labels):

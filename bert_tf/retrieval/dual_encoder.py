@@ -123,17 +123,20 @@ class DualEncoder:
         encoder = self.document_encoder
         digest = hashlib.sha256()
         preprocessor = encoder.preprocessor
-        digest.update(
-            repr(
-                (
-                    encoder.task_arguments(),
-                    preprocessor.do_lower_case,
-                    preprocessor.seq_length,
-                )
-            ).encode()
+        settings = (
+            encoder.task_arguments(),
+            preprocessor.do_lower_case,
+            preprocessor.seq_length,
         )
-        with open(preprocessor.vocab_file, "rb") as vocab:
-            digest.update(vocab.read())
+        if preprocessor.strip_accents != bool(preprocessor.do_lower_case) or (
+            not preprocessor.tokenize_chinese_chars
+        ):  # only then: indexes of the original's tokenization keep their hash
+            settings += (
+                preprocessor.strip_accents,
+                preprocessor.tokenize_chinese_chars,
+            )
+        digest.update(repr(settings).encode())
+        digest.update(preprocessor._require_vocabulary())
         # Values and shapes in the model's order, not variable paths: Keras
         # numbers the names of a second model built in one process.
         for weight in encoder.weights:

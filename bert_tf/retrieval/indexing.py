@@ -18,7 +18,6 @@ from bert_tf.retrieval.bm25 import lexical_terms
 from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.quantized_vectors import fit_int8_scale
 from bert_tf.retrieval.vector_store import StoredPassage
-from bert_tf.text.tokenization import FullTokenizer
 from bert_tf.training.progress import progress_bar
 
 # Passages embedded and written per step of `index_corpus` (what a kill can lose).
@@ -65,7 +64,7 @@ def passages_of(corpus, towers, passage_length=None, passage_stride=None):
     ```
     """
     preprocessor = towers.document_encoder.preprocessor
-    tokenizer = FullTokenizer(preprocessor.vocab_file, preprocessor.do_lower_case)
+    tokenizer = preprocessor.python_tokenizer()
     length = passage_length or preprocessor.seq_length - 2
     stride = passage_stride or max(length // 2, 1)
     cache = {}

@@ -569,6 +569,7 @@ class DocumentAnswers:
         normalized = normalize_words(
             tf.strings.regex_replace(words.flat_values, WHITESPACE, ""),
             self.preprocessor.do_lower_case,
+            self.preprocessor.strip_accents,
         )
         changed = tf.strings.length(
             words.flat_values, unit="UTF8_CHAR"

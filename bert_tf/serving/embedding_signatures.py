@@ -21,7 +21,10 @@ class EmbeddingSignatures(SignatureModule):
     * `serve_tokenized`: the encoder's int32 inputs -> `embeddings`.
 
     Each request is padded to its own longest text (the exporter's
-    `padding="longest"`).
+    `padding="longest"`). The text signatures embed as the model's `encode`
+    does: its default prompt (`default_prompt_name`) prepended (and left out
+    of pooling when `include_prompt` is False), its Dense and Normalize
+    modules, cut to its `truncate_dim`.
 
     Args:
         model: a `BertSentenceEncoder`.
@@ -34,12 +37,18 @@ class EmbeddingSignatures(SignatureModule):
 
     family = "embedding"
 
-    def _embed(self, inputs):
-        return {"embeddings": tf.cast(self.model(inputs, training=False), tf.float32)}
+    def _embed(self, inputs, prompt_length=0):
+        return {"embeddings": self.model.embed_inputs(inputs, prompt_length)}
+
+    def _embed_text(self, text):
+        prompt = self.model.resolve_prompt()
+        if prompt:
+            text = tf.strings.join([tf.fill(tf.shape(text), prompt), text])
+        return self._embed(self.preprocessor(text), self.model.prompt_length(prompt))
 
     def text_endpoint(self):
         def serve_text(text):
-            return self._embed(self.preprocessor(text))
+            return self._embed_text(text)
 
         return serve_text, [tf.TensorSpec([None], tf.string, "text")]
 
@@ -49,7 +58,7 @@ class EmbeddingSignatures(SignatureModule):
         def similarity(text_a, text_b):
             text_a, text_b = same_batch_size([text_a, text_b], ("text_a", "text_b"))
             # One pass over both columns (padded to the longest of all).
-            both = self._embed(self.preprocessor(tf.concat([text_a, text_b], 0)))
+            both = self._embed_text(tf.concat([text_a, text_b], 0))
             first, second = tf.split(_unit(both["embeddings"]), 2, axis=0)
             return {"cosine": tf.reduce_sum(first * second, axis=-1)}
 
@@ -78,4 +87,6 @@ class EmbeddingSignatures(SignatureModule):
             "embedding_dim": int(self.model.embedding_dim),
             "pooling": "+".join(self.model.pooling),
             "normalize": bool(self.model.normalize),
+            "prompt": self.model.resolve_prompt(),
+            "truncate_dim": self.model.truncate_dim,
         }

@@ -54,6 +54,7 @@ from bert_tf.serving.families import FAMILIES
 from bert_tf.serving.families import QUANTIZATIONS
 from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor
 from bert_tf.serving.registry import resolve
+from bert_tf.text import tokenization
 from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 METADATA_NAME = "bert_tf_export"
@@ -85,6 +86,8 @@ def export_litert(
     max_query_length=64,
     quantization="dynamic_int8",
     extra_metadata=None,
+    strip_accents=None,
+    tokenize_chinese_chars=None,
 ):
     """Writes `model` as a LiteRT file at `path` that takes raw text.
 
@@ -111,7 +114,13 @@ def export_litert(
         raise ValueError(
             f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}"
         )
-    preprocessor = LiteRTPreprocessor(vocab_file, do_lower_case, seq_length)
+    preprocessor = LiteRTPreprocessor(
+        vocab_file,
+        do_lower_case,
+        seq_length,
+        strip_accents=strip_accents,
+        tokenize_chinese_chars=tokenize_chinese_chars,
+    )
     kind, module_class = litert_family(type(model))
     options = {
         "label_list": label_list,
@@ -369,11 +378,41 @@ class EmbeddingModule(_Module):
     def metadata(self):
         return {"embedding_dim": int(self.model.embedding_dim)}
 
-    def serve_text(self, text):
-        return self._outputs(self.preprocessor.pack_texts([text]))
+    def __init__(self, model, preprocessor):
+        super().__init__(model, preprocessor)
+        self.prompt = model.resolve_prompt()
+        self.prompt_ids = []
+        if self.prompt:
+            # LiteRT has no StringJoin: the prompt's word pieces go before the
+            # text's, which equals tokenizing the joined string when the
+            # prompt ends at a word boundary.
+            last = self.prompt[-1]
+            tokenizer = tokenization.FullTokenizer(
+                preprocessor.vocab_file, preprocessor.do_lower_case
+            )
+            if not (last.isspace() or tokenization._is_punctuation(last)):
+                raise ValueError(
+                    f"the model's default prompt {self.prompt!r} does not end with a "
+                    "space or punctuation: the LiteRT export cannot prepend it "
+                    "(export a SavedModel)"
+                )
+            self.prompt_ids = tokenizer.convert_tokens_to_ids(
+                tokenizer.tokenize(self.prompt)
+            )
 
-    def _outputs(self, inputs):
-        return {"embeddings": tf.cast(self.model(inputs, training=False), tf.float32)}
+    def serve_text(self, text):
+        ids, lengths, _, _ = self.preprocessor.tokenize(text)
+        if self.prompt_ids:
+            prompt = tf.constant(self.prompt_ids, tf.int64)
+            rows = tf.shape(ids)[0]
+            ids = tf.concat([tf.tile(prompt[tf.newaxis, :], [rows, 1]), ids], axis=1)
+            lengths = lengths + len(self.prompt_ids)
+        inputs = self.preprocessor.pack([(ids, lengths)])[0]
+        return self._outputs(inputs, self.model.prompt_length(self.prompt))
+
+    def _outputs(self, inputs, prompt_length=0):
+        # The model's Dense, Normalize and truncate_dim, as `encode`.
+        return {"embeddings": self.model.embed_inputs(inputs, prompt_length)}
 
 
 class TaggerModule(_Module):

@@ -33,7 +33,8 @@ class LiteRTPreprocessor(tf.Module):
     row, never past `seq_length`.
 
     Args:
-        vocab_file: the model's vocab.txt (one token per line, no duplicates).
+        vocab_file: the model's vocab.txt (one token per line, no duplicates)
+            or tokenizer.json.
         do_lower_case: lower-case and strip accents, as the original.
         seq_length: the longest packed row.
 
@@ -43,10 +44,30 @@ class LiteRTPreprocessor(tf.Module):
     [[101, 7592, 2088, 102]]
     """
 
-    def __init__(self, vocab_file, do_lower_case=True, seq_length=128):
+    def __init__(
+        self,
+        vocab_file,
+        do_lower_case=True,
+        seq_length=128,
+        strip_accents=None,
+        tokenize_chinese_chars=None,
+    ):
         super().__init__(name="litert_preprocessor")
         if seq_length < 3:
             raise ValueError(f"seq_length must be >= 3, got {seq_length}")
+        strip_accents, tokenize_chinese_chars = tokenization.resolve_tokenizer_options(
+            vocab_file, strip_accents, tokenize_chinese_chars
+        )
+        strip = bool(do_lower_case if strip_accents is None else strip_accents)
+        if strip != bool(do_lower_case) or not tokenize_chinese_chars:
+            # FastBertNormalizer has one switch for all three.
+            raise ValueError(
+                f"{vocab_file}: the LiteRT tokenizer strips accents exactly when "
+                "lower-casing and splits Chinese characters; this tokenizer has "
+                f"do_lower_case={bool(do_lower_case)}, strip_accents={strip}, "
+                f"tokenize_chinese_chars={tokenize_chinese_chars} (export a "
+                "SavedModel instead)"
+            )
         vocab = tokenization.load_vocab(vocab_file)
         tokens = list(vocab)
         for token in ("[CLS]", "[SEP]", "[UNK]"):

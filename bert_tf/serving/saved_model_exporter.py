@@ -122,6 +122,8 @@ def export_saved_model(
     padding="longest",
     version=None,
     save_keras=True,
+    strip_accents=None,
+    tokenize_chinese_chars=None,
     **family_options,
 ):
     """Exports `model` for TF Serving; returns the version directory.
@@ -141,6 +143,9 @@ def export_saved_model(
             "max_length" (always `seq_length`, as before).
         version: integer version; default: 1 for a new `export_dir`, else one
             more than the highest existing version.
+        strip_accents, tokenize_chinese_chars: the tokenizer's other
+            switches (`BertPreprocessor`); default: the original's, or what a
+            tokenizer.json `vocab_file` says.
         save_keras: also write the Keras model (as given, float32) beside
             the version directory, as `export_dir/<version>.keras`
             (`keras_path`).
@@ -165,6 +170,8 @@ def export_saved_model(
         seq_length,
         tokenizer=tokenizer,
         padding=padding,
+        strip_accents=strip_accents,
+        tokenize_chinese_chars=tokenize_chinese_chars,
         name="preprocessor",
     )
     serving_model = model if dtype == "float32" else copy_in_dtype(model, dtype)

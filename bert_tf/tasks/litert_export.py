@@ -60,6 +60,10 @@ def run(options):
         # sentence_bert_config.json's 256), as the SavedModel export does.
         do_lower_case = model.preprocessor.do_lower_case
         max_seq_length = model.preprocessor.seq_length
+        family_options = {
+            "strip_accents": model.preprocessor.strip_accents,
+            "tokenize_chinese_chars": model.preprocessor.tokenize_chinese_chars,
+        }
     elif model_type == "encoder":
         model = BertEncoder.from_checkpoint(options.init_checkpoint, config=config)
         family_options = {"text_pair": bool(options.text_pair)}

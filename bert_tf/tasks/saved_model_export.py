@@ -60,7 +60,8 @@ def checkpoint_files(options):
     vocab_file = options.vocab_file or files.vocab_file
     if not vocab_file:
         raise UserInputError(
-            f"No vocab.txt beside {options.init_checkpoint}: give --vocab_file"
+            f"No vocab.txt or tokenizer.json beside {options.init_checkpoint}: "
+            "give --vocab_file"
         )
     config = options.bert_config_file
     bert_config = BertConfig.from_json_file(config or files.config_file)
@@ -175,6 +176,12 @@ def run(options):
     else:
         model = BertEncoder.from_checkpoint(init, config=config)
         serving = {"text_pair": bool(options.text_pair)}
+    tokenizer_options = {}
+    if options.model_type in ("embedding", "reranker"):
+        tokenizer_options = {
+            "strip_accents": model.preprocessor.strip_accents,
+            "tokenize_chinese_chars": model.preprocessor.tokenize_chinese_chars,
+        }
     report = model.checkpoint_load_report
     missing = [
         name
@@ -198,6 +205,7 @@ def run(options):
         tokenizer=export.serving_tokenizer,
         dtype=export.serving_dtype,
         version=export.export_version,
+        **tokenizer_options,
         **serving,
     )
     logging.info(

@@ -14,6 +14,8 @@ import tensorflow as tf
 import tensorflow_text as text
 
 from bert_tf.text import tokenization
+from bert_tf.text.tokenizer_json import is_tokenizer_json
+from bert_tf.text.tokenizer_json import tokenizer_json_vocab_bytes
 
 # Python's str.split() after the original's _clean_text: tab/newline/CR and Zs
 # became " "; U+2028/U+2029 are the only other separators that survive
@@ -31,6 +33,8 @@ _CJK = (
     r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}"
 )
 _OWN_TOKEN = rf"[{_ASCII_SYMBOLS}\p{{P}}{_CJK}]"
+# The same without CJK (Hugging Face's tokenize_chinese_chars=False).
+_PUNCTUATION_TOKEN = rf"[{_ASCII_SYMBOLS}\p{{P}}]"
 # The original's WordpieceTokenizer turns words longer than this many code
 # points into [UNK]; tensorflow-text counts bytes instead, so the character
 # rule is applied before it and its byte limit is set out of the way.
@@ -67,12 +71,18 @@ class BertPreprocessor(keras.layers.Layer):
     >= 2.12; its normalisation differs from the original on rare characters).
 
     Args:
-        vocab_file: str. The model's vocab.txt.
+        vocab_file: str. The model's vocab.txt, or a Hugging Face
+            tokenizer.json (WordPiece; its normalizer's settings apply unless
+            given here).
         do_lower_case: bool. Lower-case and strip accents, as the original.
         seq_length: int. Length of the packed outputs (with
             `padding="longest"`: the most they can have).
         tokenizer: "bert" or "fast_bert".
         padding: "max_length" or "longest" (see above).
+        strip_accents: None (strip when lower-casing, the original's rule),
+            True or False: Hugging Face `BertTokenizer`'s switch.
+        tokenize_chinese_chars: bool. Split CJK ideographs into tokens of
+            their own (default True, the original's rule).
 
     Call arguments: `inputs`, a string tensor [batch] (one segment) or a
     tuple/list of two (a pair); scalar strings (one example, as an unbatched
@@ -98,6 +108,8 @@ class BertPreprocessor(keras.layers.Layer):
         seq_length=128,
         tokenizer="bert",
         padding="max_length",
+        strip_accents=None,
+        tokenize_chinese_chars=None,
         **kw,
     ):
         from_assets = kw.pop("_vocabulary_from_assets", False)
@@ -110,8 +122,24 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}")
         if seq_length < 3:
             raise ValueError(f"seq_length must be >= 3, got {seq_length}")
+        strip_accents, tokenize_chinese_chars = tokenization.resolve_tokenizer_options(
+            None if from_assets else vocab_file, strip_accents, tokenize_chinese_chars
+        )
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
+        # Resolved (never None), so a config restored without the file says it.
+        self.strip_accents = bool(
+            do_lower_case if strip_accents is None else strip_accents
+        )
+        self.tokenize_chinese_chars = tokenize_chinese_chars
+        if tokenizer == "fast_bert" and (
+            self.strip_accents != bool(do_lower_case) or not tokenize_chinese_chars
+        ):
+            raise ValueError(
+                "tokenizer='fast_bert' strips accents exactly when lower-casing and "
+                f"splits Chinese characters; got strip_accents={self.strip_accents}, "
+                f"tokenize_chinese_chars={tokenize_chinese_chars} (use tokenizer='bert')"
+            )
         self.seq_length = seq_length
         self.tokenizer = tokenizer
         self.padding = padding
@@ -133,8 +161,12 @@ class BertPreprocessor(keras.layers.Layer):
     def _set_vocabulary(self, vocab_file):
         """Builds the lookup tables from `vocab_file` (keeps its bytes, which
         `save_assets` writes into a `.keras` file)."""
-        with open(vocab_file, "rb") as f:
-            self._vocab_bytes = f.read()
+        if is_tokenizer_json(vocab_file):
+            # Kept as vocab.txt bytes: what `.keras` assets and exports write.
+            self._vocab_bytes = tokenizer_json_vocab_bytes(vocab_file)
+        else:
+            with open(vocab_file, "rb") as f:
+                self._vocab_bytes = f.read()
         # The same token -> id map as FullTokenizer (stripped lines, the last
         # occurrence of a duplicate wins), stored in the graph as constants.
         vocab = tokenization.load_vocab(vocab_file)
@@ -310,15 +342,24 @@ class BertPreprocessor(keras.layers.Layer):
         words, word_starts, word_ends = text.regex_split_with_offsets(
             texts, WHITESPACE, ""
         )
-        normalized = normalize_words(words, self.do_lower_case)
-        pieces, piece_starts, _ = text.regex_split_with_offsets(
-            normalized, _OWN_TOKEN, _OWN_TOKEN
-        )
+        normalized = normalize_words(words, self.do_lower_case, self.strip_accents)
+        own = _OWN_TOKEN if self.tokenize_chinese_chars else _PUNCTUATION_TOKEN
+        pieces, piece_starts, _ = text.regex_split_with_offsets(normalized, own, own)
         too_long = (
             tf.strings.length(pieces.flat_values, unit="UTF8_CHAR")
             > _MAX_INPUT_CHARS_PER_WORD
         )
         return words, word_starts, word_ends, normalized, pieces, piece_starts, too_long
+
+    def python_tokenizer(self):
+        """The `tokenization.FullTokenizer` with this layer's vocabulary and
+        settings (for host-side work: passages, answer texts)."""
+        return tokenization.FullTokenizer(
+            self.vocab_file,
+            self.do_lower_case,
+            strip_accents=self.strip_accents,
+            tokenize_chinese_chars=self.tokenize_chinese_chars,
+        )
 
     def tokenize(self, texts):
         """Word-piece ids of `texts` [batch]: int64 ragged [batch, tokens].
@@ -454,6 +495,8 @@ class BertPreprocessor(keras.layers.Layer):
                 "seq_length": self.seq_length,
                 "tokenizer": self.tokenizer,
                 "padding": self.padding,
+                "strip_accents": self.strip_accents,
+                "tokenize_chinese_chars": self.tokenize_chinese_chars,
             }
         )
         return config
@@ -464,14 +507,16 @@ class BertPreprocessor(keras.layers.Layer):
         return cls(**config, _vocabulary_from_assets=True)
 
 
-def normalize_words(words, do_lower_case):
+def normalize_words(words, do_lower_case, strip_accents=None):
     """What the original's BasicTokenizer does to the characters of
     whitespace-free `words`: drops NUL, U+FFFD and control characters and,
     when lower-casing, lower-cases, decomposes (NFD) and drops the
-    non-spacing marks. (Splitting at punctuation adds no characters.)"""
+    non-spacing marks. (Splitting at punctuation adds no characters.)
+    `strip_accents` (None: as `do_lower_case`) decides the last two."""
     words = tf.strings.regex_replace(words, _CONTROL, "")
     if do_lower_case:
         words = tf.strings.lower(words, encoding="utf-8")
+    if do_lower_case if strip_accents is None else strip_accents:
         words = text.normalize_utf8(words, "NFD")
         words = tf.strings.regex_replace(words, _NONSPACING_MARK, "")
     return words

@@ -33,6 +33,9 @@ import re
 import unicodedata
 
 from bert_tf.errors import UserInputError
+from bert_tf.text.tokenizer_json import is_tokenizer_json
+from bert_tf.text.tokenizer_json import tokenizer_json_settings
+from bert_tf.text.tokenizer_json import tokenizer_json_vocab
 
 __all__ = [
     "BasicTokenizer",
@@ -164,9 +167,12 @@ def load_vocab(vocab_file):
 
     One token per line, UTF-8, surrounding whitespace stripped. As in the
     original, a blank line still consumes an index (and maps "" to it), and a
-    repeated token keeps the index of its last occurrence.
+    repeated token keeps the index of its last occurrence. A `*.json` path
+    is read as a Hugging Face tokenizer.json (its WordPiece vocabulary).
     """
     vocab_file = str(vocab_file)
+    if is_tokenizer_json(vocab_file):  # a Hugging Face tokenizer.json
+        return tokenizer_json_vocab(vocab_file)
     data = _read_file_bytes(vocab_file)
 
     # tf.gfile.GFile.readline (used by the original) splits on "\n" only and
@@ -248,14 +254,31 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
 
 
 class FullTokenizer:
-    """End-to-end tokenizer: BasicTokenizer then WordPiece."""
+    """End-to-end tokenizer: BasicTokenizer then WordPiece.
 
-    def __init__(self, vocab_file, do_lower_case=True):
+    `vocab_file` may be a Hugging Face tokenizer.json: its normalizer's
+    `strip_accents` and `handle_chinese_chars` then apply unless given here.
+    """
+
+    def __init__(
+        self,
+        vocab_file,
+        do_lower_case=True,
+        strip_accents=None,
+        tokenize_chinese_chars=None,
+    ):
+        strip_accents, tokenize_chinese_chars = resolve_tokenizer_options(
+            vocab_file, strip_accents, tokenize_chinese_chars
+        )
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.vocab = load_vocab(vocab_file)
         self.inv_vocab = {index: token for token, index in self.vocab.items()}
-        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.basic_tokenizer = BasicTokenizer(
+            do_lower_case=do_lower_case,
+            strip_accents=strip_accents,
+            tokenize_chinese_chars=tokenize_chinese_chars,
+        )
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
 
     def tokenize(self, text):
@@ -305,6 +328,11 @@ def _clean_and_cjk_rule(char):
     return char
 
 
+def _clean_rule(char):
+    # _clean_text alone (Chinese-character splitting off).
+    return char if _is_chinese_char(ord(char)) else _clean_and_cjk_rule(char)
+
+
 def _drop_nonspacing_mark_rule(char):
     return None if unicodedata.category(char) == "Mn" else char
 
@@ -314,16 +342,43 @@ def _punctuation_rule(char):
 
 
 _CLEAN_AND_CJK_TABLE = _LazyTable(_clean_and_cjk_rule)
+_CLEAN_TABLE = _LazyTable(_clean_rule)
 _DROP_MN_TABLE = _LazyTable(_drop_nonspacing_mark_rule)
 _PUNCTUATION_TABLE = _LazyTable(_punctuation_rule)
 
 
+def resolve_tokenizer_options(vocab_file, strip_accents, tokenize_chinese_chars):
+    """`(strip_accents, tokenize_chinese_chars)`: as given, else what a
+    tokenizer.json `vocab_file` says, else the original's (None: strip when
+    lower-casing; True)."""
+    if vocab_file is not None and is_tokenizer_json(str(vocab_file)):
+        settings = tokenizer_json_settings(str(vocab_file))
+        if strip_accents is None:
+            strip_accents = settings.get("strip_accents")
+        if tokenize_chinese_chars is None:
+            tokenize_chinese_chars = settings.get("tokenize_chinese_chars")
+    if tokenize_chinese_chars is None:
+        tokenize_chinese_chars = True
+    return strip_accents, bool(tokenize_chinese_chars)
+
+
 class BasicTokenizer:
     """Cleans text, splits CJK characters, punctuation and whitespace, and
-    optionally lower-cases and strips accents."""
+    optionally lower-cases and strips accents.
 
-    def __init__(self, do_lower_case=True):
+    `strip_accents` and `tokenize_chinese_chars` are Hugging Face's
+    `BertTokenizer` switches: accents are stripped when lower-casing unless
+    `strip_accents=False`, and also without lower-casing when
+    `strip_accents=True`; `tokenize_chinese_chars=False` leaves CJK
+    ideographs inside their words.
+    """
+
+    def __init__(
+        self, do_lower_case=True, strip_accents=None, tokenize_chinese_chars=True
+    ):
         self.do_lower_case = do_lower_case
+        self.strip_accents = strip_accents
+        self.tokenize_chinese_chars = tokenize_chinese_chars
 
     def tokenize(self, text):
         """Tokenizes a piece of text.
@@ -344,11 +399,14 @@ class BasicTokenizer:
           spaces and splitting once gives the same pieces as the original's
           split / join / split.
         """
-        text = convert_to_unicode(text).translate(_CLEAN_AND_CJK_TABLE)
+        table = _CLEAN_AND_CJK_TABLE if self.tokenize_chinese_chars else _CLEAN_TABLE
+        text = convert_to_unicode(text).translate(table)
         if self.do_lower_case:
             text = text.lower()
-            if not text.isascii():  # ASCII is already NFD without marks
-                text = unicodedata.normalize("NFD", text).translate(_DROP_MN_TABLE)
+        strip = self.do_lower_case if self.strip_accents is None else self.strip_accents
+        # ASCII is already NFD without marks.
+        if strip and not text.isascii():
+            text = unicodedata.normalize("NFD", text).translate(_DROP_MN_TABLE)
         return text.translate(_PUNCTUATION_TABLE).split()
 
     # The step-by-step methods of the original, kept for callers and for tests
