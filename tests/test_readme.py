@@ -632,6 +632,7 @@ def layout_path_exists(name):
             "tasks",
             "serving",
             "pipelines",
+            "retrieval",
             "pretraining",
         ):
             path = os.path.join(REPO, folder, sub, name)
