@@ -63,6 +63,9 @@ setup(
         # run_retrieval.py's vector database: the Milvus client and Milvus Lite
         # (the embedded database of the default --milvus_uri=<output_dir>/index.db).
         "retrieval": ["pymilvus>=3.0,<4", "milvus-lite>=3.2"],
+        # The Apache Beam pipelines (bert_tf/beam/: --runner on
+        # create_pretraining_data, batch_predict and run_retrieval --do_index).
+        "beam": ["apache-beam>=2.77,<3"],
         # Hugging Face references (transformers + torch, CPU build from the
         # PyTorch CPU index named in the README's test command).
         "test": [
@@ -85,6 +88,7 @@ setup(
             # The CRF layer's reference (log-likelihood, Viterbi, gradients).
             "pytorch-crf",
             "ai-edge-litert>=2.1",
+            "apache-beam>=2.77,<3",
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.

@@ -9,6 +9,8 @@ checks name the flag at fault (before TensorFlow loads).
 
 from absl import flags
 
+from bert_tf.options.beam_options import BEAM_RUNNERS
+from bert_tf.options.beam_options import BeamOptions
 from bert_tf.options.distribution_options import STRATEGIES
 from bert_tf.options.distribution_options import DistributionOptions
 from bert_tf.options.export_options import ExportOptions
@@ -105,6 +107,31 @@ def define_vocab_flags():
         "Whether to lower case the input text. Should be True for uncased models and "
         "False for cased models.",
     )
+
+
+def define_beam_flags(default_runner=None):
+    """--runner and --beam_options of the tools that run as Beam pipelines."""
+    flags.DEFINE_string(
+        "runner",
+        default_runner,
+        "Run as an Apache Beam pipeline on this runner ("
+        + ", ".join(BEAM_RUNNERS)
+        + "; needs the [beam] extra)."
+        + ("" if default_runner else " Not given: in this process, as before."),
+    )
+    flags.DEFINE_string(
+        "beam_options",
+        "",
+        "Beam's own pipeline options, one quoted string passed to PipelineOptions "
+        "as given, e.g. '--direct_num_workers=2 "
+        "--direct_running_mode=multi_processing', or '--project=P --region=R "
+        "--temp_location=gs://B/tmp --setup_file=./setup.py' for Dataflow.",
+    )
+
+
+def beam_options(flags_obj):
+    """The --runner/--beam_options flags as a `BeamOptions`."""
+    return BeamOptions(runner=flags_obj.runner, beam_options=flags_obj.beam_options)
 
 
 def define_finetuning_flags():

@@ -1,0 +1,50 @@
+"""Where a batch job runs: in this process, or as an Apache Beam pipeline."""
+
+import dataclasses
+
+from bert_tf.errors import UserInputError
+
+# The runners the tools document; any other name Beam knows is passed through.
+BEAM_RUNNERS = (
+    "DirectRunner",
+    "PrismRunner",
+    "DataflowRunner",
+    "FlinkRunner",
+    "SparkRunner",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class BeamOptions:
+    """--runner and --beam_options (issue 44).
+
+    Args:
+      runner: a Beam runner name; None runs the tool in this process as
+        before.
+      beam_options: Beam's own command-line options as one string, passed to
+        ``PipelineOptions`` as given (e.g. ``--direct_num_workers=2
+        --direct_running_mode=multi_processing``, or a Dataflow project,
+        region and temp_location).
+
+    Example:
+
+    ```python
+    BeamOptions(runner="DirectRunner", beam_options="--direct_num_workers=2")
+    ```
+    """
+
+    runner: str | None = None
+    beam_options: str = ""
+
+    def __post_init__(self):
+        if self.runner is not None and not self.runner.endswith("Runner"):
+            raise UserInputError(
+                f"--runner={self.runner!r}: not a Beam runner name (e.g. "
+                f"{', '.join(BEAM_RUNNERS)})"
+            )
+        if self.beam_options and self.runner is None:
+            raise UserInputError("--beam_options needs --runner")
+
+    @property
+    def uses_beam(self):
+        return self.runner is not None
