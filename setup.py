@@ -21,6 +21,7 @@ COMMANDS = (
     "run_retrieval",
     "run_reranker",
     "export_litert",
+    "batch_predict",
 )
 
 setup(

@@ -33,6 +33,7 @@ COMMANDS = {
     "bert-tf-run-retrieval": "bert_tf.cli.run_retrieval:main",
     "bert-tf-run-reranker": "bert_tf.cli.run_reranker:main",
     "bert-tf-export-litert": "bert_tf.cli.export_litert:main",
+    "bert-tf-batch-predict": "bert_tf.cli.batch_predict:main",
     "bert-tf-demo": "bert_tf.cli.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
@@ -55,6 +56,7 @@ ORIGINAL_AND_ADDED = {
     "run_retrieval": (None, "--milvus_uri"),
     "run_reranker": (None, "--rerank_loss"),
     "export_litert": (None, "--quantization"),
+    "batch_predict": (None, "--input_format"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 
