@@ -22,7 +22,9 @@ and `python run_retrieval.py`.
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
+from bert_tf.errors import UserInputError
 from bert_tf.options.distribution_options import STRATEGIES
 from bert_tf.options.distribution_options import DistributionOptions
 from bert_tf.options.export_options import ExportOptions
@@ -172,6 +174,15 @@ def define_flags():
         "mirrored with several GPUs, else one_device.",
     )
     flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
+    # --- flags added for issue 44 ---
+    common_flags.define_beam_flags()
+    flags.DEFINE_string(
+        "corpus_file",
+        None,
+        "With --runner: the corpus of --do_index, globs (comma-separated) of "
+        "corpus.jsonl-style files, .gz read as gzip, e.g. "
+        "'gs://bucket/corpus/part-*.jsonl.gz' (default: <data_dir>/corpus.jsonl).",
+    )
 
 
 def options(flags_obj):
@@ -207,14 +218,48 @@ def options(flags_obj):
         export=export,
     )
     retrieval.check(run)
-    return run, retrieval
+    beam = common_flags.beam_options(f)
+    if beam.uses_beam and (run.do_train or run.do_eval or run.export):
+        raise UserInputError(
+            "--runner: runs --do_index only; train, evaluate or export in a run "
+            "without --runner (it reads the index the pipeline wrote)"
+        )
+    if beam.uses_beam and not run.do_predict:
+        raise UserInputError("--runner needs --do_index")
+    if retrieval.corpus_file and not beam.uses_beam:
+        raise UserInputError("--corpus_file needs --runner (the Beam indexing)")
+    return run, retrieval, beam
+
+
+def work(run, retrieval, beam):
+    """--do_index on a Beam runner, or the task in this process."""
+    if not beam.uses_beam:
+        from bert_tf.tasks import retrieval as task
+
+        return task.run(run, retrieval)
+    from absl import logging
+
+    from bert_tf.beam import corpus_indexing
+
+    counts = corpus_indexing.run_pipeline(
+        run, retrieval, beam.runner, beam.beam_options
+    )
+    logging.info(
+        "Indexed %d documents: %d passages embedded, %d already in the store, "
+        "%d removed",
+        counts["documents"],
+        counts["embedded"],
+        counts["kept"],
+        counts["removed"],
+    )
+    return counts
 
 
 COMMAND = Command(
     "run_retrieval",
     __doc__,
     define_flags,
-    "bert_tf.tasks.retrieval:run",
+    work,
     required=("data_dir", "output_dir"),
     options=options,
 )

@@ -33,6 +33,7 @@ __all__ = [
     "Document",
     "Passage",
     "Query",
+    "corpus_document",
     "fold_to_documents",
     "qrels_path",
     "read_corpus",
@@ -114,17 +115,18 @@ def _read_entries(path, make):
     return entries
 
 
+def corpus_document(obj, where):
+    """The `Document` of one corpus.jsonl object (`where`: its file:line)."""
+    return Document(
+        _string_field(obj, "_id", where, required=True),
+        _string_field(obj, "title", where, required=False),
+        _string_field(obj, "text", where, required=True),
+    )
+
+
 def read_corpus(data_dir):
     """``data_dir/corpus.jsonl`` as {id: `Document`}, in file order."""
-
-    def make(obj, where):
-        return Document(
-            _string_field(obj, "_id", where, required=True),
-            _string_field(obj, "title", where, required=False),
-            _string_field(obj, "text", where, required=True),
-        )
-
-    return _read_entries(os.path.join(data_dir, CORPUS_FILE), make)
+    return _read_entries(os.path.join(data_dir, CORPUS_FILE), corpus_document)
 
 
 def read_queries(data_dir):

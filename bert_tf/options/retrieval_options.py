@@ -56,6 +56,9 @@ class RetrievalOptions:
         overwrite_index: the collection and its index.
       rerank_checkpoint, rerank_top_k: a cross-encoder second stage in the
         exported SavedModel, over each query's best rerank_top_k passages.
+      corpus_file: with --runner, the corpus of --do_index: globs
+        (comma-separated) of corpus.jsonl-style files, .gz read as gzip
+        (None: data_dir/corpus.jsonl).
 
     Example:
 
@@ -101,6 +104,8 @@ class RetrievalOptions:
     overwrite_index: bool = False
     rerank_checkpoint: str | None = None
     rerank_top_k: int = 20
+    # Issue 44: --do_index on a Beam runner may read a sharded corpus.
+    corpus_file: str | None = None
 
     def __post_init__(self):
         check_beir_dir(self.data_dir)
