@@ -100,6 +100,12 @@ BLOCKS = [
     ("bash", "saved_model_cli show", "run"),
     ("bash", "python export_litert.py", "run"),
     ("python", "from bert_tf.serving.litert_model import LiteRTModel", "run"),
+    (
+        "bash",
+        "--runner=DataflowRunner",
+        "static: Dataflow, Flink and Spark clusters; tests/test_beam_*.py and "
+        "tests/test_batch_predict.py run the pipelines on the DirectRunner",
+    ),
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("python", 'bert_tf.pipeline("text-classification"', "run"),
