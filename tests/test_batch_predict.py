@@ -324,21 +324,19 @@ def test_cli_errors_name_the_flag(exports, tmp_path):
         "--input_format=jsonl",
         f"--output_file={tmp_path / 'out'}",
     ]
-    pair = subprocess.run(
-        [*common, f"--saved_model={exports['classifier']}", "--text_column=a"],
-        env=script_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+    def run(*flags):
+        return subprocess.run(
+            [*common, *flags],
+            env=script_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    pair = run(f"--saved_model={exports['classifier']}", "--text_column=a")
     assert pair.returncode == 2
     assert "text_pair_column=" in pair.stderr.strip().splitlines()[-1]
-    missing = subprocess.run(
-        [*common, f"--saved_model={tmp_path / 'nothing'}", "--text_column=a"],
-        env=script_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    missing = run(f"--saved_model={tmp_path / 'nothing'}", "--text_column=a")
     assert missing.returncode == 2
     assert "--saved_model" in missing.stderr.strip().splitlines()[-1]

@@ -21,7 +21,6 @@ writes at its end; a killed server run keeps every batch already written.
 
 import dataclasses
 import gzip
-import json
 import multiprocessing
 import os
 
@@ -30,7 +29,6 @@ from bert_tf.beam.dual_encoder_handler import DualEncoderHandler
 from bert_tf.beam.runner_options import import_beam
 from bert_tf.beam.runner_options import pipeline_options
 from bert_tf.data_prep import beir
-from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 from bert_tf.retrieval.vector_store import StoredPassage
 
@@ -79,20 +77,10 @@ def _documents(path):
 
     raw = FileSystems.open(path, compression_type="uncompressed")
     with gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw as f:
-        for number, line in enumerate(f, start=1):
-            text = decode_line(line, path, number)
-            if not text.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise UserInputError(f"{where}: not a JSON object ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise UserInputError(f"{where}: not a JSON object")
-            document = beir.corpus_document(obj, where)
+        for number, obj in beir.json_objects(f, path):
+            document = beir.corpus_document(obj, f"{path}:{number}")
             if not document.id:
-                raise UserInputError(f"{where}: empty '_id'")
+                raise UserInputError(f"{path}:{number}: empty '_id'")
             yield document
 
 

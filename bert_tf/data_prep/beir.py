@@ -35,6 +35,7 @@ __all__ = [
     "Query",
     "corpus_document",
     "fold_to_documents",
+    "json_objects",
     "qrels_path",
     "read_corpus",
     "read_qrels",
@@ -70,18 +71,25 @@ class Passage(NamedTuple):
 def _json_lines(path):
     """Yields (line number, object) of a JSON-lines file; blank lines skipped."""
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            where = f"{path}:{number}"
-            line = decode_line(raw, path, number)
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserInputError(f"{where}: not a JSON object ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise UserInputError(f"{where}: not a JSON object")
-            yield number, obj
+        yield from json_objects(f, path)
+
+
+def json_objects(raw_lines, path):
+    """(line number, object) of JSON-lines bytes read from `path` (any file
+    object: local, gzip, gs://); blank lines skipped, a bad line an error
+    naming path:line."""
+    for number, raw in enumerate(raw_lines, start=1):
+        where = f"{path}:{number}"
+        line = decode_line(raw, path, number)
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserInputError(f"{where}: not a JSON object ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise UserInputError(f"{where}: not a JSON object")
+        yield number, obj
 
 
 def _string_field(obj, key, where, required):
