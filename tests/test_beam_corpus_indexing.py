@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -160,6 +161,7 @@ def test_beam_index_equals_one_process_and_rerun_embeds_changes(
     os.makedirs(data2)
     with open(data2 / "corpus.jsonl", "w", encoding="utf-8") as f:
         f.writelines(changed)
+    shutil.copy(os.path.join(small_beir, "queries.jsonl"), data2)
     again = _beam_index(data2, encoder_dir, beam_out, shards)
     old_ids = set(expected)
     gone_ids = {pid for pid, row in expected.items() if row[0] == gone["_id"]}
