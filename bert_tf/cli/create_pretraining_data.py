@@ -135,18 +135,20 @@ def run(flags_obj):
         output_files=flags_obj.output_file.split(","),
         vocab_file=flags_obj.vocab_file,
         do_lower_case=flags_obj.do_lower_case,
-        do_whole_word_mask=flags_obj.do_whole_word_mask,
-        max_seq_length=flags_obj.max_seq_length,
-        max_predictions_per_seq=flags_obj.max_predictions_per_seq,
-        random_seed=flags_obj.random_seed,
-        dupe_factor=flags_obj.dupe_factor,
-        masked_lm_prob=flags_obj.masked_lm_prob,
-        short_seq_prob=flags_obj.short_seq_prob,
+        **_generation_flags(flags_obj),
         num_workers=flags_obj.num_workers,
         shard_size_mb=flags_obj.shard_size_mb,
         num_tasks=flags_obj.num_tasks,
         task_index=flags_obj.task_index,
     )
+
+
+def _generation_flags(flags_obj):
+    """The original's generation flags: `GenerationOptions`' fields."""
+    return {
+        name: flags_obj[name].value
+        for name in pretraining.GenerationOptions.__dataclass_fields__
+    }
 
 
 def _run_beam(flags_obj, beam):
@@ -171,15 +173,7 @@ def _run_beam(flags_obj, beam):
         output_file=flags_obj.output_file,
         vocab_file=flags_obj.vocab_file,
         do_lower_case=flags_obj.do_lower_case,
-        options=pretraining.GenerationOptions(
-            max_seq_length=flags_obj.max_seq_length,
-            max_predictions_per_seq=flags_obj.max_predictions_per_seq,
-            random_seed=flags_obj.random_seed,
-            dupe_factor=flags_obj.dupe_factor,
-            masked_lm_prob=flags_obj.masked_lm_prob,
-            short_seq_prob=flags_obj.short_seq_prob,
-            do_whole_word_mask=flags_obj.do_whole_word_mask,
-        ),
+        options=pretraining.GenerationOptions(**_generation_flags(flags_obj)),
         runner=beam.runner,
         beam_options=beam.beam_options,
         shard_size_mb=flags_obj.shard_size_mb,
