@@ -22,6 +22,7 @@ COMMANDS = (
     "run_reranker",
     "export_litert",
     "beir",
+    "batch_predict",
 )
 
 setup(
@@ -64,6 +65,9 @@ setup(
         # run_retrieval.py's vector database: the Milvus client and Milvus Lite
         # (the embedded database of the default --milvus_uri=<output_dir>/index.db).
         "retrieval": ["pymilvus>=3.0,<4", "milvus-lite>=3.2"],
+        # The Apache Beam pipelines (bert_tf/beam/: --runner on
+        # create_pretraining_data, batch_predict and run_retrieval --do_index).
+        "beam": ["apache-beam>=2.77,<3"],
         # Hugging Face references (transformers + torch, CPU build from the
         # PyTorch CPU index named in the README's test command).
         "test": [
@@ -93,6 +97,7 @@ setup(
             # tests; it brings opencv, matplotlib and sounddevice, nothing that
             # moves TensorFlow's pins.
             "mediapipe==1.2.3",
+            "apache-beam>=2.77,<3",
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.

@@ -37,6 +37,7 @@ COMMANDS = {
     "bert-tf-run-reranker": "bert_tf.cli.run_reranker:main",
     "bert-tf-export-litert": "bert_tf.cli.export_litert:main",
     "bert-tf-beir": "bert_tf.cli.beir:main",
+    "bert-tf-batch-predict": "bert_tf.cli.batch_predict:main",
     "bert-tf-demo": "bert_tf.cli.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
@@ -60,6 +61,7 @@ ORIGINAL_AND_ADDED = {
     "run_reranker": (None, "--rerank_loss"),
     "export_litert": (None, "--quantization"),
     "beir": (None, "--pairs_file"),
+    "batch_predict": (None, "--input_format"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 

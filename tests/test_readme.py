@@ -118,8 +118,13 @@ BLOCKS = [
     (
         "python",
         "from mediapipe.tasks.python.text import",
-        "static: mediapipe lives in its own environment; tests/mediapipe_tasks.py "
-        "makes the same calls",
+        "static: tests/mediapipe_tasks.py makes the same calls in a process of its own",
+    ),
+    (
+        "bash",
+        "--runner=DataflowRunner",
+        "static: Dataflow, Flink and Spark clusters; tests/test_beam_*.py and "
+        "tests/test_batch_predict.py run the pipelines on the DirectRunner",
     ),
     ("python", "BertEncoder.from_checkpoint", "run"),
     ("python", "BertTextClassifier.from_checkpoint", "run"),

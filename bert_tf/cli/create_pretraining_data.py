@@ -22,6 +22,7 @@ Installed as `bert-tf-create-pretraining-data`; also
 
 from absl import flags
 
+from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.data_prep import pretraining
@@ -121,28 +122,74 @@ def define_flags():
         "$SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX).",
         lower_bound=0,
     )
+    # --- flags added for issue 44 ---
+    common_flags.define_beam_flags()
 
 
 def run(flags_obj):
     """Writes the pre-training records (TensorFlow only for non-local paths)."""
+    beam = common_flags.beam_options(flags_obj)
+    if beam.uses_beam:
+        return _run_beam(flags_obj, beam)
     pretraining.release_large_blocks_to_os()
     pretraining.create_pretraining_data(
         input_files=pretraining.expand_input_files(flags_obj.input_file),
         output_files=flags_obj.output_file.split(","),
         vocab_file=flags_obj.vocab_file,
         do_lower_case=flags_obj.do_lower_case,
-        do_whole_word_mask=flags_obj.do_whole_word_mask,
-        max_seq_length=flags_obj.max_seq_length,
-        max_predictions_per_seq=flags_obj.max_predictions_per_seq,
-        random_seed=flags_obj.random_seed,
-        dupe_factor=flags_obj.dupe_factor,
-        masked_lm_prob=flags_obj.masked_lm_prob,
-        short_seq_prob=flags_obj.short_seq_prob,
+        **_generation_flags(flags_obj),
         num_workers=flags_obj.num_workers,
         shard_size_mb=flags_obj.shard_size_mb,
         num_tasks=flags_obj.num_tasks,
         task_index=flags_obj.task_index,
     )
+
+
+def _generation_flags(flags_obj):
+    """The original's generation flags: `GenerationOptions`' fields."""
+    return {
+        name: flags_obj[name].value
+        for name in pretraining.GenerationOptions.__dataclass_fields__
+    }
+
+
+def _run_beam(flags_obj, beam):
+    """The sharded mode as a Beam pipeline (bert_tf.beam.pretraining_data)."""
+    from absl import logging
+
+    from bert_tf.beam import pretraining_data
+    from bert_tf.errors import UserInputError
+
+    if flags_obj.num_tasks != 1 or flags_obj.num_workers != 1:
+        raise UserInputError(
+            "--runner: the runner divides the work; give its workers in "
+            "--beam_options instead of --num_workers/--num_tasks"
+        )
+    if "," in flags_obj.output_file:
+        raise UserInputError(
+            f"--output_file={flags_obj.output_file}: with --runner one path, the "
+            "prefix of the output shards (<output_file>-SSSSS-of-NNNNN)"
+        )
+    stats = pretraining_data.run_pipeline(
+        input_files=pretraining.expand_input_files(flags_obj.input_file),
+        output_file=flags_obj.output_file,
+        vocab_file=flags_obj.vocab_file,
+        do_lower_case=flags_obj.do_lower_case,
+        options=pretraining.GenerationOptions(**_generation_flags(flags_obj)),
+        runner=beam.runner,
+        beam_options=beam.beam_options,
+        shard_size_mb=flags_obj.shard_size_mb,
+    )
+    logging.info(
+        "Read %d documents (%d empty documents dropped) in %d shards; wrote %d "
+        "total instances to %s-*",
+        stats.documents,
+        stats.empty_documents,
+        stats.shards,
+        stats.records,
+        flags_obj.output_file,
+    )
+    return stats.records
 
 
 COMMAND = Command(

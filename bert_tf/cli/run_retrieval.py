@@ -23,9 +23,45 @@ and `python run_retrieval.py`.
 from bert_tf.cli.command import Command
 from bert_tf.cli.flags import Flag
 from bert_tf.cli.flags import OptionFlags
+from bert_tf.errors import UserInputError
+from bert_tf.options.beam_options import BeamOptions
 from bert_tf.options.retrieval_options import RETRIEVAL_SERVING_DTYPES
 from bert_tf.options.retrieval_options import RetrievalOptions
 from bert_tf.options.run_options import RunOptions
+
+
+def work(run, retrieval, beam):
+    """--do_index on a Beam runner (--runner), or the task in this process."""
+    if beam.uses_beam and (run.do_train or run.do_eval or run.export):
+        raise UserInputError(
+            "--runner: runs --do_index only; train, evaluate or export in a run "
+            "without --runner (it reads the index the pipeline wrote)"
+        )
+    if beam.uses_beam and not run.do_predict:
+        raise UserInputError("--runner needs --do_index")
+    if retrieval.corpus_file and not beam.uses_beam:
+        raise UserInputError("--corpus_file needs --runner (the Beam indexing)")
+    if not beam.uses_beam:
+        from bert_tf.tasks import retrieval as task
+
+        return task.run(run, retrieval)
+    from absl import logging
+
+    from bert_tf.beam import corpus_indexing
+
+    counts = corpus_indexing.run_pipeline(
+        run, retrieval, beam.runner, beam.beam_options
+    )
+    logging.info(
+        "Indexed %d documents: %d passages embedded, %d already in the store, "
+        "%d removed",
+        counts["documents"],
+        counts["embedded"],
+        counts["kept"],
+        counts["removed"],
+    )
+    return counts
+
 
 COMMAND = Command(
     "run_retrieval",
@@ -33,6 +69,7 @@ COMMAND = Command(
     OptionFlags(
         RunOptions,
         RetrievalOptions,
+        BeamOptions,
         # Only these of the run's options are flags here; the rest keep their
         # defaults (no lower-casing flag: the checkpoint's own).
         layout=(
@@ -103,10 +140,11 @@ COMMAND = Command(
                 "several workers, mirrored with several GPUs, else one_device.",
             ),
             "num_gpus",
+            BeamOptions,
         ),
         fixed={"optimizer": "adamw"},
     ),
-    "bert_tf.tasks.retrieval:run",
+    work,
     required=("data_dir", "output_dir"),
 )
 

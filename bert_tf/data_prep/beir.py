@@ -33,7 +33,9 @@ __all__ = [
     "Document",
     "Passage",
     "Query",
+    "corpus_document",
     "fold_to_documents",
+    "json_objects",
     "qrels_path",
     "read_corpus",
     "read_qrels",
@@ -69,18 +71,25 @@ class Passage(NamedTuple):
 def _json_lines(path):
     """Yields (line number, object) of a JSON-lines file; blank lines skipped."""
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            where = f"{path}:{number}"
-            line = decode_line(raw, path, number)
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserInputError(f"{where}: not a JSON object ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise UserInputError(f"{where}: not a JSON object")
-            yield number, obj
+        yield from json_objects(f, path)
+
+
+def json_objects(raw_lines, path):
+    """(line number, object) of JSON-lines bytes read from `path` (any file
+    object: local, gzip, gs://); blank lines skipped, a bad line an error
+    naming path:line."""
+    for number, raw in enumerate(raw_lines, start=1):
+        where = f"{path}:{number}"
+        line = decode_line(raw, path, number)
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserInputError(f"{where}: not a JSON object ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise UserInputError(f"{where}: not a JSON object")
+        yield number, obj
 
 
 def _string_field(obj, key, where, required):
@@ -114,17 +123,18 @@ def _read_entries(path, make):
     return entries
 
 
+def corpus_document(obj, where):
+    """The `Document` of one corpus.jsonl object (`where`: its file:line)."""
+    return Document(
+        _string_field(obj, "_id", where, required=True),
+        _string_field(obj, "title", where, required=False),
+        _string_field(obj, "text", where, required=True),
+    )
+
+
 def read_corpus(data_dir):
     """``data_dir/corpus.jsonl`` as {id: `Document`}, in file order."""
-
-    def make(obj, where):
-        return Document(
-            _string_field(obj, "_id", where, required=True),
-            _string_field(obj, "title", where, required=False),
-            _string_field(obj, "text", where, required=True),
-        )
-
-    return _read_entries(os.path.join(data_dir, CORPUS_FILE), make)
+    return _read_entries(os.path.join(data_dir, CORPUS_FILE), corpus_document)
 
 
 def read_queries(data_dir):

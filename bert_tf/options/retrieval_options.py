@@ -83,6 +83,9 @@ class RetrievalOptions:
         corpus) or ``binary`` (sign bits, Hamming distance).
       rescore_k: with int8/binary, re-score this many best by the codes
         with the float32 vectors (0: no rescoring).
+      corpus_file: with --runner, the corpus of --do_index: globs
+        (comma-separated) of corpus.jsonl-style files, .gz read as gzip
+        (None: data_dir/corpus.jsonl).
 
     Example:
 
@@ -211,6 +214,12 @@ class RetrievalOptions:
         0,
         "int8/binary: re-score this many best passages with the float32 vectors "
         "(kept beside the codes); 0: the codes' order.",
+    )
+    corpus_file: str | None = option(
+        None,
+        "With --runner: the corpus of --do_index, globs (comma-separated) of "
+        "corpus.jsonl-style files, .gz read as gzip, e.g. "
+        "'gs://bucket/corpus/part-*.jsonl.gz' (default: <data_dir>/corpus.jsonl).",
     )
 
     def __post_init__(self):

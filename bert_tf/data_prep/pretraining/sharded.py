@@ -174,8 +174,20 @@ def release_large_blocks_to_os():
         pass  # not glibc
 
 
-class _ShardProcessor:
-    """Turns one shard's lines into framed records (in a worker or in-process)."""
+class ShardProcessor:
+    """Turns one shard's lines into records (in a worker, in-process or in Beam).
+
+    Args:
+      vocab_file, do_lower_case: the tokenizer's.
+      options: a ``GenerationOptions``.
+
+    Example:
+
+    ```python
+    process = ShardProcessor(vocab_file, True, GenerationOptions())
+    records, num_documents, num_dropped = process.records(0, ["One.", "Two."])
+    ```
+    """
 
     def __init__(self, vocab_file, do_lower_case, options):
         tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
@@ -186,18 +198,29 @@ class _ShardProcessor:
         )
         self.options = options
 
-    def __call__(self, shard_index, lines):
-        """→ (framed records, their sizes, documents, empty documents dropped)."""
+    def records(self, shard_index, lines):
+        """→ (serialized records, documents, empty documents dropped).
+
+        The shard's RNG is ``shard_seed(random_seed, shard_index)``: every
+        path (workers, ``TaskSplit`` tasks, the Beam pipeline) gets the same
+        records for the same shard.
+        """
         documents, num_dropped = documents_from_lines(lines, self.tokenize)
         del lines
         if not documents:
-            return b"", [], 0, num_dropped
+            return [], 0, num_dropped
         rng = random.Random(shard_seed(self.options.random_seed, shard_index))
         records = generate(
             documents, self.encoder.encode, self.vocab_words, self.options, rng
         )
-        num_documents = len(documents)
-        del documents
+        return records, len(documents), num_dropped
+
+    def __call__(self, shard_index, lines):
+        """→ (framed records, their sizes, documents, empty documents dropped)."""
+        records, num_documents, num_dropped = self.records(shard_index, lines)
+        del lines
+        if not records:
+            return b"", [], num_documents, num_dropped
         data, sizes = frame_records(records)
         return data, sizes, num_documents, num_dropped
 
@@ -210,7 +233,7 @@ _worker_processor = None
 def _init_worker(vocab_file, do_lower_case, options):
     global _worker_processor
     release_large_blocks_to_os()
-    _worker_processor = _ShardProcessor(vocab_file, do_lower_case, options)
+    _worker_processor = ShardProcessor(vocab_file, do_lower_case, options)
 
 
 def _process_shard_in_worker(shard_index, lines):
@@ -292,7 +315,7 @@ def write_sharded(
 
     try:
         if num_workers == 1 or num_head <= 1:
-            process = _ShardProcessor(vocab_file, do_lower_case, options)
+            process = ShardProcessor(vocab_file, do_lower_case, options)
             for shard_index, lines in shards:
                 stats.max_shards_in_flight = 1
                 consume(process(shard_index, lines))

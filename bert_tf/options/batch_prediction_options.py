@@ -1,0 +1,59 @@
+"""What batch_predict.py is asked to predict: a SavedModel over table rows."""
+
+import dataclasses
+
+from bert_tf.errors import UserInputError
+from bert_tf.options.beam_options import BeamOptions
+from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import positive
+from bert_tf.options.checks import required
+
+BATCH_INPUT_FORMATS = ("tsv", "jsonl", "tfrecord")
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchPredictionOptions:
+    """batch_predict's flags (issue 44), checked before TensorFlow loads.
+
+    Args:
+      saved_model: an export_saved_model version directory, or its base.
+      input_file: glob (or comma-separated globs) of the input files.
+      input_format: one of `BATCH_INPUT_FORMATS`.
+      output_file: prefix of the JSONL prediction shards.
+      text_column: the column of the signature's first text.
+      text_pair_column: the column of its second text (pair models).
+      id_column: the column of each row's key (default ``file:line``).
+      batch_size: rows per signature call at most.
+      beam: the runner (`BeamOptions`; DirectRunner by default).
+
+    Example:
+
+    ```python
+    BatchPredictionOptions(saved_model="/models/stsb", input_file="dev.tsv",
+                           input_format="tsv", output_file="/tmp/pred",
+                           text_column="sentence1", text_pair_column="sentence2")
+    ```
+    """
+
+    saved_model: str
+    input_file: str
+    input_format: str
+    output_file: str
+    text_column: str
+    text_pair_column: str | None = None
+    id_column: str | None = None
+    batch_size: int = 32
+    beam: BeamOptions = BeamOptions(runner="DirectRunner")
+
+    def __post_init__(self):
+        for name in ("saved_model", "input_file", "output_file", "text_column"):
+            required(name, getattr(self, name))
+        existing_path("saved_model", self.saved_model)
+        if self.input_format not in BATCH_INPUT_FORMATS:
+            raise UserInputError(
+                f"--input_format={self.input_format!r} is not one of "
+                f"{', '.join(BATCH_INPUT_FORMATS)}"
+            )
+        positive("batch_size", self.batch_size)
+        if not self.beam.uses_beam:
+            raise UserInputError("--runner: batch prediction runs on a Beam runner")
