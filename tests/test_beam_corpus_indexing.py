@@ -185,7 +185,7 @@ def test_runner_flags_are_checked(small_beir, tmp_path):
     base = [
         f"--data_dir={small_beir}",
         f"--output_dir={tmp_path}",
-        "--init_checkpoint=/nonexistent",
+        f"--init_checkpoint={tmp_path}",  # exists; never read
     ]
     evaluate = run_script(
         SCRIPT, *base, "--do_index", "--do_eval", "--runner=DirectRunner", check=False
