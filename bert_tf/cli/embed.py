@@ -67,6 +67,23 @@ def define_flags():
     )
 
 
+def options(flags_obj):
+    """The flags, checked before TensorFlow loads (`EmbedOptions`)."""
+    from bert_tf.options.embed_options import EmbedOptions
+
+    f = flags_obj
+    EmbedOptions(
+        init_checkpoint=f.init_checkpoint,
+        input_file=f.input_file,
+        output_file=f.output_file,
+        output_tfrecord=f.output_tfrecord,
+        batch_size=f.batch_size,
+        max_seq_length=f.max_seq_length,
+        vocab_file=f.vocab_file,
+    )
+    return (flags_obj,)
+
+
 def run(flags_obj):
     """The model of --init_checkpoint, then `bert_tf.tasks.embed_file.embed_file`
     (TensorFlow imported now)."""
@@ -144,6 +161,7 @@ COMMAND = Command(
     define_flags,
     run,
     required=("init_checkpoint", "input_file", "output_file"),
+    options=options,
 )
 
 
