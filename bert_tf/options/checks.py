@@ -12,6 +12,20 @@ def positive(name, value):
         raise UserInputError(f"--{name}: must be positive, got {value}")
 
 
+# [CLS], one piece of text and [SEP]: the shortest input that holds a text.
+MIN_SEQ_LENGTH = 3
+
+
+def holds_a_text(name, max_seq_length):
+    """`--name=2: must be at least 3` unless `max_seq_length` is None or ≥ 3
+    (below, every text is cut to nothing or the tokenizer fails)."""
+    if max_seq_length is not None and max_seq_length < MIN_SEQ_LENGTH:
+        raise UserInputError(
+            f"--{name}={max_seq_length}: must be at least {MIN_SEQ_LENGTH} "
+            "([CLS], a piece of text, [SEP])"
+        )
+
+
 def existing_path(name, path, what="does not exist"):
     """`--name: path does not exist` for a local path that is missing.
 

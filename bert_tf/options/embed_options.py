@@ -3,13 +3,10 @@
 import dataclasses
 import os
 
-from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import holds_a_text
 from bert_tf.options.checks import positive
 from bert_tf.options.input_overwrite_check import check_outputs_are_not_inputs
-
-# [CLS], one piece of text and [SEP]: the shortest input that embeds a text.
-MIN_SEQ_LENGTH = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,11 +40,7 @@ class EmbedOptions:
 
     def __post_init__(self):
         positive("batch_size", self.batch_size)
-        if self.max_seq_length is not None and self.max_seq_length < MIN_SEQ_LENGTH:
-            raise UserInputError(
-                f"--max_seq_length={self.max_seq_length}: must be at least "
-                f"{MIN_SEQ_LENGTH} ([CLS], a piece of text, [SEP])"
-            )
+        holds_a_text("max_seq_length", self.max_seq_length)
         existing_path("input_file", self.input_file)
         existing_path("vocab_file", self.vocab_file)
         check_outputs_are_not_inputs(self.outputs(), self.inputs())
