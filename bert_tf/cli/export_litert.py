@@ -109,7 +109,8 @@ def options(flags_obj):
             bert_config_file=f.bert_config_file,
             vocab_file=f.vocab_file,
             do_lower_case=f.do_lower_case,
-            max_seq_length=f.max_seq_length,
+            # Left out: the checkpoint's own for the embedding and reranker.
+            max_seq_length=f.max_seq_length if f["max_seq_length"].present else None,
             quantization=f.quantization,
             task_name=f.task_name,
             labels=f.labels,

@@ -198,7 +198,8 @@ def options(flags_obj):
             vocab_file=f.vocab_file,
             # Left out: as the run in --init_checkpoint recorded it.
             do_lower_case=f.do_lower_case if f["do_lower_case"].present else None,
-            max_seq_length=f.max_seq_length,
+            # Left out: the checkpoint's own for the embedding and reranker.
+            max_seq_length=f.max_seq_length if f["max_seq_length"].present else None,
             task_name=f.task_name,
             labels=f.labels,
             text_pair=f.text_pair,

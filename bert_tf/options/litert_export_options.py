@@ -4,6 +4,7 @@ import dataclasses
 
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import export_seq_length
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
@@ -27,7 +28,7 @@ class LiteRTExportOptions:
         init_checkpoint's directory recorded, else True; embedding: always
         the sentence encoder's own).
       max_seq_length: longest packed input; span: the window length;
-        embedding: the sentence encoder's own is used.
+        embedding: None (the default) is the sentence encoder's own.
       quantization: one of `QUANTIZATIONS`.
       task_name, labels, text_pair: classifier (and tagger: labels) options.
       max_query_length: span: question word pieces kept.
@@ -48,7 +49,7 @@ class LiteRTExportOptions:
     bert_config_file: str | None = None
     vocab_file: str | None = None
     do_lower_case: bool | None = None
-    max_seq_length: int = 128
+    max_seq_length: int | None = None
     quantization: str = "dynamic_int8"
     task_name: str | None = None
     labels: tuple | None = None
@@ -73,7 +74,11 @@ class LiteRTExportOptions:
             )
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
-        positive("max_seq_length", self.max_seq_length)
+        object.__setattr__(
+            self,
+            "max_seq_length",
+            export_seq_length(self.model_type, self.max_seq_length),
+        )
         positive("max_query_length", self.max_query_length)
         if self.crf_constrained and not self.use_crf:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
