@@ -142,6 +142,12 @@ class MilvusStore(VectorStore):
             directory = os.path.dirname(os.path.abspath(uri))
             if not os.path.isdir(directory):
                 raise UserInputError(f"{flag}={uri}: no directory {directory}")
+            if os.path.exists(uri) and not os.path.isdir(uri):
+                # Milvus Lite keeps a database in a directory of that name.
+                raise UserInputError(
+                    f"{flag}={uri}: a file, not a Milvus Lite database (a "
+                    "directory Milvus Lite makes); choose another path"
+                )
             # pymilvus pings every 10 s; Milvus Lite's in-process gRPC server
             # keeps gRPC's default of at most one ping per 5 min, answers a
             # long call or idle spell with GOAWAY "too_many_pings" and logs it.
@@ -150,9 +156,17 @@ class MilvusStore(VectorStore):
         try:
             return MilvusClient(uri=uri, timeout=10, **options)
         except MilvusException as e:
+            # pymilvus's own message is often empty; what failed under it
+            # (e.g. an OSError of Milvus Lite) is the cause to show.
+            cause = e
+            while (cause.__cause__ or cause.__context__) is not None:
+                cause = cause.__cause__ or cause.__context__
+            reason = e.message or ""
+            if cause is not e:
+                reason = f"{reason}: {type(cause).__name__}: {cause}".lstrip(": ")
             hint = "" if _is_server(uri) else "; is another process using this file?"
             raise UserInputError(
-                f"{flag}={uri}: cannot connect ({e.message}{hint})"
+                f"{flag}={uri}: cannot connect ({reason or type(e).__name__}{hint})"
             ) from None
 
     @property
@@ -358,7 +372,13 @@ class MilvusStore(VectorStore):
                 f"holds dimension {self.dimension}"
             )
         top_k = min(int(top_k), MAX_TOP_K)
-        params = {"metric_type": self.metric, "params": self.search_params}
+        search_params = dict(self.search_params)
+        if "ef" in search_params:
+            # HNSW explores `ef` candidates: fewer than the `top_k` asked
+            # for would return fewer (an evaluation asks top k x the most
+            # passages of a document, more than --hnsw_ef).
+            search_params["ef"] = max(search_params["ef"], top_k)
+        params = {"metric_type": self.metric, "params": search_params}
         ids, scores = [], []
         for start in range(0, len(queries), _SEARCH_BATCH):
             hits = self._call(

@@ -114,7 +114,15 @@ def passages_of(corpus, towers, options):
     """
     preprocessor = towers.document_encoder.preprocessor
     tokenizer = FullTokenizer(preprocessor.vocab_file, preprocessor.do_lower_case)
-    length = options.passage_length or preprocessor.seq_length - 2
+    reads = preprocessor.seq_length - 2  # [CLS] passage [SEP]
+    if options.passage_length and options.passage_length > reads:
+        # Longer passages would be stored, and cut to `reads` when embedded.
+        raise UserInputError(
+            f"--passage_length={options.passage_length}: the document tower "
+            f"reads {reads} word pieces of a passage (max_seq_length "
+            f"{preprocessor.seq_length} - 2); pass at most {reads}"
+        )
+    length = options.passage_length or reads
     stride = options.passage_stride or max(length // 2, 1)
     cache = {}
 
@@ -570,12 +578,31 @@ class RetrievalTask(Task):
         hold the corpus already."""
         options = self.options
         store = open_store(options, self.towers, self.output_dir)
+        warning = options.recall_warning(len(self.passages))
+        if warning:
+            logging.warning("%s", warning)
         if not self.run.do_predict and len(store) == 0:
             store.close()
             raise UserInputError(
                 f"--milvus_uri={options.uri(self.output_dir)}: collection "
                 f"{options.milvus_collection!r} is empty; run with --do_index"
             )
+        if not self.run.do_predict:
+            # Searching passages the corpus no longer cuts (or texts it
+            # changed) would score other text than the corpus says.
+            stored = store.stored_passages()
+            wanted = {p.id: _text_hash(p.text) for p in self.passages}
+            stale = [i for i, s in stored.items() if wanted.get(i) != s.text_hash]
+            missing = len(wanted.keys() - stored.keys())
+            if stale or missing:
+                store.close()
+                raise UserInputError(
+                    f"--milvus_uri={options.uri(self.output_dir)}: the index does "
+                    f"not match --data_dir's corpus cut by --passage_length/"
+                    f"--passage_stride ({len(stale)} stored passages stale, e.g. "
+                    f"{stale[:1]}, {missing} missing): update it with --do_index, "
+                    "or rebuild it with --do_index --overwrite_index"
+                )
         return store
 
     def predict(self, model, global_step):
