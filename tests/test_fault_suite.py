@@ -423,6 +423,18 @@ def _every_document_in_the_run(paths, pid, result):
     assert rows and all(len(row) == 6 for row in rows)
     for query in ("q0", "qz"):
         assert sorted(row[2] for row in rows if row[0] == query) == sorted(corpus)
+    # Every passage cut is a row of the index: none written over another.
+    import re
+
+    from pymilvus import MilvusClient
+
+    cut = int(re.search(r"(\d+) documents -> (\d+) passages", result["stderr"])[2])
+    client = MilvusClient(uri=os.path.join(paths["T"], "out", pid, "index.db"))
+    try:
+        rows = client.query("bert_tf", filter="", output_fields=["count(*)"])
+    finally:
+        client.close()
+    assert rows[0]["count(*)"] == cut, (rows, cut)
 
 
 def _ivf_warned(paths, pid, result):
