@@ -398,7 +398,9 @@ def _input_intact(name, content):
 
 def _saved_model_seq_length(length):
     def check(paths, pid, result):
-        path = os.path.join(paths["T"], "out", pid, "1", "assets.extra", "bert_tf_export.json")
+        path = os.path.join(
+            paths["T"], "out", pid, "1", "assets.extra", "bert_tf_export.json"
+        )
         assert json.load(open(path))["seq_length"] == length
 
     return check
@@ -418,8 +420,13 @@ def _every_document_in_the_run(paths, pid, result):
     """run.tsv: TREC's 6 fields a line, and with --eval_top_k beyond the
     corpus every document once per query: coll (cut into passages) and the
     document named coll#0 both."""
-    corpus = [json.loads(line)["_id"] for line in open(os.path.join(paths["T"], "beir", "corpus.jsonl"))]
-    rows = [line.split() for line in open(os.path.join(paths["T"], "out", pid, "run.tsv"))]
+    corpus = [
+        json.loads(line)["_id"]
+        for line in open(os.path.join(paths["T"], "beir", "corpus.jsonl"))
+    ]
+    rows = [
+        line.split() for line in open(os.path.join(paths["T"], "out", pid, "run.tsv"))
+    ]
     assert rows and all(len(row) == 6 for row in rows)
     for query in ("q0", "qz"):
         assert sorted(row[2] for row in rows if row[0] == query) == sorted(corpus)
@@ -438,7 +445,9 @@ def _every_document_in_the_run(paths, pid, result):
 
 
 def _ivf_warned(paths, pid, result):
-    assert "IVF_FLAT nlist=128 over 10 passages" in result["stderr"], result["stderr"][-2000:]
+    assert "IVF_FLAT nlist=128 over 10 passages" in result["stderr"], result["stderr"][
+        -2000:
+    ]
 
 
 RET = ["--init_checkpoint={T}/st", "--eval_split=test", "--data_dir={T}/beir"]
@@ -821,7 +830,9 @@ def _write_issue_50_fixtures(root, write):
     write("sts_true.jsonl", '{"sentence1": "a", "sentence2": "b", "score": true}\n')
     write("not_a_database.db", "not a Milvus Lite database\n")
     words = "apple river stone cloud music paper garden window silver engine".split()
-    corpus = {f"d{i}": " ".join(words[(i + j) % 10] for j in range(12)) for i in range(8)}
+    corpus = {
+        f"d{i}": " ".join(words[(i + j) % 10] for j in range(12)) for i in range(8)
+    }
     # A long document cut into coll#0, coll#1, ... and one named coll#0.
     corpus["coll"] = " ".join(words[j % 7] for j in range(40))
     corpus["coll#0"] = "zebra giraffe elephant lion tiger monkey"
@@ -836,15 +847,21 @@ def _write_issue_50_fixtures(root, write):
         os.makedirs(os.path.join(root, name, "qrels"))
         write(
             f"{name}/corpus.jsonl",
-            "".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in docs.items()),
+            "".join(
+                json.dumps({"_id": k, "title": "", "text": v}) + "\n"
+                for k, v in docs.items()
+            ),
         )
         write(
             f"{name}/queries.jsonl",
-            "".join(json.dumps({"_id": k, "text": t}) + "\n" for k, (t, _) in asked.items()),
+            "".join(
+                json.dumps({"_id": k, "text": t}) + "\n" for k, (t, _) in asked.items()
+            ),
         )
         write(
             f"{name}/qrels/test.tsv",
-            "query-id\tcorpus-id\tscore\n" + "".join(f"{k}\t{d}\t1\n" for k, (_, d) in asked.items()),
+            "query-id\tcorpus-id\tscore\n"
+            + "".join(f"{k}\t{d}\t1\n" for k, (_, d) in asked.items()),
         )
 
 
