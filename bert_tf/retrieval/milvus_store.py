@@ -158,9 +158,13 @@ class MilvusStore(VectorStore):
         except MilvusException as e:
             # pymilvus's own message is often empty; what failed under it
             # (e.g. an OSError of Milvus Lite) is the cause to show.
-            cause = e
-            while (cause.__cause__ or cause.__context__) is not None:
-                cause = cause.__cause__ or cause.__context__
+            cause, seen = e, {id(e)}
+            # (A chain may loop back on itself.)
+            while (below := cause.__cause__ or cause.__context__) is not None:
+                if id(below) in seen:
+                    break
+                seen.add(id(below))
+                cause = below
             reason = e.message or ""
             if cause is not e:
                 reason = f"{reason}: {type(cause).__name__}: {cause}".lstrip(": ")
