@@ -16,4 +16,12 @@ class UserInputError(ValueError):
     Traceback (most recent call last):
     ...
     bert_tf.errors.UserInputError: train.tsv:7: expected 3 columns, got 2
+
+    A library error names the parameter (``pooling='cls' differs ...``);
+    ``argument="pooling"`` lets the command-line tools name the flag of the
+    same name instead (``--pooling='cls' differs ...``).
     """
+
+    def __init__(self, message, argument=None):
+        super().__init__(message)
+        self.argument = argument

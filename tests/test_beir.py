@@ -345,3 +345,18 @@ def test_the_installed_converter_writes_squad_as_beir(shared_data, tmp_path):
     assert (
         bad.stderr.strip() == "beir: error: Give one of --squad_file or --pairs_file."
     )
+
+
+def test_passage_ids_never_collide_with_document_ids():
+    """Issue 50: a long `coll` cut into coll#0, coll#1 beside a document named
+    coll#0 shared a passage id (one passage was lost in the index)."""
+    corpus = {
+        "coll": beir.Document("coll", "", "a b c d e"),
+        "coll#0": beir.Document("coll#0", "", "x"),
+        "coll##1": beir.Document("coll##1", "", "y"),
+    }
+    passages = beir.split_passages(corpus, lambda word: 1, 3, 2)
+    ids = [p.id for p in passages]
+    assert len(set(ids)) == len(ids) == 4
+    assert ids == ["coll###0", "coll###1", "coll#0", "coll##1"]
+    assert [p.doc_id for p in passages] == ["coll", "coll", "coll#0", "coll##1"]

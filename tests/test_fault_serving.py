@@ -188,6 +188,61 @@ def test_rank_2_and_empty_batches(modules):
         modules["tagger"].serve_text(tf.constant([["a", "b"], ["c", "d"]]))
 
 
+@pytest.fixture(scope="module")
+def sentence_encoder(vocab_file):
+    keras.utils.set_random_seed(6)
+    return bert_tf.BertSentenceEncoder(
+        tiny_bert_config(30522, intermediate_size=48),
+        preprocessor=BertPreprocessor(vocab_file, True, SEQ_LENGTH, padding="longest"),
+        pooling="mean",
+        normalize=True,
+    )
+
+
+def test_embedding_requests_must_be_batches(sentence_encoder):
+    """Issue 50: a model server hands the graph the tensor a client sent (the
+    declared [batch] shape unchecked): a [2, 2] request answered 4 vectors."""
+    module = serving.EmbeddingSignatures(
+        sentence_encoder, sentence_encoder.preprocessor
+    )
+    # Traced for strings of any shape: as a loaded SavedModel runs them.
+    any_shape = tf.TensorSpec(None, tf.string)
+    serve_text = tf.function(module.text_endpoint()[0], input_signature=[any_shape])
+    similarity = tf.function(
+        module.similarity_endpoint()[0], input_signature=[any_shape, any_shape]
+    )
+    grid = tf.constant([["a cat", "sat"], ["on the", "mat"]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=SHAPE_ERROR):
+        serve_text(grid)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=SHAPE_ERROR):
+        similarity(grid, grid)
+    texts = ["a cat sat", "on the mat"]
+    embeddings = serve_text(tf.constant(texts))["embeddings"].numpy()
+    np.testing.assert_allclose(embeddings, sentence_encoder.encode(texts), atol=1e-5)
+    assert serve_text(tf.constant([], tf.string))["embeddings"].shape == (0, 32)
+
+
+def test_pipeline_batch_sizes_and_texts(sentence_encoder, tmp_path):
+    """Issue 50: a batch size of 0 or less gave an empty (0, 0) array for
+    any number of texts; bytes and None were embedded as "b'...'" and
+    "None", a [2, 2] array as 4 texts."""
+    for size in (-1, 0, 1.5, True):
+        # Before any model loads: the directory is not even looked at.
+        with pytest.raises(bert_tf.UserInputError, match=r"batch_size="):
+            bert_tf.pipeline("sentence-embedding", tmp_path / "none", batch_size=size)
+    directory = sentence_encoder.save_sentence_transformers(str(tmp_path / "st"))
+    embed = bert_tf.pipeline("sentence-embedding", directory, batch_size=1)
+    texts = ["a cat sat", "on the mat", "dogs bark"]
+    np.testing.assert_allclose(embed(texts), sentence_encoder.encode(texts), atol=1e-5)
+    for bad, where in (
+        ([b"a cat sat"], r"texts\[0\] is bytes"),
+        (["fine", None], r"texts\[1\] is NoneType"),
+        (np.array([["a", "b"], ["c", "d"]]), r"shape \(2, 2\)"),
+    ):
+        with pytest.raises(bert_tf.UserInputError, match=where):
+            embed(bad)
+
+
 def test_span_request_bounds(modules):
     bounded = modules["bounded"]
     metadata = bounded.metadata()

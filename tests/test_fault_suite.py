@@ -172,6 +172,20 @@ MAKE_FIXTURES = textwrap.dedent(
                  "masked_lm_weights": floats([1.0, 0.0, 0.0]),
                  "next_sentence_labels": ints([i % 2])}
             w.write(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
+    # Issue 50: a mean-pooling sentence encoder (sentence-transformers
+    # layout) and a plain BERT directory (checkpoint, config and vocab).
+    import shutil
+    from bert_tf.text.preprocessing import BertPreprocessor
+    vocab = sys.argv[2]
+    import keras
+    keras.utils.set_random_seed(1)
+    bert_tf.BertSentenceEncoder(
+        config, preprocessor=BertPreprocessor(vocab, True, 64, padding="longest"),
+        pooling="mean", normalize=True,
+    ).save_sentence_transformers(os.path.join(root, "st"))
+    bert_tf.save_tf1_checkpoint(model, os.path.join(root, "plain", "bert_model.ckpt"))
+    config.to_json_file(os.path.join(root, "plain", "bert_config.json"))
+    shutil.copy(vocab, os.path.join(root, "plain", "vocab.txt"))
     data = open(path, "rb").read()
     record = len(data) // 8
     # Cut 5 bytes into the 8-byte length header of the last record, and in
@@ -373,6 +387,72 @@ def _features_of_two_lines(paths, pid, result):
     assert [entry["index"] for entry in layer] == [-1]
     assert len(layer[0]["values"]) == 16  # hidden_size
 
+
+def _input_intact(name, content):
+    def check(paths, pid, result):
+        with open(os.path.join(paths["T"], name), encoding="utf-8") as f:
+            assert f.read() == content
+
+    return check
+
+
+def _saved_model_seq_length(length):
+    def check(paths, pid, result):
+        path = os.path.join(
+            paths["T"], "out", pid, "1", "assets.extra", "bert_tf_export.json"
+        )
+        assert json.load(open(path))["seq_length"] == length
+
+    return check
+
+
+def _litert_seq_length(length):
+    def check(paths, pid, result):
+        from bert_tf.serving.litert_model import read_metadata
+
+        path = os.path.join(paths["T"], "out", pid + ".tflite")
+        assert read_metadata(open(path, "rb").read())["seq_length"] == length
+
+    return check
+
+
+def _every_document_in_the_run(paths, pid, result):
+    """run.tsv: TREC's 6 fields a line, and with --eval_top_k beyond the
+    corpus every document once per query: coll (cut into passages) and the
+    document named coll#0 both."""
+    corpus = [
+        json.loads(line)["_id"]
+        for line in open(os.path.join(paths["T"], "beir", "corpus.jsonl"))
+    ]
+    rows = [
+        line.split() for line in open(os.path.join(paths["T"], "out", pid, "run.tsv"))
+    ]
+    assert rows and all(len(row) == 6 for row in rows)
+    for query in ("q0", "qz"):
+        assert sorted(row[2] for row in rows if row[0] == query) == sorted(corpus)
+    # Every passage cut is a row of the index: none written over another.
+    import re
+
+    from pymilvus import MilvusClient
+
+    cut = int(re.search(r"(\d+) documents -> (\d+) passages", result["stderr"])[2])
+    client = MilvusClient(uri=os.path.join(paths["T"], "out", pid, "index.db"))
+    try:
+        rows = client.query("bert_tf", filter="", output_fields=["count(*)"])
+    finally:
+        client.close()
+    assert rows[0]["count(*)"] == cut, (rows, cut)
+
+
+def _ivf_warned(paths, pid, result):
+    assert "IVF_FLAT nlist=128 over 10 passages" in result["stderr"], result["stderr"][
+        -2000:
+    ]
+
+
+RET = ["--init_checkpoint={T}/st", "--eval_split=test", "--data_dir={T}/beir"]
+SIM = ["--init_checkpoint={T}/st", "--num_train_epochs=1"]
+EMB = ["--init_checkpoint={T}/st", "--input_file={T}/two_lines.txt"]
 
 # fmt: off
 PROBES = [
@@ -581,6 +661,42 @@ PROBES = [
     error("export_saved_model", "exp-vocab-without-unk", ["--model_type=encoder", "--init_checkpoint=" + K, "--export_dir=" + out("xq"), "--vocab_file={T}/vocab_no_unk.txt", *EXP[1:]], "{T}/vocab_no_unk.txt", "[UNK]"),
     error("export_saved_model", "exp-span-one-segment-type", ["--model_type=span", "--init_checkpoint=" + K, "--export_dir=" + out("xr"), "--vocab_file=" + V, "--bert_config_file={T}/one_type_config.json", "--max_seq_length=32"], "{T}/one_type_config.json", "type_vocab_size=1"),
     error("export_saved_model", "exp-custom-task-without-labels", ["--model_type=classifier", "--task_name=custom", "--init_checkpoint=" + K, "--export_dir=" + out("xi"), *EXP], "labels"),
+    # ---- issue 50: embedding, similarity, retrieval and export paths
+    error("embed", "emb-batch-negative", [*EMB, "--output_file=" + out("ma") + ".npy", "--batch_size=-1"], "--batch_size"),
+    error("embed", "emb-batch-0", [*EMB, "--output_file=" + out("mb") + ".npy", "--batch_size=0"], "--batch_size"),
+    error("embed", "emb-seq-2", [*EMB, "--output_file=" + out("mc") + ".npy", "--max_seq_length=2"], "--max_seq_length=2"),
+    error("embed", "emb-seq-negative", [*EMB, "--output_file=" + out("mc") + ".npy", "--max_seq_length=-5"], "--max_seq_length=-5"),
+    error("embed", "emb-seq-1", [*EMB, "--output_file=" + out("mc") + ".npy", "--max_seq_length=1"], "--max_seq_length=1"),
+    error("embed", "emb-seq-beyond-positions", [*EMB, "--output_file=" + out("mc") + ".npy", "--max_seq_length=100"], "--max_seq_length=100", "64"),
+    error("embed", "emb-output-is-input", [*EMB, "--output_file={T}/two_lines.txt"], "--output_file={T}/two_lines.txt", "--input_file",
+          check=_input_intact("two_lines.txt", "The cat sat.\nHello world ||| again\n")),
+    error("embed", "emb-pooling-cls-on-mean-model", [*EMB, "--output_file=" + out("md") + ".npy", "--pooling=cls"], "--pooling='cls'", "'mean'"),
+    error("embed", "emb-plain-bert-without-pooling", ["--init_checkpoint={T}/plain", "--input_file={T}/two_lines.txt", "--output_file=" + out("me") + ".npy"], "--pooling=", "{T}/plain"),
+    error("run_similarity", "sim-seq-2", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--score_scale=5", "--output_dir=" + out("ta"), *SIM, "--max_seq_length=2"], "--max_seq_length=2"),
+    error("run_similarity", "sim-seq-negative", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--score_scale=5", "--output_dir=" + out("tb"), *SIM, "--max_seq_length=-5"], "--max_seq_length"),
+    error("run_similarity", "sim-seq-1", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--score_scale=5", "--output_dir=" + out("tc"), *SIM, "--max_seq_length=1"], "--max_seq_length=1"),
+    error("run_similarity", "sim-dev-score-nan", ["--do_eval", "--dev_file={T}/sts_nan.tsv", "--output_dir=" + out("td"), *SIM], "{T}/sts_nan.tsv:4", "nan"),
+    error("run_similarity", "sim-dev-score-true", ["--do_eval", "--dev_file={T}/sts_true.jsonl", "--output_dir=" + out("te"), *SIM], "{T}/sts_true.jsonl:1", "True"),
+    error("run_similarity", "sim-0-5-scores-without-scale", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--output_dir=" + out("tf"), *SIM], "{T}/sts_0_5.tsv", "0.5 to 4.5", "--score_scale=5"),
+    error("run_similarity", "sim-scaled-beyond-1", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--score_scale=2", "--output_dir=" + out("tg"), *SIM], "--score_scale=2", "2.25"),
+    error("run_similarity", "sim-one-column-twice", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--score_scale=5", "--text_b_column=sentence1", "--output_dir=" + out("th"), *SIM], "--text_a_column", "--text_b_column", "'sentence1'"),
+    error("run_similarity", "sim-mnr-batch-1", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--loss=mnr", "--train_batch_size=1", "--output_dir=" + out("ti"), *SIM], "--loss=mnr", "--train_batch_size"),
+    error("run_classifier", "cls-seq-2", ["--do_train", "--output_dir=" + out("h2"), *CLS_MRPC[:-1], "--max_seq_length=2"], "--max_seq_length=2"),
+    error("run_classifier", "cls-seq-1", ["--do_train", "--output_dir=" + out("h3"), *CLS_MRPC[:-1], "--max_seq_length=1"], "--max_seq_length=1"),
+    error("run_classifier", "cls-seq-negative", ["--do_train", "--output_dir=" + out("h4"), *CLS_MRPC[:-1], "--max_seq_length=-5"], "--max_seq_length"),
+    error("create_pretraining_data", "cpd-short-seq-prob-negative", ["--input_file={T}/corpus.txt", "--output_file=" + out("cr") + ".tfrecord", *CPD, "--short_seq_prob=-0.1"], "short_seq_prob", "-0.1"),
+    error("create_pretraining_data", "cpd-short-seq-prob-above-1", ["--input_file={T}/corpus.txt", "--output_file=" + out("cs") + ".tfrecord", *CPD, "--short_seq_prob=1.5"], "short_seq_prob", "1.5"),
+    error("export_saved_model", "exp-embedding-plain-bert", ["--model_type=embedding", "--init_checkpoint={T}/plain", "--export_dir=" + out("xs")], "--pooling=", "{T}/plain"),
+    error("export_saved_model", "exp-embedding-seq-beyond-positions", ["--model_type=embedding", "--init_checkpoint={T}/st", "--max_seq_length=100", "--export_dir=" + out("xt")], "--max_seq_length=100", "64"),
+    correct("export_saved_model", "exp-embedding-seq-16", ["--model_type=embedding", "--init_checkpoint={T}/st", "--max_seq_length=16", "--export_dir=" + out("exp-embedding-seq-16")], _saved_model_seq_length(16), slow=True),
+    correct("export_litert", "lite-embedding-seq-16", ["--model_type=embedding", "--init_checkpoint={T}/st", "--max_seq_length=16", "--quantization=none", "--output_file=" + out("lite-embedding-seq-16") + ".tflite"], _litert_seq_length(16), slow=True),
+    error("run_retrieval", "ret-id-with-space", ["--do_index", "--output_dir=" + out("ra"), *RET[:-1], "--data_dir={T}/beir_space_id"], "{T}/beir_space_id/corpus.jsonl:11", "'d 9'"),
+    error("run_retrieval", "ret-empty-query", ["--do_eval", "--output_dir=" + out("rb"), *RET[:-1], "--data_dir={T}/beir_empty_query"], "{T}/beir_empty_query/queries.jsonl:6", "'q9'"),
+    error("run_retrieval", "ret-passage-length-beyond-encoder", ["--do_index", "--passage_length=500", "--output_dir=" + out("rc"), *RET], "--passage_length=500", "62"),
+    error("run_retrieval", "ret-milvus-path-not-a-database", ["--do_index", "--milvus_uri={T}/not_a_database.db", "--output_dir=" + out("rd"), *RET], "--milvus_uri={T}/not_a_database.db", "not a Milvus Lite database"),
+    correct("run_retrieval", "ret-passage-ids-never-document-ids", ["--do_index", "--do_eval", "--passage_length=16", "--output_dir=" + out("ret-passage-ids-never-document-ids"), *RET], _every_document_in_the_run, slow=True),
+    error("run_retrieval", "ret-eval-other-passage-length", ["--do_eval", "--passage_length=8", "--output_dir=" + out("ret-passage-ids-never-document-ids"), *RET], "--overwrite_index", "does not match", slow=True),
+    correct("run_retrieval", "ret-ivf-on-few-passages-warns", ["--do_index", "--index_type=IVF_FLAT", "--output_dir=" + out("ret-ivf-on-few-passages-warns"), *RET], _ivf_warned, slow=True),
 ]
 # fmt: on
 
@@ -702,6 +818,51 @@ def _write_text_fixtures(root, vocab):
     answers.append(dict(answers[0]))
     write("two_answers.json", json.dumps(two))
     write("no_data.json", json.dumps({"version": "1.1", "data": []}))
+    _write_issue_50_fixtures(root, write)
+
+
+def _write_issue_50_fixtures(root, write):
+    """Similarity rows and BEIR directories of the issue-50 probes."""
+    header = "sentence1\tsentence2\tscore\n"
+    pairs = "a cat sat\ta cat sits\t4.5\ndogs bark\tthe sky is blue\t0.5\n"
+    write("sts_0_5.tsv", header + pairs + "hello\thi\t3\n")
+    write("sts_nan.tsv", header + pairs + "hello\thi\tnan\n")
+    write("sts_true.jsonl", '{"sentence1": "a", "sentence2": "b", "score": true}\n')
+    write("not_a_database.db", "not a Milvus Lite database\n")
+    words = "apple river stone cloud music paper garden window silver engine".split()
+    corpus = {
+        f"d{i}": " ".join(words[(i + j) % 10] for j in range(12)) for i in range(8)
+    }
+    # A long document cut into coll#0, coll#1, ... and one named coll#0.
+    corpus["coll"] = " ".join(words[j % 7] for j in range(40))
+    corpus["coll#0"] = "zebra giraffe elephant lion tiger monkey"
+    queries = {f"q{i}": (corpus[f"d{i}"][:30], f"d{i}") for i in range(4)}
+    queries["qz"] = ("zebra giraffe elephant", "coll#0")
+    variants = {
+        "beir": (corpus, queries),
+        "beir_space_id": ({**corpus, "d 9": "a document"}, queries),
+        "beir_empty_query": (corpus, {**queries, "q9": (" ", "d1")}),
+    }
+    for name, (docs, asked) in variants.items():
+        os.makedirs(os.path.join(root, name, "qrels"))
+        write(
+            f"{name}/corpus.jsonl",
+            "".join(
+                json.dumps({"_id": k, "title": "", "text": v}) + "\n"
+                for k, v in docs.items()
+            ),
+        )
+        write(
+            f"{name}/queries.jsonl",
+            "".join(
+                json.dumps({"_id": k, "text": t}) + "\n" for k, (t, _) in asked.items()
+            ),
+        )
+        write(
+            f"{name}/qrels/test.tsv",
+            "query-id\tcorpus-id\tscore\n"
+            + "".join(f"{k}\t{d}\t1\n" for k, (_, d) in asked.items()),
+        )
 
 
 @pytest.fixture(scope="module")
@@ -711,7 +872,7 @@ def paths(tmp_path_factory):
     _write_text_fixtures(root, vocab)
     os.makedirs(os.path.join(root, "out"))
     result = subprocess.run(
-        [sys.executable, "-c", MAKE_FIXTURES, root],
+        [sys.executable, "-c", MAKE_FIXTURES, root, vocab],
         capture_output=True,
         text=True,
         env=script_env(),

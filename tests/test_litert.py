@@ -497,6 +497,7 @@ def test_embedding_export_takes_the_encoders_own_length_and_casing(
     """As the SavedModel export: a sentence-transformers directory's
     max_seq_length (here 24, not the flag's default 128) and casing win."""
     from bert_tf.options.litert_export_options import LiteRTExportOptions
+    from bert_tf.serving.embedding_signatures import EmbeddingSignatures
     from bert_tf.tasks import litert_export
     from bert_tf.text.preprocessing import BertPreprocessor
 
@@ -537,6 +538,28 @@ def test_embedding_export_takes_the_encoders_own_length_and_casing(
     np.testing.assert_allclose(vectors, encoder.encode(sentences), atol=5e-5)
     np.testing.assert_allclose(model.encode(sentences[5]), vectors[5], atol=1e-6)
     assert model.encode([]).shape == (0, 32)
+    # Issue 50: an empty batch answers no rows (the file's kernels failed on
+    # it); invalid UTF-8 embeds as the SavedModel's signature embeds it (it
+    # differed by 0.43).
+    assert model(text=[])["embeddings"].shape == (0, 32)
+    dirty = [
+        b"Caf\xc3\xa9 \xff\xfe cr\xc3\xa8me \x00br\xc3\xbbl\xc3\xa9e is sw\x80eet.",
+        b"\xed\xa0\x80plain text\x00\x00 without trouble",
+    ]
+    serve_text = EmbeddingSignatures(encoder, encoder.preprocessor).text_endpoint()[0]
+    saved = serve_text(tf.constant(dirty))["embeddings"].numpy()
+    np.testing.assert_allclose(model.encode(dirty), saved, atol=5e-5)
+    # --max_seq_length given: honoured (it exported the encoder's 24 silently).
+    shorter = litert_export.run(
+        LiteRTExportOptions(
+            model_type="embedding",
+            init_checkpoint=directory,
+            output_file=str(tmp_path / "embedding_16.tflite"),
+            quantization="none",
+            max_seq_length=16,
+        )
+    )
+    assert LiteRTModel(shorter).metadata["seq_length"] == 16
 
 
 @pytest.mark.slow

@@ -119,6 +119,14 @@ def test_options_are_checked_before_tensorflow(tmp_path):
     assert options().uri(str(tmp_path)) == os.path.join(str(tmp_path), "index.db")
     hnsw = options(index_type="HNSW", hnsw_ef=16, eval_top_k=100)
     assert hnsw.search_params() == {"ef": 100}
+    # Issue 50: IVF_FLAT's defaults over a small corpus, with the numbers.
+    ivf = options(index_type="IVF_FLAT")
+    assert ivf.recall_warning(30).startswith(
+        "IVF_FLAT nlist=128 over 30 passages: each query searches 16 of 128 lists"
+    )
+    assert ivf.recall_warning(39 * 128) is None
+    assert options(index_type="IVF_FLAT", ivf_nprobe=128).recall_warning(30) is None
+    assert options().recall_warning(30) is None  # FLAT
 
 
 @pytest.mark.slow

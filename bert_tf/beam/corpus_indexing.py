@@ -114,9 +114,9 @@ class _Passages(beam.DoFn):
 
 
 def _stored_passage(passage):
-    from bert_tf.tasks.retrieval import _text_hash
+    from bert_tf.retrieval.indexing import text_hash
 
-    return StoredPassage(passage.id, passage.doc_id, _text_hash(passage.text))
+    return StoredPassage(passage.id, passage.doc_id, text_hash(passage.text))
 
 
 class _Changes(beam.DoFn):

@@ -21,6 +21,7 @@ A `Command` wraps a script's flags and its work:
 import errno
 import importlib
 import os
+import re
 import sys
 import textwrap
 import traceback
@@ -87,8 +88,14 @@ def is_user_error(exc):
 
 
 def one_line(exc):
-    """The exception's message on one line."""
+    """The exception's message on one line (the parameter an error names as
+    `argument` written as its flag)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    argument = getattr(exc, "argument", None)
+    if argument:
+        text = re.sub(rf"(?<![-\w]){re.escape(argument)}=", f"--{argument}=", text)
+        if f"--{argument}" not in text:
+            text = f"--{argument}: {text}"
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
         if exc.filename2:

@@ -68,15 +68,24 @@ def define_flags():
 
 
 def checked_input(flags_obj):
-    """`(flags, rows)`: the paths and every input row checked before
-    TensorFlow loads (a bad file is named in a second, not after the model)."""
+    """`(flags, rows)`: the flags (`EmbedOptions`), the paths and every input
+    row checked before TensorFlow loads (a bad file is named in a second, not
+    after the model)."""
     from bert_tf.options.checks import existing_checkpoint
-    from bert_tf.options.checks import existing_path
+    from bert_tf.options.embed_options import EmbedOptions
     from bert_tf.tasks.embed_file import count_rows
 
     f = flags_obj
     existing_checkpoint("init_checkpoint", f.init_checkpoint)
-    existing_path("input_file", f.input_file)
+    EmbedOptions(
+        init_checkpoint=f.init_checkpoint,
+        input_file=f.input_file,
+        output_file=f.output_file,
+        output_tfrecord=f.output_tfrecord,
+        batch_size=f.batch_size,
+        max_seq_length=f.max_seq_length,
+        vocab_file=f.vocab_file,
+    )
     return f, count_rows(f.input_file, f.input_format, f.text_column, f.id_column)
 
 

@@ -115,6 +115,12 @@ def _read_entries(path, make):
         entry = make(obj, where)
         if not entry.id:
             raise UserInputError(f"{where}: empty '_id'")
+        if any(c.isspace() for c in entry.id):
+            # run.tsv's TREC lines are 6 whitespace-separated fields.
+            raise UserInputError(
+                f"{where}: _id {entry.id!r} holds whitespace, which TREC run "
+                "files (qid Q0 docid rank score run) cannot hold"
+            )
         if entry.id in entries:
             raise UserInputError(f"{where}: duplicate _id {entry.id!r}")
         entries[entry.id] = entry
@@ -141,10 +147,14 @@ def read_queries(data_dir):
     """``data_dir/queries.jsonl`` as {id: `Query`}, in file order."""
 
     def make(obj, where):
-        return Query(
+        query = Query(
             _string_field(obj, "_id", where, required=True),
             _string_field(obj, "text", where, required=True),
         )
+        if not query.text.strip():
+            # Searched, it would rank the corpus by its [CLS] [SEP] alone.
+            raise UserInputError(f"{where}: query {query.id!r} has no text")
+        return query
 
     return _read_entries(os.path.join(data_dir, QUERIES_FILE), make)
 
@@ -270,7 +280,9 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride):
     boundaries into windows of at most `passage_length` pieces starting at most
     `passage_stride` pieces apart (the last one reaching the end), with ids
     ``<doc id>#<n>``. Every passage's text is the title, a space, and the
-    window's words (the text alone without a title).
+    window's words (the text alone without a title). A passage id is never
+    another document's or passage's: ``<doc id>##<n>`` when ``<doc id>#<n>``
+    is a document's id.
 
     Args:
       corpus: {id: `Document`} (`read_corpus`).
@@ -296,6 +308,9 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride):
             f"({passage_length}), got {passage_stride}"
         )
     passages = []
+    # Ids in use: every document's (a one-passage document's passage has
+    # it) and every passage's so far.
+    taken = set(corpus)
     for doc in corpus.values():
         words = doc.text.split()
         counts = [count_pieces(word) for word in words]
@@ -303,15 +318,17 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride):
         if sum(counts) <= passage_length:
             passages.append(Passage(doc.id, doc.id, (prefix + " ".join(words)).strip()))
             continue
-        for index, (start, end) in enumerate(
-            _windows(counts, passage_length, passage_stride)
-        ):
+        windows = _windows(counts, passage_length, passage_stride)
+        separator = PASSAGE_SEPARATOR
+        # "coll#0" of a long "coll" must not be a document named "coll#0"
+        # (one of the two would be lost): a longer separator then.
+        while any(f"{doc.id}{separator}{i}" in taken for i in range(len(windows))):
+            separator += PASSAGE_SEPARATOR
+        for index, (start, end) in enumerate(windows):
+            passage_id = f"{doc.id}{separator}{index}"
+            taken.add(passage_id)
             passages.append(
-                Passage(
-                    f"{doc.id}{PASSAGE_SEPARATOR}{index}",
-                    doc.id,
-                    prefix + " ".join(words[start:end]),
-                )
+                Passage(passage_id, doc.id, prefix + " ".join(words[start:end]))
             )
     return passages
 

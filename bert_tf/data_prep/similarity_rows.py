@@ -10,6 +10,7 @@ read with `path:line: reason`.
 """
 
 import dataclasses
+import math
 import os
 
 import numpy as np
@@ -53,6 +54,20 @@ def _column_index(header, column, path):
             f"{path}:1: no column {column!r} in the header (columns: {header})"
         )
     return header.index(column)
+
+
+def _score(value, path, line):
+    """A finite number: not text that is not one, not JSON's true/false, not
+    nan or inf (they poison a correlation or a loss without a word)."""
+    if isinstance(value, bool):
+        raise BadRowError(path, line, f"score {value!r} is not a number")
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        raise BadRowError(path, line, f"score {value!r} is not a number") from None
+    if not math.isfinite(score):
+        raise BadRowError(path, line, f"score {value!r} is not a finite number")
+    return score
 
 
 def read_similarity_rows(path, text_columns, score_column=None):
@@ -104,12 +119,7 @@ def read_similarity_rows(path, text_columns, score_column=None):
                 )
             texts[i].append(value)
         if score_column is not None:
-            try:
-                scores.append(float(values[-1]))
-            except (TypeError, ValueError):
-                raise BadRowError(
-                    path, line, f"score {values[-1]!r} is not a number"
-                ) from None
+            scores.append(_score(values[-1], path, line))
         lines.append(line)
     if not lines:
         raise UserInputError(f"{path}: no rows")

@@ -24,6 +24,7 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import (
     sentence_transformers_dir_of,
 )
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserInputError
 from bert_tf.layers.sentence_pooling import SentencePooling
 from bert_tf.layers.sentence_pooling import pooling_modes
 from bert_tf.metrics.similarity import similarity_matrix
@@ -447,14 +448,17 @@ class BertSentenceEncoder(BertTaskModel):
                 plain checkpoint.
         """
         path = os.fspath(path) if not hasattr(path, "reader") else path
+        asked_length = max_seq_length
         st_dir = sentence_transformers_dir_of(path)
         if st_dir is not None:
             path = st_dir
             info = read_sentence_transformers(path)
             if pooling is not None and pooling_modes(pooling) != info.pooling:
-                raise ValueError(
+                raise UserInputError(
                     f"pooling={pooling!r} differs from {path}'s own "
-                    f"{'+'.join(info.pooling)}"
+                    f"{'+'.join(info.pooling)!r}: leave it out to pool as the "
+                    "model was trained",
+                    argument="pooling",
                 )
             files = info.checkpoint
             pooling = info.pooling
@@ -473,9 +477,10 @@ class BertSentenceEncoder(BertTaskModel):
             )
         else:
             if pooling is None:
-                raise ValueError(
+                raise UserInputError(
                     f"{path} is not a sentence-transformers directory (no "
-                    "modules.json): pass pooling= (e.g. 'mean' or 'cls')"
+                    "modules.json): pass pooling= (e.g. 'mean' or 'cls')",
+                    argument="pooling",
                 )
             files = path if hasattr(path, "reader") else find_checkpoint(path)
         if config is None:
@@ -485,6 +490,16 @@ class BertSentenceEncoder(BertTaskModel):
         vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False
+        if asked_length is not None and not (
+            3 <= asked_length <= config.max_position_embeddings
+        ):
+            # Cut to the positions without a word, the asked length was not given.
+            raise UserInputError(
+                f"max_seq_length={asked_length}: must be in [3, "
+                f"{config.max_position_embeddings}] (the model's "
+                "max_position_embeddings)",
+                argument="max_seq_length",
+            )
         max_seq_length = min(max_seq_length or 128, config.max_position_embeddings)
         preprocessor = BertPreprocessor(
             vocab_file, do_lower_case, max_seq_length, padding="longest", **options

@@ -39,6 +39,7 @@ _EXPORTS = {
     "SimilarityOptions": "bert_tf.options.similarity_options",
     "RerankerOptions": "bert_tf.options.reranker_options",
     "RetrievalOptions": "bert_tf.options.retrieval_options",
+    "EmbedOptions": "bert_tf.options.embed_options",
 }
 
 __all__ = sorted(_EXPORTS)

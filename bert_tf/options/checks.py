@@ -14,6 +14,42 @@ def positive(name, value):
         raise UserInputError(f"--{name}: must be positive, got {value}")
 
 
+# [CLS], one piece of text and [SEP]: the shortest input that holds a text.
+MIN_SEQ_LENGTH = 3
+
+
+def holds_a_text(name, max_seq_length):
+    """`--name=2: must be at least 3` unless `max_seq_length` is None or ≥ 3
+    (below, every text is cut to nothing or the tokenizer fails)."""
+    if max_seq_length is not None and max_seq_length < MIN_SEQ_LENGTH:
+        raise UserInputError(
+            f"--{name}={max_seq_length}: must be at least {MIN_SEQ_LENGTH} "
+            "([CLS], a piece of text, [SEP])"
+        )
+
+
+# Export types whose checkpoint says its own max_seq_length (a
+# sentence-transformers or cross-encoder directory, a dual encoder's towers).
+OWN_LENGTH_MODEL_TYPES = ("embedding", "reranker", "retrieval")
+# The original's --max_seq_length default for the others.
+DEFAULT_SEQ_LENGTH = 128
+
+
+def export_seq_length(model_type, max_seq_length):
+    """An export's `max_seq_length`: as given; not given (None), the
+    checkpoint's own for `OWN_LENGTH_MODEL_TYPES` (None), else 128."""
+    if max_seq_length is None:
+        return None if model_type in OWN_LENGTH_MODEL_TYPES else DEFAULT_SEQ_LENGTH
+    positive("max_seq_length", max_seq_length)
+    holds_a_text("max_seq_length", max_seq_length)
+    if model_type == "retrieval":
+        raise UserInputError(
+            f"--max_seq_length={max_seq_length}: a retrieval export reads with "
+            "its towers' own lengths; leave the flag out"
+        )
+    return max_seq_length
+
+
 def existing_path(name, path, what="does not exist"):
     """`--name: path does not exist` for a local path that is missing.
 

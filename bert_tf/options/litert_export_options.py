@@ -5,6 +5,7 @@ import dataclasses
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import export_seq_length
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.option import option
@@ -33,7 +34,7 @@ class LiteRTExportOptions:
         init_checkpoint's directory recorded, else True; embedding: always
         the sentence encoder's own).
       max_seq_length: longest packed input; span: the window length;
-        embedding: the sentence encoder's own is used.
+        embedding: None (the default) is the sentence encoder's own.
       quantization: one of `QUANTIZATIONS`.
       task_name, labels, text_pair: classifier (and tagger: labels) options.
       max_query_length: span: question word pieces kept.
@@ -66,10 +67,12 @@ class LiteRTExportOptions:
         "default: as the run recorded (run_settings.json), else True; embedding: "
         "the sentence encoder's own.",
     )
-    max_seq_length: int = option(
-        128,
+    max_seq_length: int | None = option(
+        None,
         "Longest packed input (each request is padded to its longest row, up to "
-        "this); span: the window length.",
+        "this); span: the window length; embedding and reranker: default their own.",
+        flag_default=128,
+        omitted_is_default=True,
     )
     quantization: str = option(
         "dynamic_int8",
@@ -125,7 +128,11 @@ class LiteRTExportOptions:
             self._check_mediapipe()
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
-        positive("max_seq_length", self.max_seq_length)
+        object.__setattr__(
+            self,
+            "max_seq_length",
+            export_seq_length(self.model_type, self.max_seq_length),
+        )
         positive("max_query_length", self.max_query_length)
         if self.crf_constrained and self.use_crf is False:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")

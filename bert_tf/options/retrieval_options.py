@@ -23,6 +23,9 @@ from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
 
 INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
 EVAL_BACKENDS = ("auto", "milvus")
+# Training points per IVF list below which k-means clusters poorly (faiss
+# warns under 39).
+IVF_POINTS_PER_LIST = 39
 # How the retrieval SavedModel stores the corpus embeddings.
 RETRIEVAL_SERVING_DTYPES = ("float32", "bfloat16")
 
@@ -309,6 +312,26 @@ class RetrievalOptions:
             )
         if run.export:
             check_serving_dtype(run.export.serving_dtype)
+
+    def recall_warning(self, num_passages):
+        """The numbers that show --index_type=IVF_FLAT missing passages of
+        a corpus of `num_passages`, or None.
+
+        k-means needs about 39 points per list (faiss's minimum) to cut
+        lists that split the corpus evenly; with fewer, most lists are empty
+        or hold a handful, and a query that searches `ivf_nprobe` of them
+        misses passages it would have found (FLAT searches all)."""
+        if self.index_type != "IVF_FLAT" or self.ivf_nprobe >= self.ivf_nlist:
+            return None
+        if num_passages >= IVF_POINTS_PER_LIST * self.ivf_nlist:
+            return None
+        return (
+            f"IVF_FLAT nlist={self.ivf_nlist} over {num_passages} passages: each "
+            f"query searches {self.ivf_nprobe} of {self.ivf_nlist} lists, and "
+            f"k-means wants {IVF_POINTS_PER_LIST * self.ivf_nlist} passages to "
+            "fill them; expect passages FLAT finds to be missed (raise "
+            f"--ivf_nprobe to {self.ivf_nlist}, lower --ivf_nlist, or use FLAT)"
+        )
 
     def uri(self, output_dir):
         """--milvus_uri, default ``<output_dir>/index.db`` (Milvus Lite)."""

@@ -5,6 +5,7 @@ import dataclasses
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import holds_a_text
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import sequence_length_fits
 from bert_tf.options.distribution_options import DistributionOptions
@@ -112,6 +113,7 @@ class RunOptions:
             raise UserInputError("Flag --output_dir must be specified.")
         for name in ("eval_batch_size", "predict_batch_size", "max_seq_length"):
             positive(name, getattr(self, name))
+        holds_a_text("max_seq_length", self.max_seq_length)
         if self.dtype not in DTYPES:
             raise UserInputError(
                 f"--dtype={self.dtype!r} is not one of {', '.join(DTYPES)}"

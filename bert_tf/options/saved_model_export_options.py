@@ -7,6 +7,7 @@ from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import export_seq_length
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.export_options import ExportOptions
@@ -37,7 +38,8 @@ class SavedModelExportOptions:
       bert_config_file, vocab_file: default: those beside the checkpoint.
       do_lower_case: as the model was trained (None: as the run in
         init_checkpoint recorded it, else True).
-      max_seq_length: longest packed input of the raw-text signature.
+      max_seq_length: longest packed input of the raw-text signature; None:
+        128, or the checkpoint's own (embedding, reranker, retrieval).
       task_name, labels, text_pair: classifier (and tagger: labels) options.
       max_query_length, max_answer_length, doc_stride, n_best_size,
         version_2_with_negative, null_score_diff_threshold,
@@ -94,10 +96,12 @@ class SavedModelExportOptions:
         flag_default=True,
         omitted_is_default=True,
     )
-    max_seq_length: int = option(
-        128,
+    max_seq_length: int | None = option(
+        None,
         "Longest packed input of the raw-text signature (each request is padded "
-        "to its longest row, up to this); span: the window length.",
+        "to its longest row, up to this); span: the window length; embedding and reranker: default their own.",
+        flag_default=128,
+        omitted_is_default=True,
     )
     task_name: str | None = option(
         None,
@@ -197,7 +201,11 @@ class SavedModelExportOptions:
             )
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
-        positive("max_seq_length", self.max_seq_length)
+        object.__setattr__(
+            self,
+            "max_seq_length",
+            export_seq_length(self.model_type, self.max_seq_length),
+        )
         if self.crf_constrained and self.use_crf is False:
             raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
         self.span_options()  # its checks: positive sizes

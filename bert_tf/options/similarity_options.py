@@ -108,11 +108,32 @@ class SimilarityOptions:
             raise UserInputError(
                 f"--score_scale must be positive, got {self.score_scale}"
             )
+        self._check_columns_differ()
         if self.negative_column and self.loss not in RANKING_LOSSES:
             raise UserInputError(
                 f"--negative_column needs a ranking loss (mnr, mnr_symmetric), "
                 f"not --loss={self.loss}"
             )
+
+    def _check_columns_differ(self):
+        """One column read as two texts (or as a text and the score) trains
+        every pair to be identical (or the score on itself)."""
+        columns = {
+            "--text_a_column": self.text_a_column,
+            "--text_b_column": self.text_b_column,
+            "--negative_column": self.negative_column,
+            "--score_column": self.score_column,
+        }
+        seen = {}
+        for flag, column in columns.items():
+            if column is None or column == "":
+                continue
+            if str(column) in seen:
+                raise UserInputError(
+                    f"{seen[str(column)]} and {flag} both name column "
+                    f"{column!r}: each must name its own column"
+                )
+            seen[str(column)] = flag
 
     @property
     def scored(self):
@@ -136,6 +157,20 @@ class SimilarityOptions:
         if (do_train and self.scored or do_eval) and not self.score_column:
             raise UserInputError(
                 f"--score_column is needed (--loss={self.loss} or --do_eval)"
+            )
+        micro_batch_size = run.training.micro_batch_size
+        if (
+            do_train
+            and not self.scored
+            and not self.negative_column
+            and micro_batch_size < 2
+        ):
+            # A row's only candidate is its own positive: the loss is 0.
+            raise UserInputError(
+                f"--loss={self.loss} learns from the other rows of a batch "
+                f"(in-batch negatives), but batches hold {micro_batch_size} row "
+                "(--train_batch_size / --gradient_accumulation_steps): use at "
+                "least 2, or give --negative_column"
             )
         existing_path("train_file", self.train_file)
         existing_path("dev_file", self.dev_file)

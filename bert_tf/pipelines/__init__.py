@@ -73,6 +73,9 @@ def pipeline(task, model, *, seq_length=None, batch_size=32, **options):
     >>> embed(["A cat.", "A dog."]).shape
     (2, 384)
     """
+    from bert_tf.pipelines.text_pipeline import checked_batch_size
+
+    checked_batch_size(batch_size)  # before a model loads
     if task not in TASK_FAMILIES:
         raise UserInputError(
             f"bert_tf.pipeline: unknown task {task!r}; known tasks: "

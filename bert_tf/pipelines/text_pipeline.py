@@ -10,10 +10,38 @@ def char_offset(text, byte_offset):
     return len(text.encode("utf-8")[: int(byte_offset)].decode("utf-8", "ignore"))
 
 
+def checked_batch_size(batch_size):
+    """`batch_size` if a positive integer (0 or less answered nothing, or
+    an empty array, for any number of texts)."""
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, (int, np.integer))
+        or batch_size < 1
+    ):
+        raise UserInputError(
+            f"bert_tf.pipeline: batch_size={batch_size!r}: must be a positive integer",
+            argument="batch_size",
+        )
+    return int(batch_size)
+
+
 def _as_list(texts, name):
     if isinstance(texts, str):
         return [texts], True
+    if isinstance(texts, np.ndarray) and texts.ndim != 1:
+        # A [2, 2] array is not four texts.
+        raise UserInputError(
+            f"bert_tf.pipeline: {name} must be a list of strings (one "
+            f"dimension), got an array of shape {texts.shape}"
+        )
     if isinstance(texts, (list, tuple, np.ndarray)):
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                # str(b"a") is "b'a'", str(None) is "None": not the text meant.
+                raise UserInputError(
+                    f"bert_tf.pipeline: {name}[{i}] is {type(text).__name__} "
+                    f"{text!r:.40}, not a string"
+                )
         return [str(t) for t in texts], False
     raise UserInputError(
         f"bert_tf.pipeline: {name} must be a string or a list of strings, "
@@ -106,7 +134,7 @@ class TextPipeline:
         self.task = task
         self.source = source
         self.family = source.family
-        self.batch_size = int(batch_size)
+        self.batch_size = checked_batch_size(batch_size)
 
     def __repr__(self):
         return f"TextPipeline({self.task!r}, {self.source.path!r})"

@@ -11,6 +11,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf.data_prep import beir
+from bert_tf.errors import UserInputError
 from bert_tf.retrieval.bm25 import DEFAULT_B
 from bert_tf.retrieval.bm25 import DEFAULT_K1
 from bert_tf.retrieval.bm25 import BM25Statistics
@@ -65,7 +66,15 @@ def passages_of(corpus, towers, passage_length=None, passage_stride=None):
     """
     preprocessor = towers.document_encoder.preprocessor
     tokenizer = preprocessor.python_tokenizer()
-    length = passage_length or preprocessor.seq_length - 2
+    reads = preprocessor.seq_length - 2  # [CLS] passage [SEP]
+    if passage_length and passage_length > reads:
+        # Longer passages would be stored, and cut to `reads` when embedded.
+        raise UserInputError(
+            f"--passage_length={passage_length}: the document tower reads "
+            f"{reads} word pieces of a passage (max_seq_length "
+            f"{preprocessor.seq_length} - 2); pass at most {reads}"
+        )
+    length = passage_length or reads
     stride = passage_stride or max(length // 2, 1)
     cache = {}
 

@@ -99,6 +99,12 @@ def check_milvus_uri(uri, flag="--milvus_uri"):
     directory = os.path.dirname(os.path.abspath(uri))
     if not os.path.isdir(directory):
         raise UserInputError(f"{flag}={uri}: no directory {directory}")
+    if os.path.exists(uri) and not os.path.isdir(uri):
+        # Milvus Lite keeps a database in a directory of that name.
+        raise UserInputError(
+            f"{flag}={uri}: a file, not a Milvus Lite database (a "
+            "directory Milvus Lite makes); choose another path"
+        )
 
 
 class MilvusStore(VectorStore):
@@ -244,9 +250,21 @@ class MilvusStore(VectorStore):
         try:
             return MilvusClient(uri=uri, timeout=10, **options)
         except MilvusException as e:
+            # pymilvus's own message is often empty; what failed under it
+            # (e.g. an OSError of Milvus Lite) is the cause to show.
+            cause, seen = e, {id(e)}
+            # (A chain may loop back on itself.)
+            while (below := cause.__cause__ or cause.__context__) is not None:
+                if id(below) in seen:
+                    break
+                seen.add(id(below))
+                cause = below
+            reason = e.message or ""
+            if cause is not e:
+                reason = f"{reason}: {type(cause).__name__}: {cause}".lstrip(": ")
             hint = "" if _is_server(uri) else "; is another process using this file?"
             raise UserInputError(
-                f"{flag}={uri}: cannot connect ({e.message}{hint})"
+                f"{flag}={uri}: cannot connect ({reason or type(e).__name__}{hint})"
             ) from None
 
     @property
@@ -663,6 +681,16 @@ class MilvusStore(VectorStore):
             )
         return found
 
+    def _params(self, top_k):
+        """The index's search parameters for `top_k` results: HNSW explores
+        `ef` candidates, so fewer than `top_k` would return fewer (an
+        evaluation asks top k x the most passages of a document, often more
+        than --hnsw_ef)."""
+        params = dict(self.search_params)
+        if "ef" in params:
+            params["ef"] = max(params["ef"], min(int(top_k), MAX_TOP_K))
+        return params
+
     def search(self, queries, top_k):
         """See `VectorStore.search`; a quantized collection with `rescore_k`
         orders its `rescore_k` best by the float32 vectors."""
@@ -676,7 +704,7 @@ class MilvusStore(VectorStore):
             data,
             depth,
             anns_field=VECTOR_FIELD,
-            search_params={"metric_type": metric, "params": self.search_params},
+            search_params={"metric_type": metric, "params": self._params(depth)},
         )
         if self.quantized and self.rescore_k:
             return self._rescored(np.asarray(queries, np.float32), found, top_k)
@@ -805,7 +833,7 @@ class MilvusStore(VectorStore):
                 AnnSearchRequest(
                     dense[start:end],
                     VECTOR_FIELD,
-                    {"metric_type": metric, "params": self.search_params},
+                    {"metric_type": metric, "params": self._params(top_k)},
                     limit=limit,
                 ),
                 AnnSearchRequest(

@@ -5,6 +5,7 @@ import tensorflow as tf
 from bert_tf.serving.signature_module import WARMUP_TEXTS
 from bert_tf.serving.signature_module import SignatureModule
 from bert_tf.serving.signature_module import model_inputs
+from bert_tf.text.preprocessing import request_batch
 from bert_tf.text.preprocessing import same_batch_size
 
 
@@ -48,7 +49,8 @@ class EmbeddingSignatures(SignatureModule):
 
     def text_endpoint(self):
         def serve_text(text):
-            return self._embed_text(text)
+            # A [2, 2] request is not 4 texts.
+            return self._embed_text(request_batch(text, "text"))
 
         return serve_text, [tf.TensorSpec([None], tf.string, "text")]
 
@@ -56,7 +58,10 @@ class EmbeddingSignatures(SignatureModule):
         """`(function, specs)` of the `similarity` signature."""
 
         def similarity(text_a, text_b):
-            text_a, text_b = same_batch_size([text_a, text_b], ("text_a", "text_b"))
+            text_a, text_b = same_batch_size(
+                [request_batch(text_a, "text_a"), request_batch(text_b, "text_b")],
+                ("text_a", "text_b"),
+            )
             # One pass over both columns (padded to the longest of all).
             both = self._embed_text(tf.concat([text_a, text_b], 0))
             first, second = tf.split(_unit(both["embeddings"]), 2, axis=0)

@@ -37,6 +37,17 @@ def _import_runtime():
     return InterpreterWithCustomOps, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
 
 
+def _valid_utf8(value, name):
+    """`value` (str or bytes) as UTF-8 bytes, invalid sequences dropped: what
+    the SavedModel's tokenizer reads of them (the file's own normalizer
+    would read them otherwise)."""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf-8", "ignore").encode("utf-8")
+    raise TypeError(f"{name}: expected str or bytes, got {type(value).__name__}")
+
+
 def read_metadata(model_content):
     """The `bert_tf_export` JSON entry of a .tflite file's bytes (or None)."""
     try:
@@ -121,17 +132,20 @@ class LiteRTModel:
         arrays = {}
         for name, values in texts.items():
             values = [values] if isinstance(values, (str, bytes)) else list(values)
-            arrays[name] = np.array(
-                [v.encode("utf-8") if isinstance(v, str) else v for v in values],
-                dtype=object,
-            )
+            arrays[name] = np.array([_valid_utf8(v, name) for v in values], object)
         sizes = {len(a) for a in arrays.values()}
         if len(sizes) != 1:
             raise ValueError(
                 f"inputs {sorted(arrays)} must have the same number of strings, got "
                 + ", ".join(f"{k}: {len(v)}" for k, v in sorted(arrays.items()))
             )
-        return self._runner("serving_default")(**arrays)
+        runner = self._runner("serving_default")
+        if sizes == {0}:
+            # The file's kernels fail on an empty batch: the outputs of one
+            # empty text, with no rows.
+            one = runner(**{name: np.array([b""], object) for name in arrays})
+            return {name: value[:0] for name, value in one.items()}
+        return runner(**arrays)
 
     def require_model(self, kind):
         """Raises ValueError unless the file is a `kind` export ("embedding",
@@ -162,14 +176,21 @@ class LiteRTModel:
         padded to its own longest row, so short sentences cost little.
 
         Args:
-            sentences: list of str (or one str: returns [dim]).
+            sentences: list of str or UTF-8 bytes (or one: returns [dim]).
             batch_size: int. Sentences per call of the file.
             progress: optional callable(done, total) called after each batch.
         """
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else [str(s) for s in sentences]
+        single = isinstance(sentences, (str, bytes))
+        # bytes stay bytes (str(b"a") would be the text "b'a'").
+        texts = [sentences] if single else list(sentences)
+        for i, text in enumerate(texts):
+            _valid_utf8(text, f"sentences[{i}]")
         output = np.zeros((len(texts), self.embedding_dim), np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise TypeError(f"batch_size={batch_size!r}: must be an integer")
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size}: must be positive")
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
             output[rows] = self(text=[texts[i] for i in rows])["embeddings"]

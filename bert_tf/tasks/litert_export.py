@@ -54,7 +54,10 @@ def run(options):
         family_options = {"label_list": labels}
     elif model_type == "embedding":
         model = BertSentenceEncoder.from_checkpoint(
-            options.init_checkpoint, config=config, vocab_file=vocab_file
+            options.init_checkpoint,
+            config=config,
+            vocab_file=vocab_file,
+            max_seq_length=options.max_seq_length,
         )
         # The tokenization and length the encoder was trained with (e.g.
         # sentence_bert_config.json's 256), as the SavedModel export does.

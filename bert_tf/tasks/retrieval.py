@@ -74,6 +74,7 @@ from bert_tf.retrieval.in_batch_loss import in_batch_negatives_loss
 from bert_tf.retrieval.indexing import index_corpus
 from bert_tf.retrieval.indexing import passages_of
 from bert_tf.retrieval.indexing import stored_passages_of
+from bert_tf.retrieval.indexing import text_hash
 from bert_tf.retrieval.indexing import towers_at
 from bert_tf.retrieval.mining import mine
 from bert_tf.retrieval.mining import training_pairs
@@ -433,12 +434,31 @@ class RetrievalTask(Task):
         hold the corpus already."""
         options = self.options
         store = open_store(options, self.towers, self.output_dir)
+        warning = options.recall_warning(len(self.passages))
+        if warning:
+            logging.warning("%s", warning)
         if not self.run.do_predict and len(store) == 0:
             store.close()
             raise UserInputError(
                 f"--milvus_uri={options.uri(self.output_dir)}: collection "
                 f"{options.milvus_collection!r} is empty; run with --do_index"
             )
+        if not self.run.do_predict:
+            # Searching passages the corpus no longer cuts (or texts it
+            # changed) would score other text than the corpus says.
+            stored = store.stored_passages()
+            wanted = {p.id: text_hash(p.text) for p in self.passages}
+            stale = [i for i, s in stored.items() if wanted.get(i) != s.text_hash]
+            missing = len(wanted.keys() - stored.keys())
+            if stale or missing:
+                store.close()
+                raise UserInputError(
+                    f"--milvus_uri={options.uri(self.output_dir)}: the index does "
+                    f"not match --data_dir's corpus cut by --passage_length/"
+                    f"--passage_stride ({len(stale)} stored passages stale, e.g. "
+                    f"{stale[:1]}, {missing} missing): update it with --do_index, "
+                    "or rebuild it with --do_index --overwrite_index"
+                )
         return store
 
     def predict(self, model, global_step):

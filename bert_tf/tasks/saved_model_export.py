@@ -80,9 +80,8 @@ def checkpoint_files(options):
             )
         )
     max_positions = bert_config.max_position_embeddings
-    # The embedding and reranker exports use their checkpoint's own length.
-    own_length = options.model_type in ("embedding", "reranker")
-    if options.max_seq_length > max_positions and not own_length:
+    # None: the checkpoint's own length (embedding, reranker, retrieval).
+    if options.max_seq_length is not None and options.max_seq_length > max_positions:
         # The signature would accept requests the model cannot encode.
         raise UserInputError(
             f"--max_seq_length={options.max_seq_length} > max_position_embeddings "
@@ -160,7 +159,11 @@ def run(options):
         serving = {"label_list": labels}
     elif options.model_type == "embedding":
         model = BertSentenceEncoder.from_checkpoint(
-            init, config=config, pooling=options.pooling, vocab_file=vocab_file
+            init,
+            config=config,
+            pooling=options.pooling,
+            vocab_file=vocab_file,
+            max_seq_length=options.max_seq_length,
         )
         # The tokenization the encoder was trained with: its checkpoint's.
         do_lower_case = model.preprocessor.do_lower_case
@@ -168,7 +171,12 @@ def run(options):
         serving = {}
     elif options.model_type == "reranker":
         # Strict: a checkpoint without the one-label score head is an error.
-        model = BertReranker.from_checkpoint(init, config=config, vocab_file=vocab_file)
+        model = BertReranker.from_checkpoint(
+            init,
+            config=config,
+            vocab_file=vocab_file,
+            seq_length=options.max_seq_length,
+        )
         # The tokenization the cross-encoder was trained with: its directory's.
         do_lower_case = model.preprocessor.do_lower_case
         max_seq_length = model.preprocessor.seq_length

@@ -25,6 +25,7 @@ The model's config, vocabulary, casing and length are the checkpoint's
 so the SavedModel tokenizes as the model was trained.
 """
 
+import math
 import os
 
 import numpy as np
@@ -92,6 +93,8 @@ class SimilarityTask(Task):
             logging.info(
                 "Read %d training rows of %s", len(self.train_rows), options.train_file
             )
+            if options.loss == "cosine":
+                check_cosine_targets(self.train_rows, options.score_scale)
 
     def model_kwargs(self):
         run = self.run
@@ -263,6 +266,21 @@ class SimilarityTask(Task):
         model.save_sentence_transformers(directory)
         logging.info("Saved the sentence-transformers directory %s", directory)
         return directory
+
+
+def check_cosine_targets(rows, score_scale):
+    """The cosine loss pulls each pair's cosine to its score / score_scale: a
+    target outside [-1, 1] is one no cosine reaches (STS-B's 0-5 scores
+    without --score_scale=5 train towards 5.0)."""
+    low, high = float(rows.scores.min()), float(rows.scores.max())
+    scaled = max(abs(low), abs(high)) / score_scale
+    if scaled > 1.0:
+        needed = math.ceil(max(abs(low), abs(high)))
+        raise UserInputError(
+            f"{rows.path}: scores range {low:g} to {high:g}; divided by "
+            f"--score_scale={score_scale:g} they reach {scaled:g}, a cosine "
+            f"target outside [-1, 1] (--loss=cosine): pass --score_scale={needed}"
+        )
 
 
 def run(run_options, options):

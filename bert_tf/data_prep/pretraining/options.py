@@ -53,6 +53,11 @@ class GenerationOptions:
             raise UserInputError(
                 f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}"
             )
+        # Compared with rng.random(): -0.1 acts as 0 and 1.5 as 1, silently.
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            raise UserInputError(
+                f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}"
+            )
 
     @property
     def max_num_tokens(self):
