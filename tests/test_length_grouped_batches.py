@@ -74,7 +74,10 @@ def _task(minilm_dir, train_file, output_dir, group_by_length):
     )
     task = SimilarityTask(
         run,
-        SimilarityOptions(train_file=train_file, group_by_length=group_by_length),
+        # CoSENT: the scores (row numbers / 10, to track rows) are only ranked.
+        SimilarityOptions(
+            train_file=train_file, loss="cosent", group_by_length=group_by_length
+        ),
     )
     task.prepare(None)
     # The pipeline needs only the model's tokenizer.
