@@ -638,6 +638,7 @@ def layout_path_exists(name):
             "serving",
             "pipelines",
             "retrieval",
+            "beam",
             "pretraining",
         ):
             path = os.path.join(REPO, folder, sub, name)
