@@ -347,3 +347,29 @@ def _asset_copy(vocab_file, tmp_path):
     target = directory / "vocab.txt"
     target.write_bytes(open(vocab_file, "rb").read())
     return str(target)
+
+
+def test_reranker_requests_must_be_a_batch_of_queries_and_lists(shared_data):
+    """Issue 50: the reranker's `query` took any shape (a [2, 2] query was 4
+    queries, checked against the passages' rows only)."""
+    from bert_tf.models.bert_reranker import BertReranker
+
+    keras.utils.set_random_seed(3)
+    vocab_file = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    model = BertReranker(
+        tiny_bert_config(30522, intermediate_size=48, max_position_embeddings=64),
+        preprocessor=BertPreprocessor(vocab_file, True, SEQ_LENGTH, padding="longest"),
+    )
+    module = serving.RerankerSignatures(model, model.preprocessor)
+    any_shape = tf.TensorSpec(None, tf.string)
+    serve_text = tf.function(
+        module.text_endpoint()[0], input_signature=[any_shape, any_shape]
+    )
+    passages = tf.constant([["a cat sat", "on the mat"], ["a dog", ""]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=SHAPE_ERROR):
+        serve_text(tf.constant([["who sat", "where"], ["who", "what"]]), passages)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="passages_must_be"):
+        serve_text(tf.constant(["who sat", "what"]), tf.constant(["a", "b"]))
+    scores = serve_text(tf.constant(["who sat", "what ran"]), passages)["scores"]
+    want = model.predict([("who sat", "a cat sat"), ("who sat", "on the mat")])
+    np.testing.assert_allclose(scores.numpy()[0], want, atol=1e-5)

@@ -5,6 +5,7 @@ import tensorflow as tf
 from bert_tf.serving.signature_module import WARMUP_TEXTS
 from bert_tf.serving.signature_module import SignatureModule
 from bert_tf.serving.signature_module import model_inputs
+from bert_tf.text.preprocessing import request_batch
 
 # The score of a padding passage (""): below any real score, and finite so
 # that a REST (JSON) response can carry it.
@@ -49,6 +50,11 @@ class RerankerSignatures(SignatureModule):
         ]
 
         def serve_text(query, passages):
+            # A [2, 2] query is not 4 queries, nor a [B] passages B lists.
+            query = request_batch(query, "query")
+            passages = tf.ensure_shape(
+                passages, [None, None], name="passages_must_be_a_batch_of_lists"
+            )
             shape = tf.shape(passages, out_type=tf.int64)
             check = tf.debugging.assert_equal(
                 tf.shape(query, out_type=tf.int64)[0],

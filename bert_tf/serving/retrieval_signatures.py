@@ -7,6 +7,7 @@ from bert_tf.retrieval.exact_search import similarity_scores
 from bert_tf.serving.signature_module import WARMUP_TEXTS
 from bert_tf.serving.signature_module import SignatureModule
 from bert_tf.serving.signature_module import model_inputs
+from bert_tf.text.preprocessing import request_batch
 
 # How the SavedModel may store the corpus embeddings.
 CORPUS_DTYPES = ("float32", "bfloat16")
@@ -135,7 +136,7 @@ class RetrievalSignatures(SignatureModule):
 
     def text_endpoint(self):
         def serve_text(query, top_k):
-            ids, scores = self.search(query, top_k)
+            ids, scores = self.search(request_batch(query, "query"), top_k)
             return {"ids": ids, "scores": scores}
 
         return serve_text, [
@@ -147,6 +148,7 @@ class RetrievalSignatures(SignatureModule):
         """`(function, specs)` of the `query_embedding` signature."""
 
         def query_embedding(query):
+            query = request_batch(query, "query")
             return {"embeddings": self._embed(self.preprocessor(query))}
 
         return query_embedding, [tf.TensorSpec([None], tf.string, "query")]
