@@ -37,6 +37,8 @@ import tempfile
 import threading
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
@@ -208,6 +210,7 @@ def format_stats(stats):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--data",

@@ -35,6 +35,7 @@ import tempfile
 import time
 
 import numpy as np
+from cpu_flags import cpu_description  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -203,6 +204,7 @@ def finetune_sentence_transformers(args, data_dir, minilm_dir):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--part", choices=["throughput", "finetune", "both"], default="both"

@@ -28,6 +28,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
+from cpu_flags import cpu_description  # noqa: E402
 
 SIZES = {
     # name: (layers, hidden, heads, intermediate, infer batch, train batch)
@@ -261,6 +262,7 @@ def bench_torch(size, dtype):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="minilm,base")
     parser.add_argument(

@@ -19,6 +19,8 @@ import os
 import sys
 import tempfile
 
+from cpu_flags import cpu_description  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -38,6 +40,7 @@ def _bytes(path):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--outputs_file", default=None)
     parser.add_argument("--compare_with", default=None)

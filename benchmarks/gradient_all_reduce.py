@@ -32,6 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from cpu_flags import cpu_description  # noqa: E402
 
 
 def parse_args():
@@ -97,6 +98,7 @@ def build(args, strategy, aggregate_twice):
 
 
 def main():
+    print(cpu_description(), flush=True)
     args = parse_args()
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(

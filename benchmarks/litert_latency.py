@@ -24,6 +24,8 @@ import os
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -63,6 +65,7 @@ def classifier(shape, data):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=("minilm", "base"), default="minilm")
     parser.add_argument("--rounds", type=int, default=3)

@@ -25,6 +25,8 @@ import os
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -45,6 +47,7 @@ def p50(call, items, count=40):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=("minilm", "base"), default="minilm")
     parser.add_argument("--rounds", type=int, default=2)

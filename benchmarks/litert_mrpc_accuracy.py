@@ -20,6 +20,7 @@ import os
 import sys
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
 from minilm_benchmark_setup import REPO
 from minilm_benchmark_setup import parse_minilm_benchmark_setup
 from minilm_benchmark_setup import timed_run
@@ -67,6 +68,7 @@ def keras_probabilities(checkpoint, vocab, examples):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=float, default=2.0)
     parser.add_argument("--learning_rate", type=float, default=5e-5)

@@ -19,11 +19,14 @@ import os
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quantizations", default="none,dynamic_int8")
     parser.add_argument("--limit", type=int, default=None, help="first N dev pairs")

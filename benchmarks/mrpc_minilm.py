@@ -15,6 +15,7 @@ pad-to-longest: 504 s, dev accuracy 0.745 / F1 0.835.
 import os
 import sys
 
+from cpu_flags import cpu_description  # noqa: E402
 from minilm_benchmark_setup import REPO
 from minilm_benchmark_setup import parse_minilm_benchmark_setup
 from minilm_benchmark_setup import read_eval_results
@@ -22,6 +23,7 @@ from minilm_benchmark_setup import timed_run
 
 
 def main():
+    print(cpu_description(), flush=True)
     setup = parse_minilm_benchmark_setup(
         __doc__.splitlines()[0], data_holds="glue/MRPC", output_prefix="mrpc_minilm_"
     )

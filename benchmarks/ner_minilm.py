@@ -37,6 +37,7 @@ import statistics
 import sys
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
 from minilm_benchmark_setup import REPO
 from minilm_benchmark_setup import parse_minilm_benchmark_setup
 from minilm_benchmark_setup import read_eval_results
@@ -241,6 +242,7 @@ def compare_heads(files, minilm, output, extra, seeds, heads=tuple(HEADS)):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--heads",

@@ -26,6 +26,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
+from cpu_flags import cpu_description  # noqa: E402
 from encoder_throughput import DTYPES  # noqa: E402
 from encoder_throughput import SEQ  # noqa: E402
 from encoder_throughput import SIZES  # noqa: E402
@@ -183,6 +184,7 @@ def bench_keras_hub(size):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["minilm", "base"])
     parser.add_argument(

@@ -30,6 +30,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from cpu_flags import cpu_description  # noqa: E402
 from create_pretraining_data_speed import write_squad_corpus  # noqa: E402
 
 from bert_tf.data_prep import tfrecord_files  # noqa: E402
@@ -177,6 +178,7 @@ def best_of(repeats, function):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()

@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
@@ -264,6 +266,7 @@ def latency(args, work_dir, minilm):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--part", choices=("quality", "throughput", "latency"), required=True

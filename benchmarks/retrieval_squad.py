@@ -27,6 +27,7 @@ import tempfile
 import time
 
 import numpy as np
+from cpu_flags import cpu_description  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -142,6 +143,7 @@ def _quality(args, common, work, zero, data, minilm, index_s):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip_training", action="store_true")
     parser.add_argument(

@@ -18,12 +18,15 @@ import sys
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--float16", action="store_true")

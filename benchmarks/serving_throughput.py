@@ -30,6 +30,8 @@ import os
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -83,6 +85,7 @@ def measure(call, rows, seconds):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)

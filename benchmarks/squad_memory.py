@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUM_TRAIN_QUESTIONS = 300
 
@@ -113,6 +115,7 @@ def first_questions(dev_file, path, count):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch_sizes", default="12,4")
     parser.add_argument("--accumulation", type=int, default=4)

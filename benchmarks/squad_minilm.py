@@ -16,6 +16,7 @@ import json
 import os
 import sys
 
+from cpu_flags import cpu_description  # noqa: E402
 from minilm_benchmark_setup import REPO
 from minilm_benchmark_setup import parse_minilm_benchmark_setup
 from minilm_benchmark_setup import timed_run
@@ -55,6 +56,7 @@ def split_dev_set(dev_file, output_dir):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num_train_epochs", default="2.0")
     setup = parse_minilm_benchmark_setup(

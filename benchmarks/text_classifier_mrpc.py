@@ -21,6 +21,8 @@ import os
 import sys
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -82,6 +84,7 @@ def run(name, build, minilm, args, train, dev):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max_length", type=int, default=128)

@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
@@ -58,6 +60,7 @@ def run_input_path(get_examples, tokenizer, label_list, record_file):
 
 
 def main():
+    print(cpu_description(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
