@@ -103,7 +103,7 @@ def main():
         files = {}
         for quantization in ("dynamic_int8", "none"):
             files[quantization] = os.path.join(work, f"mp_{quantization}.tflite")
-            export_mediapipe(
+            exported = export_mediapipe(
                 model,
                 files[quantization],
                 pre.vocab_file,
@@ -111,6 +111,10 @@ def main():
                 pre.seq_length,
                 quantization=quantization,
             )
+        print(
+            f"MediaPipe vocabulary: {exported['mediapipe_vocab_size']} lines for "
+            f"{exported['vocab_size']} entries"
+        )
         raw_text = os.path.join(work, "raw_text_int8.tflite")
         serving.export_litert(model, raw_text, pre.vocab_file, True, pre.seq_length)
         saved_model = serving.export_saved_model(
@@ -141,7 +145,8 @@ def main():
         )
         served = {}
         for quantization, path in files.items():
-            vectors = run_task(python, path, "embed", sentences)["embeddings"]
+            result = run_task(python, path, "embed", sentences)
+            vectors = result["embeddings"]
             served[quantization] = vectors
             cosine = (
                 (vectors * ours).sum(-1)
@@ -155,7 +160,8 @@ def main():
                 f"  TextEmbedder {quantization:>12}: cosine to SavedModel min "
                 f"{cosine.min():.6f} (ASCII sentences: {cosine[ascii_rows].min():.6f}), "
                 f"mean {cosine.mean():.6f}, {int((cosine < 0.999).sum())} below 0.999; "
-                f"Spearman {pair_spearman(vectors):.6f}; worst: {sentences[worst]!r}"
+                f"Spearman {pair_spearman(vectors):.6f}; worst: {sentences[worst]!r}; "
+                f"TextEmbedder created in {float(result['load_ms']):.0f} ms"
             )
             if quantization == "none":
                 print(f"    below 0.999: {below!r}")
