@@ -131,11 +131,6 @@ def export_mediapipe(
         )
 
     lines, remap = mediapipe_vocabulary(vocab_file, strip_accents)
-    module = _MediaPipeModule(model, kind, seq_length, remap)
-    blob, input_names = _convert(module, quantization)
-    files = {mediapipe_metadata.VOCAB_FILE: ("\n".join(lines) + "\n").encode()}
-    if labels is not None:
-        files[mediapipe_metadata.LABELS_FILE] = "\n".join(labels).encode()
     metadata = {
         "model": kind,
         "target": "mediapipe",
@@ -151,22 +146,15 @@ def export_mediapipe(
     }
     if kind == "embedding":
         metadata["embedding_dim"] = int(model.embedding_dim)
-    blob = with_metadata(
-        blob,
-        {
-            METADATA_NAME: json.dumps(metadata).encode(),
-            mediapipe_metadata.METADATA_FIELD_NAME: (
-                mediapipe_metadata.metadata_flatbuffer(
-                    input_names,
-                    output_name,
-                    f"bert_tf {kind}",
-                    description,
-                    labels=labels,
-                )
-            ),
-        },
+    write_mediapipe_file(
+        _MediaPipeModule(model, kind, seq_length, remap),
+        path,
+        lines,
+        metadata,
+        output_name,
+        description,
+        labels=labels,
     )
-    write_atomically(path, mediapipe_metadata.with_associated_files(blob, files))
     logging.info(
         "Exported the %s for MediaPipe's %s (%s, %.1f MB, vocabulary of %d "
         "spellings for %d entries) to %s",
@@ -179,6 +167,44 @@ def export_mediapipe(
         path,
     )
     return metadata
+
+
+def write_mediapipe_file(
+    module, path, lines, metadata, output_name, description, labels=None
+):
+    """Converts `module.serve` (int32 ids, mask, segment_ids [1, n] -> one
+    float32 output) and writes it at `path` with MediaPipe's metadata.
+
+    Args:
+        module: a tf.Module whose `serve` reads MediaPipe's ids (lines of
+            `lines`).
+        path: the `.tflite` file to write (replaced atomically).
+        lines: the vocabulary lines MediaPipe's tokenizer reads.
+        metadata: bert_tf's metadata (a dict; its "model" names the file,
+            its "quantization" is applied).
+        output_name, description: the output's metadata name and text.
+        labels: a classifier's class names, for `LABELS_FILE`.
+    """
+    blob, input_names = _convert(module, metadata["quantization"])
+    files = {mediapipe_metadata.VOCAB_FILE: ("\n".join(lines) + "\n").encode()}
+    if labels is not None:
+        files[mediapipe_metadata.LABELS_FILE] = "\n".join(labels).encode()
+    blob = with_metadata(
+        blob,
+        {
+            METADATA_NAME: json.dumps(metadata).encode(),
+            mediapipe_metadata.METADATA_FIELD_NAME: (
+                mediapipe_metadata.metadata_flatbuffer(
+                    input_names,
+                    output_name,
+                    f"bert_tf {metadata['model']}",
+                    description,
+                    labels=labels,
+                )
+            ),
+        },
+    )
+    write_atomically(path, mediapipe_metadata.with_associated_files(blob, files))
 
 
 def _convert(module, quantization):
