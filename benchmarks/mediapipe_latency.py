@@ -60,6 +60,45 @@ def timed(call, texts):
     return latencies
 
 
+def tokenizer_coverage(data, vocab_file):
+    """How many non-ASCII texts of the shared GLUE (all splits) and SQuAD dev
+    data MediaPipe's tokenizer (tests/test_mediapipe_vocabulary.py's
+    re-implementation of its C++) gives other ids than FullTokenizer."""
+    import csv
+    import glob
+    import json
+
+    from test_mediapipe_vocabulary import _bert_ids
+    from test_mediapipe_vocabulary import _mediapipe_ids
+
+    from bert_tf.serving.mediapipe_vocabulary import mediapipe_vocabulary
+    from bert_tf.text.tokenization import FullTokenizer
+
+    texts = set()
+    for path in glob.glob(os.path.join(data, "glue", "*", "*.tsv")):
+        with open(path, encoding="utf-8") as f:
+            for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+                texts.update(row)
+    with open(os.path.join(data, "squad", "dev-v1.1.json"), encoding="utf-8") as f:
+        for article in json.load(f)["data"]:
+            for paragraph in article["paragraphs"]:
+                texts.add(paragraph["context"])
+                texts.update(qa["question"] for qa in paragraph["qas"])
+    texts = sorted(text for text in texts if not text.isascii())
+    lines, remap = mediapipe_vocabulary(vocab_file)
+    tokenizer = FullTokenizer(vocab_file, True)
+    differ = [
+        text
+        for text in texts
+        if _mediapipe_ids(text, lines, remap) != _bert_ids(tokenizer, text)
+    ]
+    print(
+        f"MediaPipe's tokenizer over the file's vocabulary: other ids than "
+        f"FullTokenizer on {len(differ)} of the {len(texts)} non-ASCII texts of "
+        f"GLUE and SQuAD dev"
+    )
+
+
 def zipped_vocabulary(path):
     """The vocab.txt zipped in a MediaPipe file."""
     import zipfile
@@ -129,6 +168,7 @@ def main():
     )
     sentences, gold = stsb_sentences(data)
     pairs = len(gold)
+    tokenizer_coverage(data, os.path.join(minilm, "vocab.txt"))
     model = BertSentenceEncoder.from_checkpoint(minilm)
     pre = model.preprocessor
     with tempfile.TemporaryDirectory() as work:

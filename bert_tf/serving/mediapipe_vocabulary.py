@@ -17,19 +17,19 @@ file lacks only matters when it is the piece BERT picks (a longer piece is
 never in the file, so a missing one makes MediaPipe take a shorter piece).
 
 All spellings would be exponential in the accents per entry; the file holds
-those of `SPELLINGS` (measured on STS-B, SST-2, the other GLUE sets and
-SQuAD dev in benchmarks/mediapipe_latency.py and the README):
+those of `SPELLINGS` (what they cover on STS-B, SST-2, the other GLUE sets
+and SQuAD dev: benchmarks/mediapipe_latency.py, the README):
 
 * one accented letter anywhere: Latin-1 lower case, Greek (with Greek
   Extended's polytonic letters) and Cyrillic, either case;
-* a Latin-1 capital as an entry's first letter ("École");
+* a Latin-1 capital as a word's first letter ("École");
 * every Latin-1 spelling of entries of up to 2 letters (the mojibake "Äô" of
   "’" read as Mac Roman);
 * "é" twice ("fédération");
 * non-ASCII punctuation and CJK compatibility ideographs that normalise to
   another entry of one character.
 
-What no vocabulary can fix (`tokenizer_differences` in the tests lists them):
+What no vocabulary can fix (tests/test_mediapipe_vocabulary.py checks each):
 characters BERT deletes or splits at but MediaPipe keeps inside a word
 (controls, format characters such as U+200B/U+FEFF, lone combining marks,
 non-ASCII spaces such as U+00A0), characters that normalise to several
@@ -39,7 +39,8 @@ sigma ending a word (BERT's "ς", here "σ"), and words over 100 bytes
 
 Example:
 >>> lines, remap = mediapipe_vocabulary("vocab.txt")
->>> remap[lines.index("génoise")] == remap[lines.index("genoise")]
+>>> remap[lines.index("École")] == remap[lines.index("ecole")]
+True
 """
 
 import itertools
