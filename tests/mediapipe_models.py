@@ -67,10 +67,33 @@ def sst2_classifier(minilm_dir, data_dir, rows=256, steps=32, batch_size=16):
     return model, vocab_file
 
 
-def is_ascii(text):
-    """MediaPipe's tokenizer lower-cases ASCII only and keeps accents: on
-    other texts its ids may differ from the uncased BERT tokenizer's."""
-    return text.isascii()
+def id_echo_file(vocab_file, path, width):
+    """A MediaPipe TextEmbedder file whose "embedding" is the ids it was fed,
+    mapped to ours as export_mediapipe's files map them (float, [CLS] ...
+    [SEP], then -1 up to `width`): what MediaPipe's own tokenizer makes of
+    a text with the exported vocabulary."""
+    import tensorflow as tf
+
+    from bert_tf.serving.mediapipe_exporter import write_mediapipe_file
+    from bert_tf.serving.mediapipe_vocabulary import mediapipe_vocabulary
+
+    lines, remap = mediapipe_vocabulary(vocab_file)
+
+    class IdEcho(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.remap = tf.constant(remap, tf.int32)
+
+        def serve(self, ids, mask, segment_ids):
+            ids = tf.cast(tf.gather(self.remap, ids), tf.float32)
+            # The converter keeps only inputs the output reads; MediaPipe
+            # wants all three.
+            ids += 0.0 * tf.cast(mask + segment_ids, tf.float32)
+            padded = tf.pad(ids, [[0, 0], [0, width]], constant_values=-1.0)
+            return {"embedding": padded[:, :width]}
+
+    metadata = {"model": "id_echo", "quantization": "none"}
+    write_mediapipe_file(IdEcho(), path, lines, metadata, "embedding", "The ids.")
 
 
 def saved_model_outputs(version_dir, input_name, texts, output, batch_size=64):

@@ -59,7 +59,7 @@ class LiteRTSource:
         )
         if self.mediapipe:
             self.seq_length = int(metadata["seq_length"])
-            self.tokenizer = _packed_tokenizer(path)
+            self.tokenizer = _packed_tokenizer(path, metadata.get("strip_accents"))
             (self._signature,) = self.model.signature_names()
 
     def _mediapipe_outputs(self, text):
@@ -93,8 +93,12 @@ class LiteRTSource:
         return self.model(text=list(texts))["embeddings"]
 
 
-def _packed_tokenizer(path):
-    """The uncased `FullTokenizer` over the vocab.txt zipped in the file."""
+def _packed_tokenizer(path, strip_accents):
+    """The uncased `FullTokenizer` over the vocab.txt zipped in the file.
+
+    Its normalised text only meets the lines that are our entries (the other
+    spellings are never found), whose ids the file's graph maps to ours.
+    """
     from bert_tf.serving import mediapipe_metadata
     from bert_tf.text.tokenization import FullTokenizer
 
@@ -104,4 +108,6 @@ def _packed_tokenizer(path):
         vocab_file = os.path.join(directory, mediapipe_metadata.VOCAB_FILE)
         with open(vocab_file, "wb") as f:
             f.write(vocab)
-        return FullTokenizer(vocab_file, do_lower_case=True)
+        return FullTokenizer(
+            vocab_file, do_lower_case=True, strip_accents=strip_accents
+        )

@@ -23,8 +23,11 @@ truncation, for static inputs, is the same, but pads every text to the full
 length).
 
 MediaPipe's tokenizer lower-cases ASCII only and keeps accents (unlike the
-uncased BERT tokenizer, which also strips them): texts in plain ASCII get
-our ids exactly; cased models cannot be served.
+uncased BERT tokenizer, which lower-cases every letter and strips accents):
+the file's vocabulary adds the accented and capital spellings of our entries
+(`mediapipe_vocabulary`) and the graph maps each of its lines to our id
+first (a constant GATHER), so MediaPipe's word pieces and ids are BERT's;
+cased models cannot be served (MediaPipe lower-cases ASCII).
 """
 
 import json
@@ -43,6 +46,7 @@ from bert_tf.serving.litert_exporter import convert_quantized
 from bert_tf.serving.litert_exporter import model_weights
 from bert_tf.serving.litert_exporter import with_metadata
 from bert_tf.serving.litert_exporter import write_atomically
+from bert_tf.serving.mediapipe_vocabulary import mediapipe_vocabulary
 from bert_tf.text import tokenization
 
 
@@ -54,6 +58,7 @@ def export_mediapipe(
     seq_length,
     label_list=None,
     quantization="dynamic_int8",
+    strip_accents=None,
 ):
     """Writes `model` as a MediaPipe Tasks text model at `path`.
 
@@ -66,6 +71,8 @@ def export_mediapipe(
         seq_length: the longest input, [CLS] and [SEP] included.
         label_list: classifier: class names in id order (default "0", ...).
         quantization: one of `QUANTIZATIONS` ("dynamic_int8": int8 weights).
+        strip_accents: whether the model's tokenizer strips accents (None:
+            as `do_lower_case`, the original's rule).
 
     Returns: the bert_tf metadata stored in the file (a dict).
 
@@ -115,8 +122,7 @@ def export_mediapipe(
         )
     if not 2 < seq_length:
         raise ValueError(f"seq_length={seq_length} leaves no room for a word piece")
-    with open(vocab_file, "rb") as f:
-        vocab = f.read()
+    strip_accents = bool(do_lower_case if strip_accents is None else strip_accents)
     vocab_size = len(tokenization.load_vocab(vocab_file))
     if vocab_size > encoder.config.vocab_size:
         raise ValueError(
@@ -124,23 +130,65 @@ def export_mediapipe(
             f"{encoder.config.vocab_size}: ids would run past the embeddings"
         )
 
-    module = _MediaPipeModule(model, kind, seq_length)
-    blob, input_names = _convert(module, quantization)
-    files = {mediapipe_metadata.VOCAB_FILE: vocab}
-    if labels is not None:
-        files[mediapipe_metadata.LABELS_FILE] = "\n".join(labels).encode()
+    lines, remap = mediapipe_vocabulary(vocab_file, strip_accents)
     metadata = {
         "model": kind,
         "target": "mediapipe",
         "mediapipe_task": task,
         "seq_length": int(seq_length),
         "do_lower_case": True,
+        "strip_accents": strip_accents,
         "quantization": quantization,
         "vocab_size": vocab_size,
+        # Lines of the file's vocab.txt (ours plus other spellings).
+        "mediapipe_vocab_size": len(lines),
         "labels": labels,
     }
     if kind == "embedding":
         metadata["embedding_dim"] = int(model.embedding_dim)
+    write_mediapipe_file(
+        _MediaPipeModule(model, kind, seq_length, remap),
+        path,
+        lines,
+        metadata,
+        output_name,
+        description,
+        labels=labels,
+    )
+    logging.info(
+        "Exported the %s for MediaPipe's %s (%s, %.1f MB, vocabulary of %d "
+        "spellings for %d entries) to %s",
+        kind,
+        task,
+        quantization,
+        os.path.getsize(path) / 1e6,
+        len(lines),
+        vocab_size,
+        path,
+    )
+    return metadata
+
+
+def write_mediapipe_file(
+    module, path, lines, metadata, output_name, description, labels=None
+):
+    """Converts `module.serve` (int32 ids, mask, segment_ids [1, n] -> one
+    float32 output) and writes it at `path` with MediaPipe's metadata.
+
+    Args:
+        module: a tf.Module whose `serve` reads MediaPipe's ids (lines of
+            `lines`).
+        path: the `.tflite` file to write (replaced atomically).
+        lines: the vocabulary lines MediaPipe's tokenizer reads.
+        metadata: bert_tf's metadata (a dict; its "model" names the file,
+            its "quantization" is applied).
+        output_name, description: the output's metadata name and text.
+        labels: a classifier's class names, for `LABELS_FILE`.
+    """
+    blob, input_names = _convert(module, metadata["quantization"])
+    files = {mediapipe_metadata.VOCAB_FILE: ("\n".join(lines) + "\n").encode()}
+    if labels is not None:
+        files[mediapipe_metadata.LABELS_FILE] = "\n".join(labels).encode()
     blob = with_metadata(
         blob,
         {
@@ -149,7 +197,7 @@ def export_mediapipe(
                 mediapipe_metadata.metadata_flatbuffer(
                     input_names,
                     output_name,
-                    f"bert_tf {kind}",
+                    f"bert_tf {metadata['model']}",
                     description,
                     labels=labels,
                 )
@@ -157,15 +205,6 @@ def export_mediapipe(
         },
     )
     write_atomically(path, mediapipe_metadata.with_associated_files(blob, files))
-    logging.info(
-        "Exported the %s for MediaPipe's %s (%s, %.1f MB) to %s",
-        kind,
-        task,
-        quantization,
-        os.path.getsize(path) / 1e6,
-        path,
-    )
-    return metadata
 
 
 def _convert(module, quantization):
@@ -206,8 +245,13 @@ def _input_name(tensor_name):
 class _MediaPipeModule(tf.Module):
     """The model on MediaPipe's inputs: one text, [CLS] pieces [SEP], unpadded."""
 
-    def __init__(self, model, kind, seq_length):
+    def __init__(self, model, kind, seq_length, remap):
         super().__init__()
+        # MediaPipe's ids are lines of the file's vocabulary: our id of each.
+        # int16 while the ids fit (half the bytes of the largest constant
+        # after the weights).
+        dtype = tf.int16 if max(remap) < 2**15 else tf.int32
+        self._remap = tf.constant(remap, dtype)
         # The model's call, not the model: tracking the model would track
         # its preprocessor's vocabulary table too, whose initializer would
         # become a second subgraph (MediaPipe takes one).
@@ -220,6 +264,7 @@ class _MediaPipeModule(tf.Module):
     def serve(self, ids, mask, segment_ids):
         # MediaPipe feeds every piece: keep the first seq_length - 1 positions
         # and the last ([SEP]), i.e. our truncation, [CLS] a b ... [SEP].
+        ids = tf.cast(tf.gather(self._remap, ids), tf.int32)
         length = tf.shape(ids)[1]
         kept = tf.concat(
             [tf.range(tf.minimum(length, self.seq_length) - 1), [length - 1]], 0

@@ -104,6 +104,7 @@ def run(options):
                 max_seq_length,
                 label_list=family_options.get("label_list"),
                 quantization=options.quantization,
+                strip_accents=family_options.get("strip_accents"),
             )
         else:
             export_litert(
