@@ -137,8 +137,7 @@ class SearchIndex:
         if is_milvus_uri(index):
             if not collection:
                 raise UserInputError(
-                    f"collection=None: the Milvus URI {index} needs the "
-                    "collection to search",
+                    f"the Milvus URI {index} needs the collection to search",
                     argument="collection",
                 )
             check_milvus_uri(index, "--index")
@@ -215,9 +214,9 @@ class SearchIndex:
             return model  # BM25 needs no model
         if not model:
             raise UserInputError(
-                f"model: {self.uri} collection {self.collection!r} records no "
-                "model (indexed before run_retrieval recorded it); give the one "
-                "that filled it",
+                f"{self.uri} collection {self.collection!r} records no model "
+                "(indexed before run_retrieval recorded it): give the one that "
+                "filled it",
                 argument="model",
             )
         if not os.path.exists(model):
