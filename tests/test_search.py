@@ -380,3 +380,18 @@ def test_a_collection_without_texts_still_searches(tmp_path):
         (hits,) = index.search(["who won the game?"], 2)
     assert hits[0].id == "p0" and hits[0].doc_id == "d0" and hits[0].score > 0
     assert all(h.text is None and h.title is None and h.passage is None for h in hits)
+
+
+def test_the_readme_commands_use_real_flags():
+    import dataclasses
+    import re
+
+    from bert_tf.options.search_options import SearchOptions
+
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    start = readme.index("```bash\nbert-tf-search --index=")
+    text = readme[start : readme.index("```\n", start + 8)]
+    used = set(re.findall(r"--(\w+)", text))
+    defined = {field.name for field in dataclasses.fields(SearchOptions)}
+    assert {"index", "collection", "rerank_checkpoint"} <= used <= defined
