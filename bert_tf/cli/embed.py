@@ -124,7 +124,7 @@ def run(flags_obj, rows):
             vocab_file=f.vocab_file,
             do_lower_case=f.do_lower_case,
         )
-        _apply_prompt_and_truncation(model, f)
+        model.set_defaults(f.prompt_name, f.truncate_dim)
     return embed_file(
         model,
         f.input_file,
@@ -135,26 +135,7 @@ def run(flags_obj, rows):
         batch_size=f.batch_size,
         output_tfrecord=f.output_tfrecord,
         rows=rows,
-        prompt_name=f.prompt_name,
     )
-
-
-def _apply_prompt_and_truncation(model, f):
-    """--truncate_dim onto `model`; --prompt_name checked against its prompts."""
-    from bert_tf.errors import UserInputError
-
-    if f.prompt_name is not None and f.prompt_name not in model.prompts:
-        raise UserInputError(
-            f"--prompt_name={f.prompt_name}: {f.init_checkpoint} has the prompts "
-            f"{sorted(model.prompts) or 'none'}"
-        )
-    if f.truncate_dim is not None:
-        if f.truncate_dim > model.model_dim:
-            raise UserInputError(
-                f"--truncate_dim={f.truncate_dim}: {f.init_checkpoint} makes "
-                f"{model.model_dim}-dimensional embeddings"
-            )
-        model.truncate_dim = f.truncate_dim
 
 
 # What an exported .tflite file has fixed (its metadata says which).

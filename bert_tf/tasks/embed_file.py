@@ -139,12 +139,9 @@ def embed_file(
     chunk_size=DEFAULT_CHUNK_SIZE,
     output_tfrecord=None,
     rows=None,
-    prompt_name=None,
 ):
     """Embeds every row of `input_file` with `model` (a `BertSentenceEncoder`,
     or a `bert_tf.serving.litert_model.LiteRTModel` of an embedding export).
-    `prompt_name`: a key of a `BertSentenceEncoder`'s prompts (None: its
-    default prompt).
 
     Writes `output_file` (float32 `.npy` [rows, dim], memory-mapped),
     `<output_file without .npy>.ids.txt` (one id per line, in row order) and,
@@ -177,14 +174,12 @@ def embed_file(
             chunk.append(row)
             if len(chunk) == chunk_size:
                 done = _embed_chunk(
-                    model, chunk, done, embeddings, ids, writer, batch_size, prompt_name
+                    model, chunk, done, embeddings, ids, writer, batch_size
                 )
                 bar.update(done, [("texts/s", done / (time.perf_counter() - began))])
                 chunk = []
         if chunk:
-            done = _embed_chunk(
-                model, chunk, done, embeddings, ids, writer, batch_size, prompt_name
-            )
+            done = _embed_chunk(model, chunk, done, embeddings, ids, writer, batch_size)
     elapsed = time.perf_counter() - began
     bar.update(done, [("texts/s", done / elapsed)], finalize=True)
     embeddings.flush()
@@ -207,17 +202,11 @@ def embed_file(
     return done
 
 
-def _embed_chunk(
-    model, chunk, done, embeddings, ids, writer, batch_size, prompt_name=None
-):
+def _embed_chunk(model, chunk, done, embeddings, ids, writer, batch_size):
     for row_id, _ in chunk:
         if "\n" in row_id or "\r" in row_id:
             raise UserInputError(f"id {row_id!r} holds a line break")
-    texts = [text for _, text in chunk]
-    if prompt_name is None:  # (a LiteRT model has its prompt in the file)
-        vectors = model.encode(texts, batch_size=batch_size)
-    else:
-        vectors = model.encode(texts, batch_size=batch_size, prompt_name=prompt_name)
+    vectors = model.encode([text for _, text in chunk], batch_size=batch_size)
     embeddings[done : done + len(chunk)] = vectors
     ids.write("".join(f"{row_id}\n" for row_id, _ in chunk))
     if writer is not None:
