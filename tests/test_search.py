@@ -395,3 +395,23 @@ def test_the_readme_commands_use_real_flags():
     used = set(re.findall(r"--(\w+)", text))
     defined = {field.name for field in dataclasses.fields(SearchOptions)}
     assert {"index", "collection", "rerank_checkpoint"} <= used <= defined
+
+
+def test_a_passage_body_is_its_text_after_the_title():
+    corpus = {
+        "a": beir.Document("a", "Title", "one two three four five"),
+        "b": beir.Document("b", "Super", "Superb text"),  # a word the title starts
+        "c": beir.Document("c", " Spaced  title ", "x y"),
+        "d": beir.Document("d", "Only title", ""),
+        "e": beir.Document("e", "", "no title here"),
+    }
+    passages = beir.split_passages(corpus, lambda word: 1, 3, 2)
+    assert [(p.id, p.title, p.body) for p in passages] == [
+        ("a#0", "Title", "one two three"),
+        ("a#1", "Title", "three four five"),
+        ("b", "Super", "Superb text"),
+        ("c", " Spaced  title ", "x y"),
+        ("d", "Only title", ""),
+        ("e", "", "no title here"),
+    ]
+    assert all(p.text.startswith(p.title.strip()) for p in passages)
