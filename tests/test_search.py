@@ -22,6 +22,7 @@ from beir_fixtures import squad_subset  # noqa: E402
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
 from cli_script import script_env  # noqa: E402
+from cross_encoder_fixtures import cross_encoder_dir  # noqa: E402, F401  (fixture)
 
 from bert_tf.data_prep import beir  # noqa: E402
 from bert_tf.retrieval.milvus_store import MAX_TEXT_BYTES  # noqa: E402
@@ -185,30 +186,8 @@ def test_bm25_and_hybrid_equal_the_store_and_the_milvus_uri_reads_its_record(
             np.testing.assert_allclose([h.score for h in result.hits], scores)
 
 
-@pytest.fixture(scope="module")
-def cross_encoder_dir(minilm_dir, tmp_path_factory):
-    """A one-label cross-encoder: transformers' BertForSequenceClassification
-    of the MiniLM weights with a seeded head (scores spread over (0, 1))."""
-    import shutil
-
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(45)
-    model = transformers.BertForSequenceClassification.from_pretrained(
-        minilm_dir, num_labels=1
-    )
-    with torch.no_grad():
-        model.classifier.weight.normal_(0.0, 2.0)
-        model.classifier.bias.fill_(-0.5)
-    directory = tmp_path_factory.mktemp("cross_encoder")
-    model.save_pretrained(directory)
-    for name in ("vocab.txt", "tokenizer_config.json"):
-        shutil.copy(os.path.join(minilm_dir, name), directory)
-    return str(directory)
-
-
 @pytest.mark.slow
-def test_rerank_orders_the_candidates_by_the_cross_encoder(indexed, cross_encoder_dir):
+def test_rerank_orders_the_candidates_by_the_cross_encoder(indexed, cross_encoder_dir):  # noqa: F811
     _, out = indexed
     common = [f"--index={out}", "--output_format=jsonl", "--retrieval_mode=dense"]
     first = _jsonl(_search(*common, "--top_k=8", *QUERIES))
