@@ -131,7 +131,7 @@ class SearchIndex:
         from bert_tf.retrieval.milvus_store import check_milvus_uri
 
         if not index:
-            raise UserInputError("index: required", argument="index")
+            raise UserInputError("required", argument="index")
         self.output_dir = None
         settings = {}
         if is_milvus_uri(index):
@@ -171,9 +171,8 @@ class SearchIndex:
             search_params=search_params,
         )
         try:
-            recorded = self.store.index_settings
             if self.output_dir is None:
-                settings = recorded
+                settings = self.store.index_settings
                 if search_params is None and settings.get("search_params"):
                     self.store.search_params = dict(settings["search_params"])
                     self.store.rescore_k = int(settings.get("rescore_k") or 0)
