@@ -120,7 +120,11 @@ def test_search_prints_what_the_library_finds_with_the_corpus_text(indexed, mini
 
     towers = DualEncoder.from_checkpoint(minilm_dir)
     with MilvusStore(
-        os.path.join(out, "index.db"), "bert_tf", 384, towers.fingerprint()
+        os.path.join(out, "index.db"),
+        "bert_tf",
+        384,
+        towers.fingerprint(),
+        lexical=None,  # (as the hybrid collection has it)
     ) as store:
         found = store.search(towers.encode_queries(QUERIES), 5)
     corpus, passages = _passages(data, minilm_dir)
