@@ -47,6 +47,7 @@ def test_prompt_name_and_truncate_dim_equal_sentence_transformers(minilm_dir, tm
 
     # The SavedModel serves the same vectors.
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
     export_dir = tmp_path / "export"
     run_script(
