@@ -74,6 +74,15 @@ def _search(*flags, stdin=None, check=True):
     return result
 
 
+def _copy(out, tmp_path):
+    """A copy of the output_dir, for this process to open: a Milvus Lite file
+    stays held by the process that opened it, and the commands open the
+    original."""
+    import shutil
+
+    return shutil.copytree(out, tmp_path / "copy")
+
+
 def _jsonl(result):
     return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -94,7 +103,9 @@ def _passages(data, minilm_dir):
 
 
 @pytest.mark.slow
-def test_search_prints_what_the_library_finds_with_the_corpus_text(indexed, minilm_dir):
+def test_search_prints_what_the_library_finds_with_the_corpus_text(
+    indexed, minilm_dir, tmp_path
+):
     data, out = indexed
     printed = _jsonl(
         _search(
@@ -120,7 +131,7 @@ def test_search_prints_what_the_library_finds_with_the_corpus_text(indexed, mini
 
     towers = DualEncoder.from_checkpoint(minilm_dir)
     with MilvusStore(
-        os.path.join(out, "index.db"),
+        os.path.join(_copy(out, tmp_path), "index.db"),
         "bert_tf",
         384,
         towers.fingerprint(),
@@ -157,7 +168,7 @@ def test_search_prints_what_the_library_finds_with_the_corpus_text(indexed, mini
 
 @pytest.mark.slow
 def test_bm25_and_hybrid_equal_the_store_and_the_milvus_uri_reads_its_record(
-    indexed, minilm_dir
+    indexed, minilm_dir, tmp_path
 ):
     """In-process (`bert_tf.tasks.search`): an index given by its Milvus URI
     and collection finds its model in the collection's record."""
@@ -166,7 +177,7 @@ def test_bm25_and_hybrid_equal_the_store_and_the_milvus_uri_reads_its_record(
     from bert_tf.tasks import search
 
     _, out = indexed
-    uri = os.path.join(out, "index.db")
+    uri = os.path.join(_copy(out, tmp_path), "index.db")
     for mode in ("bm25", "hybrid"):
         options = SearchOptions(
             index=uri, collection="bert_tf", top_k=4, retrieval_mode=mode

@@ -300,7 +300,7 @@ def run_pipeline(run, options, runner, beam_options=""):
     query = result.metrics().query(MetricsFilter().with_namespace(__name__))
     for counter in query["counters"]:
         counts[counter.key.metric.name] += counter.committed or 0
-    _record_index(run, options, facts.fingerprint)
+    _record_index(run, options, facts.model_fingerprint)
     return counts
 
 
