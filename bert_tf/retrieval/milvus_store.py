@@ -614,25 +614,28 @@ class MilvusStore(VectorStore):
         fields = ["id", "doc_id", "text_hash"]
         fields += [TEXT_FIELD] if self.stores_text else []
         fields += [TITLE_FIELD] if self.stores_title else []
-        found = {}
+        return {
+            row["id"]: StoredPassage(
+                row["id"],
+                row["doc_id"],
+                row["text_hash"],
+                row.get(TEXT_FIELD) or "",
+                row.get(TITLE_FIELD) or "",
+            )
+            for row in self._rows_of("reading passages", passage_ids, fields)
+        }
+
+    def _rows_of(self, what, passage_ids, fields):
+        """The rows of these passage ids (each once), `fields` of each."""
         passage_ids = sorted(set(passage_ids))
         for start in range(0, len(passage_ids), _READ_BATCH):
-            rows = self._call(
-                "reading passages",
+            yield from self._call(
+                what,
                 self._client.query,
                 self.collection,
                 ids=passage_ids[start : start + _READ_BATCH],
                 output_fields=fields,
             )
-            for row in rows:
-                found[row["id"]] = StoredPassage(
-                    row["id"],
-                    row["doc_id"],
-                    row["text_hash"],
-                    row.get(TEXT_FIELD) or "",
-                    row.get(TITLE_FIELD) or "",
-                )
-        return found
 
     def __len__(self):
         result = self._call(
@@ -849,17 +852,9 @@ class MilvusStore(VectorStore):
     def _float_vectors(self, passage_ids):
         """{passage id: float32 vector} of the quantized rows asked for."""
         vectors = {}
-        passage_ids = sorted(set(passage_ids))
-        for start in range(0, len(passage_ids), _READ_BATCH):
-            rows = self._call(
-                "reading float vectors",
-                self._client.query,
-                self.collection,
-                ids=passage_ids[start : start + _READ_BATCH],
-                output_fields=[FLOAT_FIELD],
-            )
-            for row in rows:
-                vectors[row["id"]] = np.asarray(row[FLOAT_FIELD], np.float32)
+        rows = self._rows_of("reading float vectors", passage_ids, [FLOAT_FIELD])
+        for row in rows:
+            vectors[row["id"]] = np.asarray(row[FLOAT_FIELD], np.float32)
         return vectors
 
     def _rescored(self, queries, found, top_k):
