@@ -23,6 +23,7 @@ COMMANDS = (
     "export_litert",
     "beir",
     "batch_predict",
+    "search",
 )
 
 setup(

@@ -54,16 +54,18 @@ from pymilvus import MilvusClient
 client = MilvusClient({db!r})
 client.load_collection("bert_tf")
 rows = client.query("bert_tf", filter='id != ""',
-                    output_fields=["id", "doc_id", "text_hash", "vector"],
+                    output_fields=["id", "doc_id", "text_hash", "vector", "text",
+                                   "title"],
                     limit=16384)
 client.close()
 print(json.dumps([[r["id"], r["doc_id"], r["text_hash"],
-                   [float(x) for x in r["vector"]]] for r in rows]))
+                   [float(x) for x in r["vector"]], r["text"], r["title"]]
+                  for r in rows]))
 """
 
 
 def _rows(db, in_child=True):
-    """{passage id: (doc id, text hash, vector)} of a Lite file. Read in a
+    """{passage id: (doc id, text hash, vector, text, title)} of a Lite file. Read in a
     child process unless this one has it open already: a Lite file stays held
     by the process that opened it, and the pipeline's writer must open it."""
     code = _READ_ROWS.format(db=str(db))
@@ -78,14 +80,16 @@ def _rows(db, in_child=True):
             exec(code, {})
         text = output.getvalue()
     rows = json.loads(text.strip().splitlines()[-1])
-    return {r[0]: (r[1], r[2], np.array(r[3], np.float32)) for r in rows}
+    return {r[0]: (r[1], r[2], np.array(r[3], np.float32), r[4], r[5]) for r in rows}
 
 
 def _assert_same_rows(actual, expected):
     assert sorted(actual) == sorted(expected)
-    for pid, (doc, text_hash, vector) in expected.items():
+    for pid, (doc, text_hash, vector, text, title) in expected.items():
         assert actual[pid][:2] == (doc, text_hash), pid
         np.testing.assert_allclose(actual[pid][2], vector, atol=1e-5, rtol=0)
+        # Issue 45: the Beam rows keep the passage's text and title too.
+        assert actual[pid][3:] == (text, title) and text, pid
 
 
 def _gzip_shards(corpus_lines, directory, num_shards):

@@ -38,6 +38,7 @@ COMMANDS = {
     "bert-tf-export-litert": "bert_tf.cli.export_litert:main",
     "bert-tf-beir": "bert_tf.cli.beir:main",
     "bert-tf-batch-predict": "bert_tf.cli.batch_predict:main",
+    "bert-tf-search": "bert_tf.cli.search:main",
     "bert-tf-demo": "bert_tf.cli.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
@@ -62,6 +63,7 @@ ORIGINAL_AND_ADDED = {
     "export_litert": (None, "--quantization"),
     "beir": (None, "--pairs_file"),
     "batch_predict": (None, "--input_format"),
+    "search": (None, "--rerank_checkpoint"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 

@@ -153,6 +153,8 @@ def test_a_tflite_without_the_litert_extra_is_one_line(monkeypatch, tmp_path):
         max_seq_length=None,
         vocab_file=None,
         do_lower_case=None,
+        prompt_name=None,
+        truncate_dim=None,
     )
     with pytest.raises(UserInputError) as error:
         _litert_model(flags)

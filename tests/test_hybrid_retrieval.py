@@ -112,6 +112,7 @@ def test_rerun_keeps_bm25_statistics_right(squad_docs, tmp_path):
             "kept": 99,
             "removed": 20,
             "bm25_rewritten": 99,
+            "texts_truncated": 0,
         }
         stored = store.lexical_vectors()
         stats = BM25Statistics([lexical_terms(p.text) for p in passages])

@@ -77,6 +77,12 @@ BLOCKS = [
     ),
     (
         "bash",
+        "bert-tf-search --index=/tmp/retrieval_output",
+        "static: flags checked by tests/test_search.py, which runs the command on "
+        "30 paragraphs",
+    ),
+    (
+        "bash",
         "--retrieval_mode=hybrid",
         "static: flags checked; tests/test_hybrid_retrieval.py runs the modes on "
         "40 paragraphs",

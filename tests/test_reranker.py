@@ -2,10 +2,10 @@
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
+from cross_encoder_fixtures import cross_encoder_dir  # noqa: F401  (fixture)
 from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 from serving_ops import STOCK_TF_TEXT_OPS
@@ -29,29 +29,8 @@ def squad_pairs(shared_data, num_paragraphs=8):
     return pairs
 
 
-@pytest.fixture(scope="module")
-def cross_encoder_dir(minilm_dir, tmp_path_factory):
-    """A real one-label cross-encoder: transformers' BertForSequenceClassification
-    from the MiniLM weights with a seeded head, saved as an HF directory (the
-    form of the hub's cross-encoder/* models: vocab.txt + tokenizer_config.json)."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(25)
-    model = transformers.BertForSequenceClassification.from_pretrained(
-        minilm_dir, num_labels=1
-    )
-    with torch.no_grad():  # a head whose scores spread over (0, 1)
-        model.classifier.weight.normal_(0.0, 2.0)
-        model.classifier.bias.fill_(-0.5)
-    directory = tmp_path_factory.mktemp("cross_encoder")
-    model.save_pretrained(directory)
-    for name in ("vocab.txt", "tokenizer_config.json"):
-        shutil.copy(os.path.join(minilm_dir, name), directory)
-    return str(directory)
-
-
 @pytest.mark.slow
-def test_scores_equal_cross_encoder_predict(cross_encoder_dir, shared_data, tmp_path):
+def test_scores_equal_cross_encoder_predict(cross_encoder_dir, shared_data, tmp_path):  # noqa: F811
     sentence_transformers = pytest.importorskip("sentence_transformers")
     from bert_tf.models.bert_reranker import BertReranker
 
@@ -281,7 +260,9 @@ def test_signature_scores_real_pairs_and_ranks_padding_last(tiny_reranker):
 
 @pytest.mark.slow
 def test_served_scores_equal_cross_encoder_predict(
-    cross_encoder_dir, shared_data, tmp_path
+    cross_encoder_dir,  # noqa: F811
+    shared_data,
+    tmp_path,
 ):
     """export_saved_model.py --model_type=reranker on the MiniLM cross-encoder,
     served in a process without bert_tf; only stock TF Serving ops."""

@@ -30,7 +30,6 @@ from bert_tf.beam.runner_options import import_beam
 from bert_tf.beam.runner_options import pipeline_options
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
-from bert_tf.retrieval.vector_store import StoredPassage
 
 beam = import_beam()
 
@@ -114,9 +113,9 @@ class _Passages(beam.DoFn):
 
 
 def _stored_passage(passage):
-    from bert_tf.retrieval.indexing import text_hash
+    from bert_tf.retrieval.indexing import stored_passage
 
-    return StoredPassage(passage.id, passage.doc_id, text_hash(passage.text))
+    return stored_passage(passage)
 
 
 class _Changes(beam.DoFn):
@@ -138,7 +137,7 @@ class _Changes(beam.DoFn):
         if not passages:
             self._removed.inc()
             yield beam.pvalue.TaggedOutput("removed", passage_id)
-        elif stored and stored[0] == _stored_passage(passages[0]):
+        elif stored and stored[0].key == _stored_passage(passages[0]).key:
             self._kept.inc()
         else:
             yield passages[0]
@@ -301,4 +300,17 @@ def run_pipeline(run, options, runner, beam_options=""):
     query = result.metrics().query(MetricsFilter().with_namespace(__name__))
     for counter in query["counters"]:
         counts[counter.key.metric.name] += counter.committed or 0
+    _record_index(run, options, facts.model_fingerprint)
     return counts
+
+
+def _record_index(run, options, fingerprint):
+    """What a search of the index reads, as the one-process --do_index
+    records it (`bert_tf.retrieval.search_index.record_index`)."""
+    from bert_tf.retrieval.milvus_store import MilvusStore
+    from bert_tf.retrieval.search_index import record_index
+    from bert_tf.tasks.retrieval import index_settings
+
+    uri = options.uri(run.output_dir)
+    with MilvusStore.existing(uri, options.milvus_collection) as store:
+        record_index(run.output_dir, index_settings(run, options, fingerprint), store)

@@ -137,9 +137,11 @@ class Command:
         bert_tf.
       required: flags that must be given.
       uses_tensorflow: import TensorFlow (quietly) before the work starts.
-      check: with flags defined by hand, ``check(flags_obj)`` runs before
-        TensorFlow loads and returns the arguments of `work` (a tool's input
-        checks, so a bad file is named in a second).
+      check: ``check(*options)`` (``check(flags_obj)`` with flags defined
+        by hand) runs before TensorFlow loads and returns the arguments of
+        `work` (a tool's input checks, so a bad file is named in a second).
+      arguments: the command line's arguments after the flags (a list) are
+        passed last to `check` (or `work`); without it they are ignored.
 
     Example:
 
@@ -165,6 +167,7 @@ class Command:
         required=(),
         uses_tensorflow=True,
         check=None,
+        arguments=False,
     ):
         self.name = name
         self.doc = doc
@@ -173,6 +176,7 @@ class Command:
         self.required = tuple(required)
         self.uses_tensorflow = uses_tensorflow
         self.check = check
+        self.arguments = arguments
         self.options = None
         before = set(flags.FLAGS)
         if callable(flags_source):
@@ -251,14 +255,16 @@ class Command:
         for flags defined by hand)."""
         argv = list(sys.argv if argv is None else argv) or [self.name]
 
-        def main(_):
+        def main(argv):
             verbosity = flags.FLAGS.verbosity
             try:
                 args = (flags.FLAGS,)
                 if self.options is not None:
                     args = self.options.build(flags.FLAGS)
-                elif self.check is not None:
-                    args = tuple(self.check(flags.FLAGS))
+                if self.arguments:
+                    args = (*args, list(argv[1:]))
+                if self.check is not None:
+                    args = tuple(self.check(*args))
                 if self.uses_tensorflow:
                     import_tensorflow(verbosity)
                 work(*args)

@@ -65,6 +65,20 @@ def define_flags():
     flags.DEFINE_bool(
         "do_lower_case", None, "Default: what the checkpoint's tokenizer files say."
     )
+    # --- flags added for issue 45 ---
+    flags.DEFINE_string(
+        "prompt_name",
+        None,
+        "A key of the model's prompts (config_sentence_transformers.json), e.g. "
+        "query or document: its text goes before each input (default: the "
+        "model's default_prompt_name, if any).",
+    )
+    flags.DEFINE_integer(
+        "truncate_dim",
+        None,
+        "Keep the first N dimensions of each embedding (Matryoshka models), as "
+        "sentence-transformers' truncate_dim. Default: all.",
+    )
 
 
 def checked_input(flags_obj):
@@ -72,11 +86,13 @@ def checked_input(flags_obj):
     row checked before TensorFlow loads (a bad file is named in a second, not
     after the model)."""
     from bert_tf.options.checks import existing_checkpoint
+    from bert_tf.options.checks import positive
     from bert_tf.options.embed_options import EmbedOptions
     from bert_tf.tasks.embed_file import count_rows
 
     f = flags_obj
     existing_checkpoint("init_checkpoint", f.init_checkpoint)
+    positive("truncate_dim", f.truncate_dim)
     EmbedOptions(
         init_checkpoint=f.init_checkpoint,
         input_file=f.input_file,
@@ -108,6 +124,7 @@ def run(flags_obj, rows):
             vocab_file=f.vocab_file,
             do_lower_case=f.do_lower_case,
         )
+        model.set_defaults(f.prompt_name, f.truncate_dim)
     return embed_file(
         model,
         f.input_file,
@@ -128,6 +145,8 @@ _FIXED_BY_THE_FILE = (
     "max_seq_length",
     "vocab_file",
     "do_lower_case",
+    "prompt_name",
+    "truncate_dim",
 )
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "corpus_document",
     "fold_to_documents",
     "json_objects",
+    "passage_body",
     "qrels_path",
     "read_corpus",
     "read_qrels",
@@ -60,12 +61,19 @@ class Query(NamedTuple):
 
 
 class Passage(NamedTuple):
-    """A window of a document: its own id, its document's id, and the text
-    the encoder embeds (the title, then the window's words)."""
+    """A window of a document: its own id, its document's id, the text the
+    encoder embeds (the title, then the window's words) and the document's
+    title."""
 
     id: str
     doc_id: str
     text: str
+    title: str = ""
+
+    @property
+    def body(self):
+        """The window's words: `text` without the title it starts with."""
+        return passage_body(self.text, self.title)
 
 
 def _json_lines(path):
@@ -316,7 +324,8 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride):
         counts = [count_pieces(word) for word in words]
         prefix = f"{doc.title} " if doc.title else ""
         if sum(counts) <= passage_length:
-            passages.append(Passage(doc.id, doc.id, (prefix + " ".join(words)).strip()))
+            text = (prefix + " ".join(words)).strip()
+            passages.append(Passage(doc.id, doc.id, text, doc.title))
             continue
         windows = _windows(counts, passage_length, passage_stride)
         separator = PASSAGE_SEPARATOR
@@ -328,9 +337,27 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride):
             passage_id = f"{doc.id}{separator}{index}"
             taken.add(passage_id)
             passages.append(
-                Passage(passage_id, doc.id, prefix + " ".join(words[start:end]))
+                Passage(
+                    passage_id, doc.id, prefix + " ".join(words[start:end]), doc.title
+                )
             )
     return passages
+
+
+def passage_body(text, title):
+    """A passage's words: its `text` without the `title` that
+    `split_passages` puts first (`text` itself when it does not start with it).
+
+    >>> passage_body("Super Bowl 50 Denver won.", "Super Bowl 50")
+    'Denver won.'
+    """
+    title, text = title.strip(), text.lstrip()
+    if not title or not text.startswith(title):
+        return text
+    rest = text[len(title) :]
+    if rest and not rest[0].isspace():
+        return text  # the title is only the start of the first word
+    return rest.lstrip()
 
 
 def fold_to_documents(ranked_passages, passage_doc_ids, top_k):

@@ -226,6 +226,40 @@ class BertSentenceEncoder(BertTaskModel):
 
     # --- raw text -------------------------------------------------------------
 
+    def set_defaults(self, prompt_name=None, truncate_dim=None):
+        """Makes `prompt_name` (a key of `prompts`) the default prompt and
+        `truncate_dim` the width of `encode`'s vectors and of exports (None
+        leaves each as it is): e.g. a query-side export of a model whose
+        queries take the "query" prompt.
+
+        Raises:
+            UserInputError: naming the parameter: a prompt the model does not
+                have, a width outside 1..`model_dim`.
+
+        Example:
+
+        ```python
+        model.set_defaults(prompt_name="query", truncate_dim=128)
+        model.encode(["who won?"]).shape  # (1, 128), "query" prompt first
+        ```
+        """
+        if prompt_name is not None:
+            if prompt_name not in self.prompts:
+                raise UserInputError(
+                    f"prompt_name={prompt_name}: the model's prompts are "
+                    f"{sorted(self.prompts) or 'none'}",
+                    argument="prompt_name",
+                )
+            self.default_prompt_name = prompt_name
+        if truncate_dim is not None:
+            if not 0 < truncate_dim <= self.model_dim:
+                raise UserInputError(
+                    f"truncate_dim={truncate_dim}: the model makes "
+                    f"{self.model_dim}-dimensional embeddings",
+                    argument="truncate_dim",
+                )
+            self.truncate_dim = self._checked_truncate_dim(truncate_dim)
+
     def resolve_prompt(self, prompt=None, prompt_name=None):
         """The prompt text `encode` prepends: `prompt`, else
         `prompts[prompt_name]`, else the default prompt's, else ""

@@ -40,6 +40,7 @@ _EXPORTS = {
     "RerankerOptions": "bert_tf.options.reranker_options",
     "RetrievalOptions": "bert_tf.options.retrieval_options",
     "EmbedOptions": "bert_tf.options.embed_options",
+    "SearchOptions": "bert_tf.options.search_options",
 }
 
 __all__ = sorted(_EXPORTS)

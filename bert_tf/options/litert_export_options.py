@@ -11,6 +11,7 @@ from bert_tf.options.checks import required
 from bert_tf.options.option import option
 from bert_tf.options.option import same_as
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
+from bert_tf.options.saved_model_export_options import check_embedding_settings
 from bert_tf.serving.families import LITERT_MODEL_TYPES
 from bert_tf.serving.families import QUANTIZATIONS
 from bert_tf.text import tokenization
@@ -96,6 +97,8 @@ class LiteRTExportOptions:
         "recorded it, else whether the checkpoint holds CRF transitions.",
     )
     crf_constrained: bool | None = same_as(SavedModelExportOptions, "crf_constrained")
+    prompt_name: str | None = same_as(SavedModelExportOptions, "prompt_name")
+    truncate_dim: int | None = same_as(SavedModelExportOptions, "truncate_dim")
     target: str = option(
         "raw_text",
         "raw_text: the tokenizer inside the file (tensorflow-text kernels); "
@@ -143,6 +146,7 @@ class LiteRTExportOptions:
         if self.model_type == "classifier":
             # The SavedModel export's rules for --labels/--task_name/--text_pair.
             SavedModelExportOptions._check_classifier_labels(self)
+        check_embedding_settings(self)
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
 

@@ -46,6 +46,8 @@ class SavedModelExportOptions:
         max_context_bytes, max_windows: span options (`SpanOptions`).
       pooling: embedding of a plain BERT checkpoint: mean, cls, max or
         mean_sqrt_len_tokens.
+      prompt_name, truncate_dim: embedding: the model's prompt put before
+        every input, and the width its vectors are cut to (None: its own).
       use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
         decoded with Viterbi; constrained: well-formed IOB2 paths only).
         None: as the run recorded them, else use_crf when the checkpoint
@@ -158,6 +160,17 @@ class SavedModelExportOptions:
         None,
         "embedding, plain BERT checkpoint: mean, cls, max or mean_sqrt_len_tokens.",
     )
+    prompt_name: str | None = option(
+        None,
+        "embedding: a key of the model's prompts (e.g. query) whose text the "
+        "export puts before every input (default: the model's "
+        "default_prompt_name, if any).",
+    )
+    truncate_dim: int | None = option(
+        None,
+        "embedding: keep the first N dimensions of each vector (Matryoshka "
+        "models), as sentence-transformers' truncate_dim (default: all).",
+    )
     data_dir: str | None = option(
         None,
         "retrieval: BEIR directory whose corpus.jsonl is embedded into the "
@@ -221,6 +234,7 @@ class SavedModelExportOptions:
             raise UserInputError(
                 "--data_dir and --rerank_checkpoint are for --model_type=retrieval"
             )
+        check_embedding_settings(self)
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
 
@@ -290,3 +304,14 @@ def has_label_list(init_checkpoint):
         else os.path.dirname(init_checkpoint)
     )
     return os.path.exists(os.path.join(directory, LABEL_LIST_FILE))
+
+
+def check_embedding_settings(options):
+    """--prompt_name and --truncate_dim: an embedding export's, and a
+    positive width (the model's prompts and width are checked when it loads)."""
+    given = [n for n in ("prompt_name", "truncate_dim") if getattr(options, n)]
+    if given and options.model_type != "embedding":
+        raise UserInputError(
+            f"--{given[0]}: for --model_type=embedding, not {options.model_type}"
+        )
+    positive("truncate_dim", options.truncate_dim)

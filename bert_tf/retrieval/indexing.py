@@ -31,6 +31,7 @@ __all__ = [
     "INT8_FIT_SAMPLE",
     "index_corpus",
     "passages_of",
+    "stored_passage",
     "stored_passages_of",
     "text_hash",
     "towers_at",
@@ -42,9 +43,17 @@ def text_hash(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def stored_passage(passage):
+    """The store's row of a `beir.Passage` (a `StoredPassage`): its id,
+    document, text hash, text and title, what every indexing path writes."""
+    return StoredPassage(
+        passage.id, passage.doc_id, text_hash(passage.text), passage.text, passage.title
+    )
+
+
 def stored_passages_of(passages):
-    """The `StoredPassage` rows of `beir.Passage`s (id, document, text hash)."""
-    return [StoredPassage(p.id, p.doc_id, text_hash(p.text)) for p in passages]
+    """The `StoredPassage` rows of `beir.Passage`s (`stored_passage`)."""
+    return [stored_passage(p) for p in passages]
 
 
 def passages_of(corpus, towers, passage_length=None, passage_stride=None):
@@ -99,7 +108,8 @@ def index_corpus(
 ):
     """Embeds the passages that are new or changed into `store`; removes those
     the corpus no longer has. Returns {"embedded", "kept", "removed",
-    "bm25_rewritten"} counts.
+    "bm25_rewritten", "texts_truncated"} counts (texts and titles cut to a
+    Milvus VARCHAR's bytes).
 
     Each chunk of passages is written as soon as it is embedded, so a killed
     run loses at most one chunk and the next run embeds only what is missing.
@@ -122,12 +132,21 @@ def index_corpus(
     ```
     """
     stored = store.stored_passages()
+    if not store.stores_text:
+        logging.warning(
+            "The collection was made before passage texts were kept: searches "
+            "show ids and scores only (re-index with overwrite to keep them)"
+        )
     wanted = {s.id: s for s in stored_passages_of(passages)}
     removed = [pid for pid in stored if pid not in wanted]
     if removed:
         logging.info("Removing %d passages no longer in the corpus", len(removed))
         store.delete(removed)
-    todo = [p for p in passages if stored.get(p.id) != wanted[p.id]]
+    todo = [
+        p
+        for p in passages
+        if p.id not in stored or stored[p.id].key != wanted[p.id].key
+    ]
     todo.sort(key=lambda p: -len(p.text))
     kept = len(passages) - len(todo)
     logging.info(
@@ -160,8 +179,6 @@ def index_corpus(
         extra = {}
         if lexical:
             extra["sparse"] = [sparse_of[p.id] for p in chunk]
-        if store.bm25_function:
-            extra["texts"] = [p.text for p in chunk]
         store.upsert([wanted[p.id] for p in chunk], vectors, **extra)
         bar.update(start + len(chunk))
     rewritten = 0
@@ -177,6 +194,7 @@ def index_corpus(
         "kept": kept,
         "removed": len(removed),
         "bm25_rewritten": rewritten,
+        "texts_truncated": getattr(store, "truncated_texts", 0),
     }
 
 

@@ -3,7 +3,8 @@
 ``uri`` is a file path ending in ``.db`` for Milvus Lite (embedded, nothing to
 start) or ``http://host:19530`` for a Milvus server or cluster; the client
 calls are the same. The collection records the fingerprint of the model that
-filled it (a collection property), so vectors of two models are never mixed.
+filled it (a collection property), so vectors of two models are never mixed,
+and keeps each passage's text and title, so a hit is shown without the corpus.
 Database errors become one `UserInputError` line naming the URI / collection.
 """
 
@@ -30,13 +31,18 @@ FINGERPRINT_PROPERTY = "bert_tf.fingerprint"
 VECTOR_TYPE_PROPERTY = "bert_tf.vector_type"
 INT8_SCALE_PROPERTY = "bert_tf.int8_scale"
 BM25_DIGEST_PROPERTY = "bert_tf.bm25_digest"
+# How the collection was filled (model, passages, search settings: JSON),
+# what a search of the collection alone reads (`set_index_settings`).
+INDEX_SETTINGS_PROPERTY = "bert_tf.index_settings"
 # Fields: the searched vector (float32, int8 codes or sign bits), the float32
-# copy of a quantized one (rescoring), the BM25 sparse vector, and the text
-# Milvus's own BM25 function reads (servers only).
+# copy of a quantized one (rescoring), the BM25 sparse vector, the passage's
+# text (what was embedded; Milvus's own BM25 function reads it) and its
+# document's title. Collections made before the text was kept lack the two.
 VECTOR_FIELD = "vector"
 FLOAT_FIELD = "float_vector"
 SPARSE_FIELD = "sparse"
 TEXT_FIELD = "text"
+TITLE_FIELD = "title"
 MAX_TEXT_BYTES = 65535
 # Milvus's limits: a VARCHAR's bytes, rows of one search, rows of one request.
 MAX_ID_BYTES = 1024
@@ -46,7 +52,16 @@ _SEARCH_BATCH = 256
 _READ_BATCH = 4096
 _MAX_MESSAGE = 400
 
-__all__ = ["INDEX_TYPES", "MilvusStore"]
+__all__ = ["INDEX_TYPES", "MilvusStore", "fit_bytes"]
+
+
+def fit_bytes(text, limit=MAX_TEXT_BYTES):
+    """`text` cut to at most `limit` UTF-8 bytes on a character boundary
+    (a VARCHAR's limit), and whether it was cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, False
+    return data[:limit].decode("utf-8", errors="ignore"), True
 
 
 def _quiet_client_logs():
@@ -114,6 +129,8 @@ class MilvusStore(VectorStore):
       uri: ``<path>.db`` (Milvus Lite) or ``http://host:19530``.
       collection: the collection's name.
       dimension: the vectors' size; an existing collection must have it.
+        None: open an existing collection as it is (its dimension,
+        fingerprint, metric, index and fields; `existing`).
       fingerprint: the model's fingerprint; an existing collection must have
         been filled by the same model.
       metric: ``"IP"`` (default), ``"COSINE"`` or ``"L2"``.
@@ -145,7 +162,8 @@ class MilvusStore(VectorStore):
 
     Raises:
       UserInputError: the URI cannot be reached, or the collection holds
-        another dimension, model, metric, index type or set of fields.
+        another dimension, model, metric, index type or set of fields (or,
+        opened as it is, does not exist).
 
     Example:
 
@@ -176,6 +194,7 @@ class MilvusStore(VectorStore):
         bm25_k1=DEFAULT_K1,
         bm25_b=DEFAULT_B,
     ):
+        as_it_is = dimension is None
         if vector_type not in quantized_vectors.VECTOR_TYPES:
             raise UserInputError(
                 f"vector_type={vector_type}: expected one of "
@@ -186,15 +205,15 @@ class MilvusStore(VectorStore):
                 f"{flag}={uri}: Milvus Lite has no BM25 function; compute BM25 "
                 "here (bm25_function=False) or give a server URI"
             )
-        if metric not in METRICS:
+        if metric not in METRICS and not as_it_is:
             raise UserInputError(f"--metric_type={metric}: expected one of {METRICS}")
-        if index_type not in INDEX_TYPES:
+        if index_type not in INDEX_TYPES and not as_it_is:
             raise UserInputError(
                 f"--index_type={index_type}: expected one of {INDEX_TYPES}"
             )
         self.uri = uri
         self.collection = collection
-        self.dimension = int(dimension)
+        self.dimension = None if as_it_is else int(dimension)
         self.fingerprint = fingerprint
         self.metric = metric
         self.index_type = index_type
@@ -206,6 +225,10 @@ class MilvusStore(VectorStore):
         self.bm25_function = bool(bm25_function)
         self.bm25_params = {"bm25_k1": bm25_k1, "bm25_b": bm25_b}
         self.int8_scale = None
+        # Whether rows keep the passage's text and title (new collections do).
+        self.stores_text = self.stores_title = True
+        # Texts and titles cut to MAX_TEXT_BYTES so far (`upsert`).
+        self.truncated_texts = 0
         self._properties = {}
         self._where = f"{flag}={uri} collection {collection!r}"
         self._client = self._connect(uri, flag)
@@ -213,9 +236,16 @@ class MilvusStore(VectorStore):
             if overwrite and self._client.has_collection(collection):
                 self._client.drop_collection(collection)
             if self._client.has_collection(collection):
+                if as_it_is:
+                    self._take_existing()
                 self._check_existing()
                 # A collection whose writer was killed is left released.
                 self._load_collection()
+            elif as_it_is:
+                raise UserInputError(
+                    f"{flag}={uri}: no collection {collection!r} (collections: "
+                    f"{', '.join(self._client.list_collections()) or 'none'})"
+                )
             else:
                 self.dense, self.lexical = bool(self.dense), bool(self.lexical)
                 if not (self.dense or self.lexical):
@@ -266,6 +296,23 @@ class MilvusStore(VectorStore):
             raise UserInputError(
                 f"{flag}={uri}: cannot connect ({reason or type(e).__name__}{hint})"
             ) from None
+
+    @classmethod
+    def existing(cls, uri, collection, flag="--milvus_uri", **kwargs):
+        """An existing collection opened as it is (`dimension` None); `kwargs`
+        as the constructor's (e.g. ``rescore_k``, ``search_params``)."""
+        return cls(
+            uri,
+            collection,
+            None,
+            None,
+            flag=flag,
+            dense=None,
+            lexical=None,
+            metric=None,
+            index_type=None,
+            **kwargs,
+        )
 
     @property
     def embedded(self):
@@ -349,6 +396,13 @@ class MilvusStore(VectorStore):
         )
         schema.add_field("doc_id", DataType.VARCHAR, max_length=MAX_ID_BYTES)
         schema.add_field("text_hash", DataType.VARCHAR, max_length=64)
+        schema.add_field(
+            TEXT_FIELD,
+            DataType.VARCHAR,
+            max_length=MAX_TEXT_BYTES,
+            enable_analyzer=self.bm25_function,
+        )
+        schema.add_field(TITLE_FIELD, DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
         index = self._client.prepare_index_params()
         if self.dense:
             data_type, dim, metric, index_type = self._vector_schema()
@@ -370,12 +424,6 @@ class MilvusStore(VectorStore):
             schema.add_field(SPARSE_FIELD, DataType.SPARSE_FLOAT_VECTOR)
             lexical_index = {"metric_type": "IP", "params": {}}
             if self.bm25_function:
-                schema.add_field(
-                    TEXT_FIELD,
-                    DataType.VARCHAR,
-                    max_length=MAX_TEXT_BYTES,
-                    enable_analyzer=True,
-                )
                 schema.add_function(
                     Function(
                         name="bm25",
@@ -421,10 +469,12 @@ class MilvusStore(VectorStore):
             self.vector_type = properties.get(VECTOR_TYPE_PROPERTY, "float32")
         if self.lexical is None:
             self.lexical = SPARSE_FIELD in fields
+        self.stores_text = TEXT_FIELD in fields
+        self.stores_title = TITLE_FIELD in fields
         kept = (
             VECTOR_FIELD in fields,
             SPARSE_FIELD in fields,
-            TEXT_FIELD in fields,
+            bool(info.get("functions")),
             properties.get(VECTOR_TYPE_PROPERTY, "float32"),
         )
         wanted = (self.dense, self.lexical, self.bm25_function, self.vector_type)
@@ -468,6 +518,48 @@ class MilvusStore(VectorStore):
                 f"--metric_type={found[1]}, not {index_type}/{metric}; "
                 "use those flags or --overwrite_index"
             )
+
+    def _take_existing(self):
+        """Takes the model, dimension, metric, index type and fields of the
+        collection as they are (`existing`)."""
+        info = self._call(
+            "describing the collection",
+            self._client.describe_collection,
+            self.collection,
+        )
+        fields = {field["name"]: field for field in info["fields"]}
+        properties = info.get("properties", {})
+        self.fingerprint = properties.get(FINGERPRINT_PROPERTY)
+        self.bm25_function = bool(info.get("functions"))
+        settings = _json_property(properties, INDEX_SETTINGS_PROPERTY, self._where)
+        self.metric = settings.get("metric_type", "IP")
+        self.index_type = settings.get("index_type", "FLAT")
+        if VECTOR_FIELD not in fields:
+            return
+        self.dimension = int(fields[VECTOR_FIELD]["params"]["dim"])
+        self.vector_type = properties.get(VECTOR_TYPE_PROPERTY, "float32")
+        index = self._call(
+            "describing the index",
+            self._client.describe_index,
+            self.collection,
+            VECTOR_FIELD,
+        )
+        if self.vector_type == "float32":
+            self.metric = index.get("metric_type", self.metric)
+        if self.vector_type == "float32" or not _is_server(self.uri):
+            self.index_type = index.get("index_type", self.index_type)
+
+    @property
+    def index_settings(self):
+        """The settings `set_index_settings` recorded ({} if none)."""
+        return _json_property(self._properties, INDEX_SETTINGS_PROPERTY, self._where)
+
+    def set_index_settings(self, settings):
+        """Records how the collection was filled (a JSON object: the model,
+        the passages, search settings), for a later search of it alone."""
+        self._set_property(
+            INDEX_SETTINGS_PROPERTY, json.dumps(settings, sort_keys=True)
+        )
 
     def _set_property(self, name, value):
         self._call(
@@ -516,6 +608,35 @@ class MilvusStore(VectorStore):
             for row in self._rows(["id", "doc_id", "text_hash"])
         }
 
+    def rows_of(self, passage_ids):
+        """{passage id: `StoredPassage`} of these rows, with their text and
+        title where the collection keeps them (unknown ids are left out)."""
+        fields = ["id", "doc_id", "text_hash"]
+        fields += [TEXT_FIELD] if self.stores_text else []
+        fields += [TITLE_FIELD] if self.stores_title else []
+        return {
+            row["id"]: StoredPassage(
+                row["id"],
+                row["doc_id"],
+                row["text_hash"],
+                row.get(TEXT_FIELD) or "",
+                row.get(TITLE_FIELD) or "",
+            )
+            for row in self._rows_of("reading passages", passage_ids, fields)
+        }
+
+    def _rows_of(self, what, passage_ids, fields):
+        """The rows of these passage ids (each once), `fields` of each."""
+        passage_ids = sorted(set(passage_ids))
+        for start in range(0, len(passage_ids), _READ_BATCH):
+            yield from self._call(
+                what,
+                self._client.query,
+                self.collection,
+                ids=passage_ids[start : start + _READ_BATCH],
+                output_fields=fields,
+            )
+
     def __len__(self):
         result = self._call(
             "counting rows",
@@ -553,10 +674,12 @@ class MilvusStore(VectorStore):
             for c, v in zip(searched, vectors, strict=True)
         ]
 
-    def upsert(self, passages, vectors, sparse=None, texts=None):
+    def upsert(self, passages, vectors, sparse=None):
         """See `VectorStore.upsert`; `sparse`: with `lexical`, each passage's
-        BM25 vector ({term id: weight}); `texts`: with `bm25_function`, each
-        passage's text (`vectors` may be None without `dense`)."""
+        BM25 vector ({term id: weight}) (`vectors` may be None without
+        `dense`). Each row keeps its passage's text and title (the text is
+        what Milvus's BM25 function reads), cut to `MAX_TEXT_BYTES` UTF-8
+        bytes where longer (counted in `truncated_texts`, and logged)."""
         if self.dense:
             vectors = np.asarray(vectors, dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
@@ -568,14 +691,13 @@ class MilvusStore(VectorStore):
             vectors = [None] * len(passages)
         if self.lexical and not self.bm25_function and sparse is None:
             raise UserInputError(f"{self._where}: BM25 collection, sparse= missing")
-        if self.bm25_function and texts is None:
-            raise UserInputError(f"{self._where}: BM25 function, texts= missing")
         for passage in passages:
             if len(passage.id.encode("utf-8")) > MAX_ID_BYTES:
                 raise UserInputError(
                     f"{self._where}: passage id {passage.id[:40]!r}... is longer "
                     f"than Milvus's {MAX_ID_BYTES} bytes"
                 )
+        truncated = 0
         for start in range(0, len(passages), _WRITE_BATCH):
             end = start + _WRITE_BATCH
             rows = [
@@ -591,15 +713,29 @@ class MilvusStore(VectorStore):
                     strict=True,
                 )
             ]
-            if self.bm25_function:
-                for row, text in zip(rows, texts[start:end], strict=True):
-                    row[TEXT_FIELD] = text
-            elif self.lexical:
+            for row, passage in zip(rows, passages[start:end], strict=True):
+                for field, value, kept in (
+                    (TEXT_FIELD, passage.text, self.stores_text),
+                    (TITLE_FIELD, passage.title, self.stores_title),
+                ):
+                    if kept:
+                        row[field], cut = fit_bytes(value)
+                        truncated += cut
+            if self.lexical and not self.bm25_function:
                 for row, vector in zip(rows, sparse[start:end], strict=True):
                     row[SPARSE_FIELD] = vector
             self._call("writing rows", self._client.upsert, self.collection, rows)
         # Durable before returning, so a killed run keeps what it reported.
         self._call("flushing", self._client.flush, self.collection)
+        if truncated:
+            self.truncated_texts += truncated
+            logging.warning(
+                "%s: %d passage texts or titles longer than Milvus's %d bytes "
+                "were cut to fit (their vectors are of the whole text)",
+                self._where,
+                truncated,
+                MAX_TEXT_BYTES,
+            )
 
     def update_sparse(self, passage_ids, sparse):
         """Replaces the BM25 vectors of these rows (the rest of each row stays)."""
@@ -716,17 +852,9 @@ class MilvusStore(VectorStore):
     def _float_vectors(self, passage_ids):
         """{passage id: float32 vector} of the quantized rows asked for."""
         vectors = {}
-        passage_ids = sorted(set(passage_ids))
-        for start in range(0, len(passage_ids), _READ_BATCH):
-            rows = self._call(
-                "reading float vectors",
-                self._client.query,
-                self.collection,
-                ids=passage_ids[start : start + _READ_BATCH],
-                output_fields=[FLOAT_FIELD],
-            )
-            for row in rows:
-                vectors[row["id"]] = np.asarray(row[FLOAT_FIELD], np.float32)
+        rows = self._rows_of("reading float vectors", passage_ids, [FLOAT_FIELD])
+        for row in rows:
+            vectors[row["id"]] = np.asarray(row[FLOAT_FIELD], np.float32)
         return vectors
 
     def _rescored(self, queries, found, top_k):
@@ -876,3 +1004,16 @@ class MilvusStore(VectorStore):
         client, self._client = getattr(self, "_client", None), None
         if client is not None:
             client.close()
+
+
+def _json_property(properties, name, where):
+    """The JSON object a collection property holds ({} if none)."""
+    if name not in properties:
+        return {}
+    try:
+        value = json.loads(properties[name])
+    except json.JSONDecodeError as e:
+        raise UserInputError(f"{where}: property {name} is not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise UserInputError(f"{where}: property {name} is not a JSON object")
+    return value

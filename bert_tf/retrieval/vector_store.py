@@ -2,7 +2,8 @@
 
 A store keeps one row per passage: its id (the primary key; a corpus id for
 a one-passage document), its document's id, a hash of the text it was
-embedded from (so a rerun re-embeds only what changed) and its vector. Scores
+embedded from (so a rerun re-embeds only what changed), its vector, and (in
+Milvus) the text and title, so a hit can be shown without the corpus. Scores
 are "higher is better" whatever the metric: inner product (``IP``, the
 default; cosine for normalized embeddings), ``COSINE``, or ``L2`` as minus the
 squared Euclidean distance.
@@ -27,11 +28,23 @@ __all__ = [
 
 
 class StoredPassage(NamedTuple):
-    """A row's key fields: passage id, document id, hash of the embedded text."""
+    """A row: passage id, document id, hash of the embedded text, and the
+    text and title shown with a hit (empty where a store keeps none).
+
+    `key` (the first three) says whether a row is up to date: stores read
+    back only those.
+    """
 
     id: str
     doc_id: str
     text_hash: str
+    text: str = ""
+    title: str = ""
+
+    @property
+    def key(self):
+        """(id, doc_id, text_hash): equal when the row needs no rewrite."""
+        return self[:3]
 
 
 class SearchResults(NamedTuple):
@@ -72,6 +85,9 @@ class VectorStore(abc.ABC):
     dense = True
     lexical = False
     bm25_function = False
+    # Whether rows keep the text and title of `StoredPassage` (a Milvus
+    # collection made before they were kept does not).
+    stores_text = True
 
     @abc.abstractmethod
     def stored_passages(self):

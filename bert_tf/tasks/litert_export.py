@@ -59,6 +59,7 @@ def run(options):
             vocab_file=vocab_file,
             max_seq_length=options.max_seq_length,
         )
+        model.set_defaults(options.prompt_name, options.truncate_dim)
         # The tokenization and length the encoder was trained with (e.g.
         # sentence_bert_config.json's 256), as the SavedModel export does.
         do_lower_case = model.preprocessor.do_lower_case

@@ -78,6 +78,7 @@ from bert_tf.retrieval.indexing import text_hash
 from bert_tf.retrieval.indexing import towers_at
 from bert_tf.retrieval.mining import mine
 from bert_tf.retrieval.mining import training_pairs
+from bert_tf.retrieval.search_index import record_index
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
@@ -92,6 +93,7 @@ __all__ = [
     "evaluate",
     "export_corpus_index",
     "export_from_checkpoint",
+    "index_settings",
     "load_dual_encoder",
     "open_store",
     "run",
@@ -146,6 +148,38 @@ def open_store(options, towers, output_dir):
         bm25_k1=options.bm25_k1,
         bm25_b=options.bm25_b,
     )
+
+
+def index_settings(run, options, fingerprint):
+    """What a search of the index reads (`bert_tf.retrieval.search_index`):
+    the towers that filled it, how they were loaded, where the collection
+    is, how it is searched, and how the corpus was cut."""
+    model = run.init_checkpoint
+    if DualEncoder.saved_in(run.output_dir):
+        model = run.output_dir  # trained by this run or an earlier one
+    return {
+        "model": model,
+        "pooling": options.pooling,
+        "max_seq_length": run.max_seq_length,
+        "shared_towers": options.shared_towers,
+        "fingerprint": fingerprint,
+        "milvus_uri": options.uri(run.output_dir),
+        "milvus_collection": options.milvus_collection,
+        "retrieval_mode": options.retrieval_mode,
+        "metric_type": options.metric_type,
+        "index_type": options.index_type,
+        "vector_type": options.vector_type,
+        "rescore_k": options.rescore_k,
+        "search_params": options.search_params(),
+        "fusion": options.fusion,
+        "rrf_k": options.rrf_k,
+        "dense_weight": options.dense_weight,
+        "bm25_weight": options.bm25_weight,
+        "bm25_function": options.bm25_function,
+        "data_dir": options.data_dir and os.path.abspath(options.data_dir),
+        "passage_length": options.passage_length,
+        "passage_stride": options.passage_stride,
+    }
 
 
 def evaluate(towers, store, queries, qrels, passages, output_dir, options):
@@ -464,7 +498,7 @@ class RetrievalTask(Task):
     def predict(self, model, global_step):
         """--do_index: the corpus into the vector store."""
         with self.store() as store:
-            return index_corpus(
+            counts = index_corpus(
                 self.towers,
                 self.passages,
                 store,
@@ -472,6 +506,15 @@ class RetrievalTask(Task):
                 self.options.bm25_k1,
                 self.options.bm25_b,
             )
+            settings = index_settings(self.run, self.options, store.fingerprint)
+            record_index(self.output_dir, settings, store)
+        if counts["texts_truncated"]:
+            logging.warning(
+                "%d passage texts or titles were cut to fit Milvus's VARCHAR "
+                "(shown cut by searches; their vectors are of the whole text)",
+                counts["texts_truncated"],
+            )
+        return counts
 
     def evaluate(self, model, global_step):
         with self.store() as store:

@@ -165,6 +165,7 @@ def run(options):
             vocab_file=vocab_file,
             max_seq_length=options.max_seq_length,
         )
+        model.set_defaults(options.prompt_name, options.truncate_dim)
         # The tokenization the encoder was trained with: its checkpoint's.
         do_lower_case = model.preprocessor.do_lower_case
         max_seq_length = model.preprocessor.seq_length
