@@ -2,9 +2,9 @@
 
 Stages: the corpus files (``data_dir/corpus.jsonl``, or ``corpus_file``:
 globs of JSON-lines files, ``.gz`` read as gzip, on any file system Beam
-knows) are read in parallel, each document cut into passages by
-``beir.split_passages`` with the document tower's tokenizer (as
-``passages_of``); passages are joined by id with the rows the store already
+knows) are read in parallel, each document cut into passages by the
+one-process path's `PassageSplitter` (the document tower's tokenizer and
+settings) and written as its `write_passages` writes them; passages are joined by id with the rows the store already
 has (read before the pipeline), and only the new or changed ones go through
 ``RunInference`` with a ``DualEncoderHandler``; passages no longer in the
 corpus are deleted. Rows are upserted by passage id into the collection that
@@ -30,7 +30,9 @@ from bert_tf.beam.runner_options import import_beam
 from bert_tf.beam.runner_options import pipeline_options
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
-from bert_tf.retrieval.vector_store import StoredPassage
+from bert_tf.retrieval.indexing import PassageSplitter
+from bert_tf.retrieval.indexing import stored_passages_of
+from bert_tf.retrieval.indexing import write_passages
 
 beam = import_beam()
 
@@ -85,38 +87,16 @@ def _documents(path):
 
 
 class _Passages(beam.DoFn):
-    """Document → its passages (``beir.split_passages``, the tower's tokenizer)."""
+    """Document → its passages, cut by the one-process `PassageSplitter`;
+    the side input: the corpus's ids a passage id could equal."""
 
-    def __init__(self, vocab_file, do_lower_case, passage_length, passage_stride):
-        self._tokenizer_args = (vocab_file, do_lower_case)
-        self._length = passage_length
-        self._stride = passage_stride
+    def __init__(self, split):
+        self._split = split
         self._documents = _counter("documents")
 
-    def setup(self):
-        from bert_tf.text.tokenization import FullTokenizer
-
-        tokenizer = FullTokenizer(*self._tokenizer_args)
-        cache = {}
-
-        def count_pieces(word):
-            if word not in cache:
-                cache[word] = len(tokenizer.tokenize(word)) or 1
-            return cache[word]
-
-        self._count_pieces = count_pieces
-
-    def process(self, document):
+    def process(self, document, taken):
         self._documents.inc()
-        yield from beir.split_passages(
-            {document.id: document}, self._count_pieces, self._length, self._stride
-        )
-
-
-def _stored_passage(passage):
-    from bert_tf.retrieval.indexing import text_hash
-
-    return StoredPassage(passage.id, passage.doc_id, text_hash(passage.text))
+        yield from self._split({document.id: document}, taken)
 
 
 class _Changes(beam.DoFn):
@@ -138,7 +118,7 @@ class _Changes(beam.DoFn):
         if not passages:
             self._removed.inc()
             yield beam.pvalue.TaggedOutput("removed", passage_id)
-        elif stored and stored[0] == _stored_passage(passages[0]):
+        elif stored and stored[0] == stored_passages_of(passages)[0]:
             self._kept.inc()
         else:
             yield passages[0]
@@ -164,7 +144,7 @@ class _StoreWriter(beam.DoFn):
             store.delete(deletes)
         for start in range(0, len(upserts), INDEX_CHUNK):
             chunk = upserts[start : start + INDEX_CHUNK]
-            store.upsert([row for row, _ in chunk], [vector for _, vector in chunk])
+            write_passages(store, [p for p, _ in chunk], [v for _, v in chunk])
             self._embedded.inc(len(chunk))
 
 
@@ -198,10 +178,10 @@ class _WriteAll(_StoreWriter):
 
 
 def _upsert(result):
-    return "upsert", (_stored_passage(result.example), result.inference)
+    return "upsert", (result.example, result.inference)
 
 
-def build(pipeline, files, run, options, facts, stored, tokenization):
+def build(pipeline, files, run, options, facts, stored, split):
     """Adds the stages to `pipeline` (see the module doc).
 
     Args:
@@ -209,19 +189,27 @@ def build(pipeline, files, run, options, facts, stored, tokenization):
       run, options: `RunOptions`, `RetrievalOptions`.
       facts: the towers' `TowerFacts`.
       stored: {passage id: `StoredPassage`} already in the store.
-      tokenization: (vocab_file, do_lower_case, passage_length,
-        passage_stride) of the split into passages.
+      split: the `PassageSplitter` of the document tower.
     """
     from apache_beam.ml.inference.base import RunInference
 
     from bert_tf.retrieval.milvus_store import _is_server
 
-    passages = (
+    documents = (
         pipeline
         | "CorpusFiles" >> beam.Create(files)
         | "Documents" >> beam.FlatMap(_documents)
         | "SpreadDocuments" >> beam.Reshuffle()
-        | "Passages" >> beam.ParDo(_Passages(*tokenization))
+    )
+    # Only a document id with the separator can equal a passage's id.
+    taken = (
+        documents
+        | "IdsWithSeparator" >> beam.Filter(lambda d: beir.PASSAGE_SEPARATOR in d.id)
+        | "TakenIds" >> beam.Map(lambda d: d.id)
+    )
+    passages = (
+        documents
+        | "Passages" >> beam.ParDo(_Passages(split), beam.pvalue.AsList(taken))
         | "KeyPassages" >> beam.Map(lambda passage: (passage.id, passage))
     )
     rows = pipeline | "StoredRows" >> beam.Create(sorted(stored.items()))
@@ -276,10 +264,11 @@ def run_pipeline(run, options, runner, beam_options=""):
 
     towers = load_dual_encoder(run, options)
     facts = TowerFacts(int(towers.embedding_dim), towers.fingerprint())
-    preprocessor = towers.document_encoder.preprocessor
-    length = options.passage_length or preprocessor.seq_length - 2
-    stride = options.passage_stride or max(length // 2, 1)
-    tokenization = (preprocessor.vocab_file, preprocessor.do_lower_case, length, stride)
+    split = PassageSplitter(
+        towers.document_encoder.preprocessor,
+        options.passage_length,
+        options.passage_stride,
+    )
     del towers
     files = corpus_files(options.data_dir, options.corpus_file)
     if "://" not in run.output_dir:
@@ -292,7 +281,7 @@ def run_pipeline(run, options, runner, beam_options=""):
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             stored = pool.apply(_prepare_store, (options, facts, run.output_dir))
     pipeline = beam.Pipeline(options=pipeline_options(runner, beam_options))
-    build(pipeline, files, run, options, facts, stored, tokenization)
+    build(pipeline, files, run, options, facts, stored, split)
     result = pipeline.run()
     result.wait_until_finish()
     from apache_beam.metrics.metric import MetricsFilter
