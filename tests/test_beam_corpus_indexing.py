@@ -28,6 +28,7 @@ from beir_fixtures import squad_subset  # noqa: E402
 from beir_fixtures import write_jsonl  # noqa: E402
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
+from cli_script import script_env  # noqa: E402
 from test_run_retrieval import _tiny_st_dir  # noqa: E402
 
 from bert_tf.data_prep import beir  # noqa: E402
@@ -37,6 +38,8 @@ from bert_tf.options import RunOptions  # noqa: E402
 SCRIPT = os.path.join(REPO, "run_retrieval.py")
 TWO_WORKERS = "--direct_num_workers=2 --direct_running_mode=multi_processing"
 NUM_DOCS = 30
+# Paragraphs of the killed run: thousands of passages, many staging files.
+KILL_DOCS = 600
 PASSAGES = ("--passage_length=48", "--passage_stride=24")
 
 
@@ -135,6 +138,9 @@ def _beam_index(
         result.stderr,
     )
     assert found, result.stderr[-3000:]
+    staged = re.search(r"(\d+) stored from an interrupted run", result.stderr)
+    if staged and int(staged.group(1)):
+        return (*(int(x) for x in found.groups()), int(staged.group(1)))
     return tuple(int(x) for x in found.groups())
 
 
@@ -269,3 +275,71 @@ def test_beam_cuts_passages_with_the_towers_tokenizer_settings(
         p.id: text_hash(p.text) for p in cut(settings, documents)
     }
     _assert_same_rows(_rows(tmp_path / "beam" / "index.db"), expected)
+
+
+def _start_killable(*flags, log):
+    """The CLI in its own process group (its Beam workers too)."""
+    return subprocess.Popen(
+        [sys.executable, SCRIPT, *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        env=script_env(),
+        start_new_session=True,
+    )
+
+
+@pytest.mark.slow
+def test_killed_lite_run_keeps_its_staged_batches_and_the_rerun_stores_them(
+    squad_beir,  # noqa: F811
+    encoder_dir,
+    tmp_path,
+):
+    """A Milvus Lite run killed (SIGKILL, workers and all) while it embeds
+    keeps the staging files of the batches it finished; the rerun embeds only
+    the other passages, stores the staged ones, and the rows equal one
+    uninterrupted --do_index."""
+    import signal
+    import time
+
+    from bert_tf.beam import staging
+
+    data = squad_subset(squad_beir, tmp_path / "data", KILL_DOCS)
+    output = tmp_path / "beam"
+    flags = (
+        f"--data_dir={data}",
+        f"--output_dir={output}",
+        f"--init_checkpoint={encoder_dir}",
+        *PASSAGES,
+        "--do_index",
+        "--runner=DirectRunner",
+    )
+    staged_dir = output / staging.STAGING_DIR
+    with open(tmp_path / "killed.log", "w") as log:
+        process = _start_killable(*flags, log=log)
+        try:
+            deadline = time.time() + 600
+            files = []
+            while len(files) < 2 and process.poll() is None and time.time() < deadline:
+                time.sleep(0.2)
+                files = list(staged_dir.glob("*/*.npz"))
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()
+    (directory,) = staged_dir.iterdir()
+    staged = staging.staged_passages(str(directory))
+    assert len(staged) >= 2 * 256  # two whole batches at least
+
+    documents, embedded, kept, removed, from_staging = _beam_index(
+        data, encoder_dir, output, beam_options=""
+    )
+    assert not staged_dir.exists()  # stored, then deleted
+    _one_process_index(data, encoder_dir, tmp_path / "one")
+    expected = _rows(tmp_path / "one" / "index.db", in_child=False)
+    # The kill came before the writer: nothing was stored, every staged
+    # passage is stored from its staging file, the others embedded.
+    assert (documents, kept, removed) == (KILL_DOCS, 0, 0)
+    assert from_staging == len(staged)
+    assert embedded + from_staging == len(expected)
+    _assert_same_rows(_rows(output / "index.db"), expected)

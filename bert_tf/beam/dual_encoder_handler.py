@@ -3,9 +3,7 @@
 from apache_beam.ml.inference.base import ModelHandler
 from apache_beam.ml.inference.base import PredictionResult
 
-# Passages per RunInference batch: run_retrieval --do_index's chunk (each is
-# sorted by length and cut into --encode_batch_size forward passes).
-INDEX_CHUNK = 256
+from bert_tf.retrieval.indexing import INDEX_CHUNK
 
 
 class DualEncoderHandler(ModelHandler):

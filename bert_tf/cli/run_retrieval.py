@@ -54,11 +54,12 @@ def work(run, retrieval, beam):
     )
     logging.info(
         "Indexed %d documents: %d passages embedded, %d already in the store, "
-        "%d removed",
+        "%d removed, %d stored from an interrupted run's staging files",
         counts["documents"],
         counts["embedded"],
         counts["kept"],
         counts["removed"],
+        counts["staged"],
     )
     return counts
 
