@@ -4,18 +4,24 @@ Each configuration runs the real command line as a subprocess (Python start-up,
 imports and model loading included, as a user sees it) and prints its wall
 time and its rate:
 
-* pretraining data: create_pretraining_data.py on the SQuAD v1.1 dev sentence
-  corpus (1.6 MB, benchmarks/create_pretraining_data_speed.py's), seq 128,
-  dupe_factor 5, shards of 0.25 MiB: the one-machine sharded run
-  (--num_workers=1 and 2) against --runner=DirectRunner at 1 and 2 workers;
+* pretraining data: create_pretraining_data.py on --copies files, each the
+  SQuAD v1.1 dev sentence corpus (1.6 MB, benchmarks/
+  create_pretraining_data_speed.py's), seq 128, dupe_factor 5, shards of
+  1 MiB: the one-machine sharded run (--num_workers=1 and 2) against
+  --runner=DirectRunner at 1 and 2 workers;
 * batch prediction: all-MiniLM-L6-v2 exported as an embedding SavedModel over
-  the 3,000 sentences of GLUE STS-B dev (JSONL): the one-process reference is
-  the SavedModel's serving_default called in batches of 32 in a loop;
+  the sentences of GLUE STS-B train and dev (14,498, JSONL): the one-process
+  reference is the SavedModel's serving_default called in batches of 32 in a
+  loop;
 * corpus indexing: run_retrieval.py --do_index with all-MiniLM-L6-v2 on the
-  first --num_docs SQuAD-dev paragraphs as BEIR (Milvus Lite), one process
-  against --runner at 1 and 2 workers.
+  first --num_docs SQuAD-dev paragraphs as BEIR (default all 2,067; Milvus
+  Lite), one process against --runner at 1 and 2 workers.
 
-    BERT_TF_DATA=/path/to/shared/data python benchmarks/beam_pipelines.py
+    BERT_TF_DATA=/path/to/shared/data python benchmarks/beam_pipelines.py \
+      --only=indexing
+
+The sizes are chosen so that the per-item work, not start-up (Python, imports,
+model loading: ~6-10 s per process), decides the times.
 
 Beam's multi_processing DirectRunner starts one SDK worker process per worker,
 each importing TensorFlow and loading the model; on 2 cores shared with
@@ -74,19 +80,23 @@ def report(name, unit, count, rows):
         )
 
 
-def pretraining(data, work):
+def pretraining(data, work, copies):
+    import shutil
+
     from create_pretraining_data_speed import write_squad_corpus
 
-    corpus = os.path.join(work, "corpus.txt")
+    corpus = os.path.join(work, "corpus-0.txt")
     write_squad_corpus(os.path.join(data, "squad", "dev-v1.1.json"), corpus)
-    size = os.path.getsize(corpus)
+    for copy in range(1, copies):
+        shutil.copy(corpus, os.path.join(work, f"corpus-{copy}.txt"))
+    size = os.path.getsize(corpus) * copies
     common = [
         sys.executable,
         os.path.join(REPO_ROOT, "create_pretraining_data.py"),
-        f"--input_file={corpus}",
+        f"--input_file={os.path.join(work, 'corpus-*.txt')}",
         f"--vocab_file={data}/vocab/bert-base-uncased/vocab.txt",
         "--dupe_factor=5",
-        "--shard_size_mb=0.25",
+        "--shard_size_mb=1",
     ]
     rows = []
     for label, flags in (
@@ -132,9 +142,12 @@ def batch_prediction(data, work):
         128,
         save_keras=False,
     )
-    with open(os.path.join(data, "glue", "STS-B", "dev.tsv"), encoding="utf-8") as f:
-        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-    texts = [r["sentence1"] for r in rows] + [r["sentence2"] for r in rows]
+    texts = []
+    for split in ("train", "dev"):
+        path = os.path.join(data, "glue", "STS-B", f"{split}.tsv")
+        with open(path, encoding="utf-8") as f:
+            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+        texts += [r["sentence1"] for r in rows] + [r["sentence2"] for r in rows]
     jsonl = os.path.join(work, "stsb.jsonl")
     with open(jsonl, "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"text": t}) + "\n" for t in texts)
@@ -228,7 +241,8 @@ def indexing(data, work, num_docs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.environ.get("BERT_TF_DATA"))
-    parser.add_argument("--num_docs", type=int, default=300)
+    parser.add_argument("--num_docs", type=int, default=2067)
+    parser.add_argument("--copies", type=int, default=16)
     parser.add_argument(
         "--only", choices=("pretraining", "prediction", "indexing"), default=None
     )
@@ -239,7 +253,7 @@ def main():
     print(f"CPU: {model}; {os.cpu_count()} cores; flags: {' '.join(flags)}")
     with tempfile.TemporaryDirectory() as work:
         if args.only in (None, "pretraining"):
-            pretraining(args.data, work)
+            pretraining(args.data, work, args.copies)
         if args.only in (None, "prediction"):
             batch_prediction(args.data, work)
         if args.only in (None, "indexing"):

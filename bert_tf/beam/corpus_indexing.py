@@ -22,8 +22,10 @@ GroupByKey, stores them at the end. A killed Lite run keeps its staging
 files; the rerun embeds only the passages neither stored nor staged.
 """
 
+import contextlib
 import dataclasses
 import gzip
+import importlib
 import multiprocessing
 import os
 
@@ -40,6 +42,8 @@ from bert_tf.retrieval.indexing import write_passages
 
 beam = import_beam()
 
+# Characters of passage text per length group (the embedding's batches).
+LENGTH_BUCKET = 128
 _COUNTERS = ("documents", "embedded", "kept", "removed", "staged")
 
 
@@ -224,6 +228,10 @@ class _WriteStaged(_StoreWriter):
         staging.delete_staged(self._directory)
 
 
+def _longest_first(keyed):
+    return sorted(keyed[1], key=lambda passage: -len(passage.text))
+
+
 def _upsert(result):
     return "upsert", (result.example, result.inference)
 
@@ -324,26 +332,41 @@ def run_pipeline(run, options, runner, beam_options=""):
     from bert_tf.retrieval.milvus_store import _is_server
     from bert_tf.tasks.retrieval import load_dual_encoder
 
-    towers = load_dual_encoder(run, options)
-    facts = TowerFacts(int(towers.embedding_dim), towers.fingerprint())
-    split = PassageSplitter(
-        towers.document_encoder.preprocessor,
-        options.passage_length,
-        options.passage_stride,
-    )
-    del towers
-    files = corpus_files(options.data_dir, options.corpus_file)
-    if "://" not in run.output_dir:
-        # Where the default --milvus_uri (<output_dir>/index.db) lives.
-        os.makedirs(run.output_dir, exist_ok=True)
-    staged = []
-    if _is_server(options.uri(run.output_dir)):
-        stored = _prepare_store(options, facts, run.output_dir)
-    else:
-        # This process must not hold the Lite file: the pipeline's writer opens it.
-        with multiprocessing.get_context("spawn").Pool(1) as pool:
-            stored = pool.apply(_prepare_store, (options, facts, run.output_dir))
-        staged = staging.staged_passages(_staging_dir(run, options, facts))
+    uri = options.uri(run.output_dir)
+    # A new Lite file has nothing to read or check: the writer creates it.
+    lite = not _is_server(uri)
+    read_lite = lite and os.path.exists(uri)
+    with contextlib.ExitStack() as stack:
+        if read_lite:
+            # This process must not hold the Lite file (the pipeline's writer
+            # opens it): a child reads it, and imports what it needs while
+            # this process loads the towers.
+            reader = stack.enter_context(
+                multiprocessing.get_context("spawn").Pool(
+                    1,
+                    initializer=importlib.import_module,
+                    initargs=("bert_tf.tasks.retrieval",),
+                )
+            )
+        towers = load_dual_encoder(run, options)
+        facts = TowerFacts(int(towers.embedding_dim), towers.fingerprint())
+        split = PassageSplitter(
+            towers.document_encoder.preprocessor,
+            options.passage_length,
+            options.passage_stride,
+        )
+        del towers
+        files = corpus_files(options.data_dir, options.corpus_file)
+        if "://" not in run.output_dir:
+            # Where the default --milvus_uri (<output_dir>/index.db) lives.
+            os.makedirs(run.output_dir, exist_ok=True)
+        stored, staged = {}, []
+        if read_lite:
+            stored = reader.apply(_prepare_store, (options, facts, run.output_dir))
+        elif not lite:
+            stored = _prepare_store(options, facts, run.output_dir)
+        if lite:
+            staged = staging.staged_passages(_staging_dir(run, options, facts))
     pipeline = beam.Pipeline(options=pipeline_options(runner, beam_options))
     build(pipeline, files, run, options, facts, stored, split, staged)
     result = pipeline.run()
