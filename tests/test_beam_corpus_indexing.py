@@ -203,6 +203,12 @@ def test_runner_flags_are_checked(small_beir, tmp_path):
     )
     assert evaluate.returncode == 2
     assert "--runner" in evaluate.stderr.strip().splitlines()[-1]
+    for mode in ("--retrieval_mode=hybrid", "--vector_type=int8"):
+        other = run_script(
+            SCRIPT, *base, "--do_index", mode, "--runner=DirectRunner", check=False
+        )
+        assert other.returncode == 2
+        assert mode in other.stderr.strip().splitlines()[-1]
     corpus = run_script(SCRIPT, *base, "--do_index", "--corpus_file=x*", check=False)
     assert corpus.returncode == 2
     assert "--corpus_file needs --runner" in corpus.stderr.strip().splitlines()[-1]
