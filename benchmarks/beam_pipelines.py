@@ -4,18 +4,24 @@ Each configuration runs the real command line as a subprocess (Python start-up,
 imports and model loading included, as a user sees it) and prints its wall
 time and its rate:
 
-* pretraining data: create_pretraining_data.py on the SQuAD v1.1 dev sentence
-  corpus (1.6 MB, benchmarks/create_pretraining_data_speed.py's), seq 128,
-  dupe_factor 5, shards of 0.25 MiB: the one-machine sharded run
-  (--num_workers=1 and 2) against --runner=DirectRunner at 1 and 2 workers;
+* pretraining data: create_pretraining_data.py on --copies files, each the
+  SQuAD v1.1 dev sentence corpus (1.6 MB, benchmarks/
+  create_pretraining_data_speed.py's), seq 128, dupe_factor 5, shards of
+  1 MiB: the one-machine sharded run (--num_workers=1 and 2) against
+  --runner=DirectRunner at 1 and 2 workers;
 * batch prediction: all-MiniLM-L6-v2 exported as an embedding SavedModel over
-  the 3,000 sentences of GLUE STS-B dev (JSONL): the one-process reference is
-  the SavedModel's serving_default called in batches of 32 in a loop;
+  the sentences of GLUE STS-B train and dev (14,498, JSONL): the one-process
+  reference is the SavedModel's serving_default called in batches of 32 in a
+  loop;
 * corpus indexing: run_retrieval.py --do_index with all-MiniLM-L6-v2 on the
-  first --num_docs SQuAD-dev paragraphs as BEIR (Milvus Lite), one process
-  against --runner at 1 and 2 workers.
+  first --num_docs SQuAD-dev paragraphs as BEIR (default all 2,067; Milvus
+  Lite), one process against --runner at 1 and 2 workers.
 
-    BERT_TF_DATA=/path/to/shared/data python benchmarks/beam_pipelines.py
+    BERT_TF_DATA=/path/to/shared/data python benchmarks/beam_pipelines.py \
+      --only=indexing
+
+The sizes are chosen so that the per-item work, not start-up (Python, imports,
+model loading: ~6-10 s per process), decides the times.
 
 Beam's multi_processing DirectRunner starts one SDK worker process per worker,
 each importing TensorFlow and loading the model; on 2 cores shared with
@@ -64,29 +70,36 @@ def timed(command):
     return seconds, result
 
 
-def report(name, unit, count, rows):
+def report(name, unit, count, rows, bases=(0,)):
+    """Prints each row's time and rate, and its ratio to the time of each
+    row in `bases` (the one-process references)."""
     print(f"\n{name} ({count:,} {unit})")
-    base = rows[0][1]
     for label, seconds in rows:
+        ratios = "  ".join(
+            f"{seconds / rows[b][1]:5.2f}x of ref {b + 1}" for b in bases
+        )
         print(
-            f"  {label:<34} {seconds:7.1f} s  {count / seconds:9.1f} {unit}/s  "
-            f"{seconds / base:5.2f}x of the one-process time"
+            f"  {label:<38} {seconds:7.1f} s  {count / seconds:9.1f} {unit}/s  {ratios}"
         )
 
 
-def pretraining(data, work):
+def pretraining(data, work, copies):
+    import shutil
+
     from create_pretraining_data_speed import write_squad_corpus
 
-    corpus = os.path.join(work, "corpus.txt")
+    corpus = os.path.join(work, "corpus-0.txt")
     write_squad_corpus(os.path.join(data, "squad", "dev-v1.1.json"), corpus)
-    size = os.path.getsize(corpus)
+    for copy in range(1, copies):
+        shutil.copy(corpus, os.path.join(work, f"corpus-{copy}.txt"))
+    size = os.path.getsize(corpus) * copies
     common = [
         sys.executable,
         os.path.join(REPO_ROOT, "create_pretraining_data.py"),
-        f"--input_file={corpus}",
+        f"--input_file={os.path.join(work, 'corpus-*.txt')}",
         f"--vocab_file={data}/vocab/bert-base-uncased/vocab.txt",
         "--dupe_factor=5",
-        "--shard_size_mb=0.25",
+        "--shard_size_mb=1",
     ]
     rows = []
     for label, flags in (
@@ -132,22 +145,43 @@ def batch_prediction(data, work):
         128,
         save_keras=False,
     )
-    with open(os.path.join(data, "glue", "STS-B", "dev.tsv"), encoding="utf-8") as f:
-        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-    texts = [r["sentence1"] for r in rows] + [r["sentence2"] for r in rows]
+    texts = []
+    for split in ("train", "dev"):
+        path = os.path.join(data, "glue", "STS-B", f"{split}.tsv")
+        with open(path, encoding="utf-8") as f:
+            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+        texts += [r["sentence1"] for r in rows] + [r["sentence2"] for r in rows]
     jsonl = os.path.join(work, "stsb.jsonl")
     with open(jsonl, "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"text": t}) + "\n" for t in texts)
 
-    code = (
+    load = (
         "import json, sys, tensorflow as tf, tensorflow_text\n"
         f"s = tf.saved_model.load({export!r}).signatures['serving_default']\n"
         f"texts = [json.loads(l)['text'] for l in open({jsonl!r})]\n"
+    )
+    loop = (
+        "for i in range(0, len(texts), 32):\n    s(text=tf.constant(texts[i:i + 32]))\n"
+    )
+    # What batch_predict.py gives: a JSON line per row with its key and outputs.
+    writing_loop = (
+        f"out = open({os.path.join(work, 'loop.jsonl')!r}, 'w')\n"
         "for i in range(0, len(texts), 32):\n"
-        "    s(text=tf.constant(texts[i:i + 32]))\n"
+        "    o = {k: v.numpy() for k, v in s(text=tf.constant(texts[i:i + 32])).items()}\n"
+        "    for j in range(len(texts[i:i + 32])):\n"
+        "        row = {'key': f'stsb.jsonl:{i + j + 1}'}\n"
+        "        row.update((k, v[j].tolist()) for k, v in o.items())\n"
+        "        out.write(json.dumps(row) + '\\n')\n"
     )
     timings = [
-        ("one process: the signature in a loop", timed([sys.executable, "-c", code])[0])
+        (
+            "one process: the signature in a loop",
+            timed([sys.executable, "-c", load + loop])[0],
+        ),
+        (
+            "  ... writing the same JSON lines",
+            timed([sys.executable, "-c", load + writing_loop])[0],
+        ),
     ]
     for label, options in (
         ("Beam DirectRunner, 1 worker", ONE_WORKER),
@@ -172,6 +206,7 @@ def batch_prediction(data, work):
         "rows",
         len(texts),
         timings,
+        bases=(0, 1),
     )
 
 
@@ -228,7 +263,8 @@ def indexing(data, work, num_docs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.environ.get("BERT_TF_DATA"))
-    parser.add_argument("--num_docs", type=int, default=300)
+    parser.add_argument("--num_docs", type=int, default=2067)
+    parser.add_argument("--copies", type=int, default=16)
     parser.add_argument(
         "--only", choices=("pretraining", "prediction", "indexing"), default=None
     )
@@ -239,7 +275,7 @@ def main():
     print(f"CPU: {model}; {os.cpu_count()} cores; flags: {' '.join(flags)}")
     with tempfile.TemporaryDirectory() as work:
         if args.only in (None, "pretraining"):
-            pretraining(args.data, work)
+            pretraining(args.data, work, args.copies)
         if args.only in (None, "prediction"):
             batch_prediction(args.data, work)
         if args.only in (None, "indexing"):

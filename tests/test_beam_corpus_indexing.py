@@ -25,16 +25,21 @@ pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not instal
 
 from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
 from beir_fixtures import squad_subset  # noqa: E402
+from beir_fixtures import write_jsonl  # noqa: E402
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
+from cli_script import script_env  # noqa: E402
 from test_run_retrieval import _tiny_st_dir  # noqa: E402
 
+from bert_tf.data_prep import beir  # noqa: E402
 from bert_tf.options import RetrievalOptions  # noqa: E402
 from bert_tf.options import RunOptions  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "run_retrieval.py")
 TWO_WORKERS = "--direct_num_workers=2 --direct_running_mode=multi_processing"
 NUM_DOCS = 30
+# Paragraphs of the killed run: thousands of passages, many staging files.
+KILL_DOCS = 600
 PASSAGES = ("--passage_length=48", "--passage_stride=24")
 
 
@@ -115,7 +120,10 @@ def _one_process_index(data_dir, encoder_dir, output_dir):
     return retrieval.run(run, options)
 
 
-def _beam_index(data_dir, encoder_dir, output_dir, corpus_glob):
+def _beam_index(
+    data_dir, encoder_dir, output_dir, corpus_glob=None, beam_options=TWO_WORKERS
+):
+    corpus = [f"--corpus_file={corpus_glob}"] if corpus_glob else []
     result = run_script(
         SCRIPT,
         f"--data_dir={data_dir}",
@@ -123,9 +131,9 @@ def _beam_index(data_dir, encoder_dir, output_dir, corpus_glob):
         f"--init_checkpoint={encoder_dir}",
         *PASSAGES,
         "--do_index",
-        f"--corpus_file={corpus_glob}",
+        *corpus,
         "--runner=DirectRunner",
-        f"--beam_options={TWO_WORKERS}",
+        f"--beam_options={beam_options}",
         timeout=600,
     )
     found = re.search(
@@ -134,6 +142,9 @@ def _beam_index(data_dir, encoder_dir, output_dir, corpus_glob):
         result.stderr,
     )
     assert found, result.stderr[-3000:]
+    staged = re.search(r"(\d+) stored from an interrupted run", result.stderr)
+    if staged and int(staged.group(1)):
+        return (*(int(x) for x in found.groups()), int(staged.group(1)))
     return tuple(int(x) for x in found.groups())
 
 
@@ -196,6 +207,149 @@ def test_runner_flags_are_checked(small_beir, tmp_path):
     )
     assert evaluate.returncode == 2
     assert "--runner" in evaluate.stderr.strip().splitlines()[-1]
+    for mode in ("--retrieval_mode=hybrid", "--vector_type=int8"):
+        other = run_script(
+            SCRIPT, *base, "--do_index", mode, "--runner=DirectRunner", check=False
+        )
+        assert other.returncode == 2
+        assert mode in other.stderr.strip().splitlines()[-1]
     corpus = run_script(SCRIPT, *base, "--do_index", "--corpus_file=x*", check=False)
     assert corpus.returncode == 2
     assert "--corpus_file needs --runner" in corpus.stderr.strip().splitlines()[-1]
+
+
+def _write_beir(directory, documents):
+    os.makedirs(directory)
+    write_jsonl(
+        os.path.join(directory, "corpus.jsonl"),
+        [d._asdict() | {"_id": d.id} for d in documents],
+    )
+    write_jsonl(os.path.join(directory, "queries.jsonl"), [{"_id": "q", "text": "x"}])
+    return str(directory)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("with_vocab_txt", [False, True])
+def test_beam_cuts_passages_with_the_towers_tokenizer_settings(
+    squad_beir,  # noqa: F811
+    minilm_dir,
+    tmp_path,
+    with_vocab_txt,
+):
+    """MiniLM saved by sentence-transformers with a tokenizer.json that keeps
+    accents (strip_accents=False), alone or beside vocab.txt: Beam cuts
+    accented SQuAD paragraphs with those settings, as the one-process
+    --do_index does, and stores the same rows."""
+    transformers = pytest.importorskip("transformers")
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    from bert_tf.text import tokenization
+    from bert_tf.text.tokenizer_json import read_tokenizer_files
+
+    encoder = tmp_path / "minilm_accents"
+    sentence_transformers.SentenceTransformer(minilm_dir, device="cpu").save(
+        str(encoder)
+    )
+    transformers.AutoTokenizer.from_pretrained(
+        minilm_dir, strip_accents=False
+    ).save_pretrained(str(encoder))
+    vocab_txt = encoder / "vocab.txt"
+    if with_vocab_txt:
+        shutil.copy(os.path.join(minilm_dir, "vocab.txt"), vocab_txt)
+    elif os.path.exists(vocab_txt):  # transformers 5 writes none
+        os.remove(vocab_txt)
+    files = read_tokenizer_files(str(encoder))
+    assert files.strip_accents is False
+    assert files.vocab_file.endswith("vocab.txt" if with_vocab_txt else ".json")
+
+    # Paragraphs the settings cut otherwise than the vocabulary's defaults
+    # (lower-casing strips accents), and a few they cut alike.
+    settings = tokenization.FullTokenizer(files.vocab_file, True, strip_accents=False)
+    defaults = tokenization.FullTokenizer(files.vocab_file, True, strip_accents=True)
+
+    def cut(tokenizer, documents):
+        count = lambda word: len(tokenizer.tokenize(word)) or 1  # noqa: E731
+        return beir.split_passages({d.id: d for d in documents}, count, 48, 24)
+
+    squad = list(beir.read_corpus(squad_beir).values())
+    differ = [d for d in squad if cut(settings, [d]) != cut(defaults, [d])]
+    documents = differ[:8] + squad[:4]
+    assert len(differ) >= 8
+    data = _write_beir(tmp_path / "accented", documents)
+
+    _beam_index(data, str(encoder), tmp_path / "beam", beam_options="")
+    _one_process_index(data, str(encoder), tmp_path / "one")
+    expected = _rows(tmp_path / "one" / "index.db", in_child=False)
+    from bert_tf.retrieval.indexing import text_hash
+
+    assert {pid: row[1] for pid, row in expected.items()} == {
+        p.id: text_hash(p.text) for p in cut(settings, documents)
+    }
+    _assert_same_rows(_rows(tmp_path / "beam" / "index.db"), expected)
+
+
+def _start_killable(*flags, log):
+    """The CLI in its own process group (its Beam workers too)."""
+    return subprocess.Popen(
+        [sys.executable, SCRIPT, *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        env=script_env(),
+        start_new_session=True,
+    )
+
+
+@pytest.mark.slow
+def test_killed_lite_run_keeps_its_staged_batches_and_the_rerun_stores_them(
+    squad_beir,  # noqa: F811
+    encoder_dir,
+    tmp_path,
+):
+    """A Milvus Lite run killed (SIGKILL, workers and all) while it embeds
+    keeps the staging files of the batches it finished; the rerun embeds only
+    the other passages, stores the staged ones, and the rows equal one
+    uninterrupted --do_index."""
+    import signal
+    import time
+
+    from bert_tf.beam import staging
+
+    data = squad_subset(squad_beir, tmp_path / "data", KILL_DOCS)
+    output = tmp_path / "beam"
+    flags = (
+        f"--data_dir={data}",
+        f"--output_dir={output}",
+        f"--init_checkpoint={encoder_dir}",
+        *PASSAGES,
+        "--do_index",
+        "--runner=DirectRunner",
+    )
+    staged_dir = output / staging.STAGING_DIR
+    with open(tmp_path / "killed.log", "w") as log:
+        process = _start_killable(*flags, log=log)
+        try:
+            deadline = time.time() + 600
+            files = []
+            while len(files) < 2 and process.poll() is None and time.time() < deadline:
+                time.sleep(0.2)
+                files = list(staged_dir.glob("*/*.npz"))
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()
+    (directory,) = staged_dir.iterdir()
+    staged = staging.staged_passages(str(directory))
+    assert len(staged) >= 2 * 256  # two whole batches at least
+
+    documents, embedded, kept, removed, from_staging = _beam_index(
+        data, encoder_dir, output, beam_options=""
+    )
+    assert not staged_dir.exists()  # stored, then deleted
+    _one_process_index(data, encoder_dir, tmp_path / "one")
+    expected = _rows(tmp_path / "one" / "index.db", in_child=False)
+    # The kill came before the writer: nothing was stored, every staged
+    # passage is stored from its staging file, the others embedded.
+    assert (documents, kept, removed) == (KILL_DOCS, 0, 0)
+    assert from_staging == len(staged)
+    assert embedded + from_staging == len(expected)
+    _assert_same_rows(_rows(output / "index.db"), expected)

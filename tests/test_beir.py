@@ -360,3 +360,24 @@ def test_passage_ids_never_collide_with_document_ids():
     assert len(set(ids)) == len(ids) == 4
     assert ids == ["coll###0", "coll###1", "coll#0", "coll##1"]
     assert [p.doc_id for p in passages] == ["coll", "coll", "coll#0", "coll##1"]
+
+
+def test_documents_cut_one_at_a_time_with_taken_ids_as_the_whole_corpus():
+    """A Beam worker cuts one document at a time, given the corpus's ids that
+    hold the separator: the passages are the whole corpus's."""
+    corpus = {
+        "coll": beir.Document("coll", "", "a b c d e"),
+        "coll#0": beir.Document("coll#0", "", "x"),
+        "coll##1": beir.Document("coll##1", "", "y"),
+        "plain": beir.Document("plain", "t", "f g h i"),
+    }
+    whole = beir.split_passages(corpus, lambda word: 1, 3, 2)
+    taken = [i for i in corpus if beir.PASSAGE_SEPARATOR in i]
+    parts = [
+        p
+        for doc in corpus.values()
+        for p in beir.split_passages({doc.id: doc}, lambda word: 1, 3, 2, taken)
+    ]
+    assert parts == whole
+    alone = beir.split_passages({"coll": corpus["coll"]}, lambda word: 1, 3, 2)
+    assert [p.id for p in alone] != [p.id for p in whole[:2]]  # taken matters

@@ -9,7 +9,8 @@ SparkRunner) and ``--beam_options`` (see ``runner_options``):
 * ``batch_prediction``: any exported SavedModel's raw-text signature over
   TSV/JSONL/TFRecord rows, through ``RunInference``.
 * ``corpus_indexing``: a BEIR corpus embedded through ``RunInference`` and
-  upserted into Milvus, as ``run_retrieval.py --do_index``.
+  upserted into Milvus, as ``run_retrieval.py --do_index``; a Milvus Lite
+  run's embedded batches wait in ``staging`` files, so a killed run resumes.
 
 apache-beam is imported only by these modules, never by the rest of bert_tf.
 """

@@ -309,7 +309,11 @@ def build(
             _MALFORMED, main="rows"
         )
     )
-    handler = KeyedModelHandler(SavedModelHandler(version, max_batch_size=batch_size))
+    # Whole batches: Beam's adaptive batching from 1 row up calls the
+    # signature on a few rows at a time.
+    handler = KeyedModelHandler(
+        SavedModelHandler(version, min_batch_size=batch_size, max_batch_size=batch_size)
+    )
     predictions = (
         rows.rows
         # One file's rows come from one reader: spread them over the workers.

@@ -2,38 +2,49 @@
 
 Stages: the corpus files (``data_dir/corpus.jsonl``, or ``corpus_file``:
 globs of JSON-lines files, ``.gz`` read as gzip, on any file system Beam
-knows) are read in parallel, each document cut into passages by
-``beir.split_passages`` with the document tower's tokenizer (as
-``passages_of``); passages are joined by id with the rows the store already
-has (read before the pipeline), and only the new or changed ones go through
+knows) are read in parallel, each document cut into passages by the
+one-process path's `PassageSplitter` (the document tower's tokenizer and
+settings); passages are joined by id with the rows the store already has
+(read before the pipeline), and only the new or changed ones go through
 ``RunInference`` with a ``DualEncoderHandler``; passages no longer in the
-corpus are deleted. Rows are upserted by passage id into the collection that
-carries the towers' fingerprint, so a rerun embeds only what changed and
-nothing is stored twice.
+corpus are deleted. Rows are written by the one-process path's
+`write_passages`, upserted by passage id into the collection that carries
+the towers' fingerprint, so a rerun embeds only what changed and nothing is
+stored twice.
 
 Writers: a Milvus server or cluster (``http://...``) gets one writer per
-batch of passages, in parallel; a Milvus Lite file can be opened by one
-process only (and stays held by it until it exits), so every row goes
-through one single-key GroupByKey to one writer, and the rows stored before
-the pipeline are read in a short-lived child process. A Lite run therefore
-writes at its end; a killed server run keeps every batch already written.
+batch of passages, in parallel; a killed run keeps every batch written. A
+Milvus Lite file can be opened by one process only (and stays held by it
+until it exits): the rows stored before the pipeline are read in a
+short-lived child process, the workers write each embedded batch to a
+staging file (`bert_tf.beam.staging`), and one writer, after a single-key
+GroupByKey, stores them at the end. A killed Lite run keeps its staging
+files; the rerun embeds only the passages neither stored nor staged.
 """
 
+import contextlib
 import dataclasses
 import gzip
+import importlib
 import multiprocessing
 import os
 
-from bert_tf.beam.dual_encoder_handler import INDEX_CHUNK
+from bert_tf.beam import staging
 from bert_tf.beam.dual_encoder_handler import DualEncoderHandler
 from bert_tf.beam.runner_options import import_beam
 from bert_tf.beam.runner_options import pipeline_options
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
+from bert_tf.retrieval.indexing import INDEX_CHUNK
+from bert_tf.retrieval.indexing import PassageSplitter
+from bert_tf.retrieval.indexing import stored_passages_of
+from bert_tf.retrieval.indexing import write_passages
 
 beam = import_beam()
 
-_COUNTERS = ("documents", "embedded", "kept", "removed")
+# Characters of passage text per length group (the embedding's batches).
+LENGTH_BUCKET = 128
+_COUNTERS = ("documents", "embedded", "kept", "removed", "staged")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,47 +95,27 @@ def _documents(path):
 
 
 class _Passages(beam.DoFn):
-    """Document → its passages (``beir.split_passages``, the tower's tokenizer)."""
+    """Document → its passages, cut by the one-process `PassageSplitter`;
+    the side input: the corpus's ids a passage id could equal."""
 
-    def __init__(self, vocab_file, do_lower_case, passage_length, passage_stride):
-        self._tokenizer_args = (vocab_file, do_lower_case)
-        self._length = passage_length
-        self._stride = passage_stride
+    def __init__(self, split):
+        self._split = split
         self._documents = _counter("documents")
 
-    def setup(self):
-        from bert_tf.text.tokenization import FullTokenizer
-
-        tokenizer = FullTokenizer(*self._tokenizer_args)
-        cache = {}
-
-        def count_pieces(word):
-            if word not in cache:
-                cache[word] = len(tokenizer.tokenize(word)) or 1
-            return cache[word]
-
-        self._count_pieces = count_pieces
-
-    def process(self, document):
+    def process(self, document, taken):
         self._documents.inc()
-        yield from beir.split_passages(
-            {document.id: document}, self._count_pieces, self._length, self._stride
-        )
-
-
-def _stored_passage(passage):
-    from bert_tf.retrieval.indexing import stored_passage
-
-    return stored_passage(passage)
+        yield from self._split({document.id: document}, taken)
 
 
 class _Changes(beam.DoFn):
-    """(id, {corpus: passages, stored: rows}) → the passage to embed, or the
-    id to delete (tagged "removed"); unchanged passages are only counted."""
+    """(id, {corpus: passages, stored: rows, staged: rows}) → the passage to
+    embed; the id to delete (tagged "removed"); the row to store from a
+    staging file (tagged "staged"). Unchanged passages are only counted."""
 
     def __init__(self):
         self._kept = _counter("kept")
         self._removed = _counter("removed")
+        self._staged = _counter("staged")
 
     def process(self, joined):
         passage_id, groups = joined
@@ -135,19 +126,24 @@ class _Changes(beam.DoFn):
                 "documents (a document id given twice?)"
             )
         if not passages:
-            self._removed.inc()
-            yield beam.pvalue.TaggedOutput("removed", passage_id)
-        elif stored and stored[0].key == _stored_passage(passages[0]).key:
+            if stored:
+                self._removed.inc()
+                yield beam.pvalue.TaggedOutput("removed", passage_id)
+            return
+        row = stored_passages_of(passages)[0]
+        if stored and stored[0].key == row.key:
             self._kept.inc()
+        elif row in groups["staged"]:
+            self._staged.inc()
+            yield beam.pvalue.TaggedOutput("staged", row)
         else:
             yield passages[0]
 
 
 class _StoreWriter(beam.DoFn):
-    """Writes to the collection: upserts (passage, vector) pairs and deletes ids."""
+    """Opens the collection the driver created or emptied."""
 
     def __init__(self, options, facts, output_dir):
-        # The driver created or emptied the collection already.
         self._options = dataclasses.replace(options, overwrite_index=False)
         self._facts = facts
         self._output_dir = output_dir
@@ -158,17 +154,10 @@ class _StoreWriter(beam.DoFn):
 
         return open_store(self._options, self._facts, self._output_dir)
 
-    def _write(self, store, upserts, deletes):
-        if deletes:
-            store.delete(deletes)
-        for start in range(0, len(upserts), INDEX_CHUNK):
-            chunk = upserts[start : start + INDEX_CHUNK]
-            store.upsert([row for row, _ in chunk], [vector for _, vector in chunk])
-            self._embedded.inc(len(chunk))
-
 
 class _WriteBatch(_StoreWriter):
-    """A server's parallel writers: one batch of ("upsert"|"delete", item)."""
+    """A server's parallel writers: one batch of ("upsert", (passage,
+    vector)) | ("delete", id)."""
 
     def setup(self):
         self._store = self._open()
@@ -176,7 +165,11 @@ class _WriteBatch(_StoreWriter):
     def process(self, batch):
         upserts = [item for kind, item in batch if kind == "upsert"]
         deletes = [item for kind, item in batch if kind == "delete"]
-        self._write(self._store, upserts, deletes)
+        if deletes:
+            self._store.delete(deletes)
+        if upserts:
+            write_passages(self._store, *zip(*upserts, strict=True))
+            self._embedded.inc(len(upserts))
 
     def teardown(self):
         store = getattr(self, "_store", None)
@@ -184,23 +177,66 @@ class _WriteBatch(_StoreWriter):
             store.close()
 
 
-class _WriteAll(_StoreWriter):
-    """A Milvus Lite file's one writer: every change, after one GroupByKey."""
+class _Stage(beam.DoFn):
+    """A batch of embedded passages → one staging file; yields ("file", path)."""
+
+    def __init__(self, directory, fingerprint):
+        self._directory = directory
+        self._fingerprint = fingerprint
+        self._embedded = _counter("embedded")
+
+    def process(self, results):
+        passages = [result.example for result in results]
+        vectors = [result.inference for result in results]
+        path = staging.write_staged(
+            self._directory, self._fingerprint, passages, vectors
+        )
+        self._embedded.inc(len(passages))
+        yield "file", path
+
+
+class _WriteStaged(_StoreWriter):
+    """A Milvus Lite file's one writer, after one GroupByKey of ("file",
+    path) | ("staged", row) | ("delete", id): deletes the ids, stores every
+    passage of this run's staging files and the staged rows of earlier runs'
+    that the corpus still has, each once; then deletes the staging files."""
+
+    def __init__(self, options, facts, output_dir, directory):
+        super().__init__(options, facts, output_dir)
+        self._directory = directory
 
     def process(self, keyed):
         _, items = keyed
-        upserts, deletes = [], []
+        wanted = {"file": set(), "staged": set(), "delete": set()}
         for kind, item in items:
-            (upserts if kind == "upsert" else deletes).append(item)
+            wanted[kind].add(item)
+        written = set()
         with self._open() as store:
-            self._write(store, upserts, deletes)
+            if wanted["delete"]:
+                store.delete(sorted(wanted["delete"]))
+            for path in staging.staged_files(self._directory):
+                passages, vectors = staging.read_staged(path)
+                new = path in wanted["file"]
+                keep = [
+                    i
+                    for i, row in enumerate(stored_passages_of(passages))
+                    if (new or row in wanted["staged"]) and row.id not in written
+                ]
+                if keep:
+                    write_passages(store, [passages[i] for i in keep], vectors[keep])
+                    written.update(passages[i].id for i in keep)
+        staging.delete_staged(self._directory)
+
+
+def _longest_first(keyed):
+    return sorted(keyed[1], key=lambda passage: -len(passage.text))
 
 
 def _upsert(result):
-    return "upsert", (_stored_passage(result.example), result.inference)
+    return "upsert", (result.example, result.inference)
 
 
-def build(pipeline, files, run, options, facts, stored, tokenization):
+def build(pipeline, files, run, options, facts, stored, split, staged=()):
     """Adds the stages to `pipeline` (see the module doc).
 
     Args:
@@ -208,46 +244,68 @@ def build(pipeline, files, run, options, facts, stored, tokenization):
       run, options: `RunOptions`, `RetrievalOptions`.
       facts: the towers' `TowerFacts`.
       stored: {passage id: `StoredPassage`} already in the store.
-      tokenization: (vocab_file, do_lower_case, passage_length,
-        passage_stride) of the split into passages.
+      split: the `PassageSplitter` of the document tower.
+      staged: the `StoredPassage` rows of a Milvus Lite run's staging files.
     """
     from apache_beam.ml.inference.base import RunInference
 
     from bert_tf.retrieval.milvus_store import _is_server
 
-    passages = (
+    documents = (
         pipeline
         | "CorpusFiles" >> beam.Create(files)
         | "Documents" >> beam.FlatMap(_documents)
         | "SpreadDocuments" >> beam.Reshuffle()
-        | "Passages" >> beam.ParDo(_Passages(*tokenization))
+    )
+    # Only a document id with the separator can equal a passage's id.
+    taken = (
+        documents
+        | "IdsWithSeparator" >> beam.Filter(lambda d: beir.PASSAGE_SEPARATOR in d.id)
+        | "TakenIds" >> beam.Map(lambda d: d.id)
+    )
+    passages = (
+        documents
+        | "Passages" >> beam.ParDo(_Passages(split), beam.pvalue.AsList(taken))
         | "KeyPassages" >> beam.Map(lambda passage: (passage.id, passage))
     )
     rows = pipeline | "StoredRows" >> beam.Create(sorted(stored.items()))
+    staged_rows = pipeline | "StagedRows" >> beam.Create([(r.id, r) for r in staged])
     changes = (
-        {"corpus": passages, "stored": rows}
+        {"corpus": passages, "stored": rows, "staged": staged_rows}
         | "JoinById" >> beam.CoGroupByKey()
-        | "Changes" >> beam.ParDo(_Changes()).with_outputs("removed", main="embed")
+        | "Changes"
+        >> beam.ParDo(_Changes()).with_outputs("removed", "staged", main="embed")
     )
-    upserts = (
-        changes.embed
-        | "Embed" >> RunInference(DualEncoderHandler(run, options))
-        | "Rows" >> beam.Map(_upsert)
-    )
+    embedded = changes.embed | "Embed" >> RunInference(DualEncoderHandler(run, options))
     deletes = changes.removed | "Deletes" >> beam.Map(lambda pid: ("delete", pid))
-    writes = (upserts, deletes) | "AllChanges" >> beam.Flatten()
     writer_args = (options, facts, run.output_dir)
     if _is_server(options.uri(run.output_dir)):
         return (
-            writes
+            (embedded | "Rows" >> beam.Map(_upsert), deletes)
+            | "AllChanges" >> beam.Flatten()
             | "WriteBatches" >> beam.BatchElements(max_batch_size=INDEX_CHUNK)
             | "ParallelWriters" >> beam.ParDo(_WriteBatch(*writer_args))
         )
+    directory = _staging_dir(run, options, facts)
+    staged_files = (
+        embedded
+        | "StagingBatches"
+        >> beam.BatchElements(min_batch_size=INDEX_CHUNK, max_batch_size=INDEX_CHUNK)
+        | "Stage" >> beam.ParDo(_Stage(directory, facts.fingerprint()))
+    )
+    restaged = changes.staged | "Restaged" >> beam.Map(lambda row: ("staged", row))
     return (
-        writes
+        (staged_files, restaged, deletes)
+        | "AllChanges" >> beam.Flatten()
         | "OneKey" >> beam.Map(lambda item: (0, item))
         | "ToOneWriter" >> beam.GroupByKey()
-        | "LiteWriter" >> beam.ParDo(_WriteAll(*writer_args))
+        | "LiteWriter" >> beam.ParDo(_WriteStaged(*writer_args, directory))
+    )
+
+
+def _staging_dir(run, options, facts):
+    return staging.staging_dir(
+        run.output_dir, options.milvus_collection, facts.fingerprint()
     )
 
 
@@ -262,7 +320,8 @@ def _prepare_store(options, facts, output_dir):
 
 def run_pipeline(run, options, runner, beam_options=""):
     """--do_index on a Beam runner; returns {"embedded", "kept", "removed",
-    "documents"} counts.
+    "staged", "documents"} counts ("staged": stored from an earlier killed
+    run's staging files, not embedded again).
 
     Args:
       run, options: `RunOptions` (output_dir, init_checkpoint,
@@ -273,25 +332,43 @@ def run_pipeline(run, options, runner, beam_options=""):
     from bert_tf.retrieval.milvus_store import _is_server
     from bert_tf.tasks.retrieval import load_dual_encoder
 
-    towers = load_dual_encoder(run, options)
-    facts = TowerFacts(int(towers.embedding_dim), towers.fingerprint())
-    preprocessor = towers.document_encoder.preprocessor
-    length = options.passage_length or preprocessor.seq_length - 2
-    stride = options.passage_stride or max(length // 2, 1)
-    tokenization = (preprocessor.vocab_file, preprocessor.do_lower_case, length, stride)
-    del towers
-    files = corpus_files(options.data_dir, options.corpus_file)
-    if "://" not in run.output_dir:
-        # Where the default --milvus_uri (<output_dir>/index.db) lives.
-        os.makedirs(run.output_dir, exist_ok=True)
-    if _is_server(options.uri(run.output_dir)):
-        stored = _prepare_store(options, facts, run.output_dir)
-    else:
-        # This process must not hold the Lite file: the pipeline's writer opens it.
-        with multiprocessing.get_context("spawn").Pool(1) as pool:
-            stored = pool.apply(_prepare_store, (options, facts, run.output_dir))
+    uri = options.uri(run.output_dir)
+    # A new Lite file has nothing to read or check: the writer creates it.
+    lite = not _is_server(uri)
+    read_lite = lite and os.path.exists(uri)
+    with contextlib.ExitStack() as stack:
+        if read_lite:
+            # This process must not hold the Lite file (the pipeline's writer
+            # opens it): a child reads it, and imports what it needs while
+            # this process loads the towers.
+            reader = stack.enter_context(
+                multiprocessing.get_context("spawn").Pool(
+                    1,
+                    initializer=importlib.import_module,
+                    initargs=("bert_tf.tasks.retrieval",),
+                )
+            )
+        towers = load_dual_encoder(run, options)
+        facts = TowerFacts(int(towers.embedding_dim), towers.fingerprint())
+        split = PassageSplitter(
+            towers.document_encoder.preprocessor,
+            options.passage_length,
+            options.passage_stride,
+        )
+        del towers
+        files = corpus_files(options.data_dir, options.corpus_file)
+        if "://" not in run.output_dir:
+            # Where the default --milvus_uri (<output_dir>/index.db) lives.
+            os.makedirs(run.output_dir, exist_ok=True)
+        stored, staged = {}, []
+        if read_lite:
+            stored = reader.apply(_prepare_store, (options, facts, run.output_dir))
+        elif not lite:
+            stored = _prepare_store(options, facts, run.output_dir)
+        if lite:
+            staged = staging.staged_passages(_staging_dir(run, options, facts))
     pipeline = beam.Pipeline(options=pipeline_options(runner, beam_options))
-    build(pipeline, files, run, options, facts, stored, tokenization)
+    build(pipeline, files, run, options, facts, stored, split, staged)
     result = pipeline.run()
     result.wait_until_finish()
     from apache_beam.metrics.metric import MetricsFilter

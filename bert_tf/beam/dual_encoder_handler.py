@@ -3,9 +3,7 @@
 from apache_beam.ml.inference.base import ModelHandler
 from apache_beam.ml.inference.base import PredictionResult
 
-# Passages per RunInference batch: run_retrieval --do_index's chunk (each is
-# sorted by length and cut into --encode_batch_size forward passes).
-INDEX_CHUNK = 256
+from bert_tf.retrieval.indexing import INDEX_CHUNK
 
 
 class DualEncoderHandler(ModelHandler):
@@ -30,7 +28,9 @@ class DualEncoderHandler(ModelHandler):
     """
 
     def __init__(self, run, options, max_batch_size=INDEX_CHUNK):
-        super().__init__(min_batch_size=1, max_batch_size=max_batch_size)
+        # Whole chunks: Beam's adaptive batching starts at min_batch_size
+        # and grew only to 12 passages (388 batches for 2,278 passages).
+        super().__init__(min_batch_size=max_batch_size, max_batch_size=max_batch_size)
         self.run = run
         self.options = options
 

@@ -39,6 +39,16 @@ def work(run, retrieval, beam):
         )
     if beam.uses_beam and not run.do_predict:
         raise UserInputError("--runner needs --do_index")
+    if beam.uses_beam and (
+        retrieval.retrieval_mode != "dense" or retrieval.vector_type != "float32"
+    ):
+        # BM25 weights need the whole corpus's statistics, int8 codes a scale
+        # fitted on it: what the one-process --do_index computes first.
+        raise UserInputError(
+            f"--runner: indexes --retrieval_mode=dense --vector_type=float32 only "
+            f"(got --retrieval_mode={retrieval.retrieval_mode} "
+            f"--vector_type={retrieval.vector_type}); index without --runner"
+        )
     if retrieval.corpus_file and not beam.uses_beam:
         raise UserInputError("--corpus_file needs --runner (the Beam indexing)")
     if not beam.uses_beam:
@@ -54,11 +64,12 @@ def work(run, retrieval, beam):
     )
     logging.info(
         "Indexed %d documents: %d passages embedded, %d already in the store, "
-        "%d removed",
+        "%d removed, %d stored from an interrupted run's staging files",
         counts["documents"],
         counts["embedded"],
         counts["kept"],
         counts["removed"],
+        counts["staged"],
     )
     return counts
 

@@ -280,7 +280,7 @@ def _windows(piece_counts, passage_length, passage_stride):
         start = following
 
 
-def split_passages(corpus, count_pieces, passage_length, passage_stride):
+def split_passages(corpus, count_pieces, passage_length, passage_stride, taken=()):
     """The passages of every document of `corpus`, in corpus order.
 
     A document whose text has at most `passage_length` word pieces is one
@@ -298,6 +298,9 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride):
         whitespace-separated word (the encoder's tokenizer).
       passage_length: most word pieces of text in a passage.
       passage_stride: pieces between the starts of consecutive passages.
+      taken: ids of documents outside `corpus` (when a corpus is cut in
+        parts: its ids containing `PASSAGE_SEPARATOR`, the only ones a
+        passage id can equal).
 
     Returns:
       A list of `Passage`.
@@ -318,7 +321,7 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride):
     passages = []
     # Ids in use: every document's (a one-passage document's passage has
     # it) and every passage's so far.
-    taken = set(corpus)
+    taken = set(corpus).union(taken)
     for doc in corpus.values():
         words = doc.text.split()
         counts = [count_pieces(word) for word in words]

@@ -29,12 +29,14 @@ INT8_FIT_SAMPLE = 10000
 __all__ = [
     "INDEX_CHUNK",
     "INT8_FIT_SAMPLE",
+    "PassageSplitter",
     "index_corpus",
     "passages_of",
     "stored_passage",
     "stored_passages_of",
     "text_hash",
     "towers_at",
+    "write_passages",
 ]
 
 
@@ -56,12 +58,17 @@ def stored_passages_of(passages):
     return [stored_passage(p) for p in passages]
 
 
-def passages_of(corpus, towers, passage_length=None, passage_stride=None):
-    """The corpus's `beir.Passage`s, cut by the document tower's tokenizer.
+class PassageSplitter:
+    """Cuts `beir.Document`s into passages as a document tower reads them.
+
+    Counts word pieces with the tower's own tokenizer (its vocabulary and
+    every setting of its tokenizer files: lower-casing, accent stripping,
+    CJK splitting) and refuses passages longer than the tower reads. It
+    pickles (without its cache of word counts), so a Beam worker cuts
+    documents exactly as `passages_of` does in one process.
 
     Args:
-      corpus: {doc id: `beir.Document`} (`beir.read_corpus`).
-      towers: the `DualEncoder` whose document tower reads the passages.
+      preprocessor: the document tower's `BertPreprocessor`.
       passage_length: word pieces per passage (None: the tower's
         max_seq_length - 2, what it reads of one passage without the title).
       passage_stride: word pieces between passage starts (None: half of
@@ -70,37 +77,81 @@ def passages_of(corpus, towers, passage_length=None, passage_stride=None):
     Example:
 
     ```python
+    split = PassageSplitter(towers.document_encoder.preprocessor, 200)
+    passages = split(beir.read_corpus("squad_beir"))
+    ```
+    """
+
+    def __init__(self, preprocessor, passage_length=None, passage_stride=None):
+        reads = preprocessor.seq_length - 2  # [CLS] passage [SEP]
+        if passage_length and passage_length > reads:
+            # Longer passages would be stored, and cut to `reads` when embedded.
+            raise UserInputError(
+                f"--passage_length={passage_length}: the document tower reads "
+                f"{reads} word pieces of a passage (max_seq_length "
+                f"{preprocessor.seq_length} - 2); pass at most {reads}"
+            )
+        self.tokenizer = preprocessor.python_tokenizer()
+        self.length = passage_length or reads
+        self.stride = passage_stride or max(self.length // 2, 1)
+        self._pieces = {}
+
+    def __getstate__(self):
+        return self.__dict__ | {"_pieces": {}}
+
+    def count_pieces(self, word):
+        """Word pieces of a whitespace-separated word (at least 1)."""
+        if word not in self._pieces:
+            self._pieces[word] = len(self.tokenizer.tokenize(word)) or 1
+        return self._pieces[word]
+
+    def __call__(self, corpus, taken=()):
+        """The `beir.Passage`s of {doc id: `beir.Document`}, in corpus order;
+        `taken`: ids of other documents (a part of a corpus cut alone; see
+        `beir.split_passages`)."""
+        return beir.split_passages(
+            corpus, self.count_pieces, self.length, self.stride, taken
+        )
+
+
+def passages_of(corpus, towers, passage_length=None, passage_stride=None):
+    """The corpus's `beir.Passage`s, cut by the document tower's tokenizer
+    (`PassageSplitter`; the arguments as its).
+
+    Example:
+
+    ```python
     passages = passages_of(beir.read_corpus("squad_beir"), towers)
     ```
     """
-    preprocessor = towers.document_encoder.preprocessor
-    tokenizer = preprocessor.python_tokenizer()
-    reads = preprocessor.seq_length - 2  # [CLS] passage [SEP]
-    if passage_length and passage_length > reads:
-        # Longer passages would be stored, and cut to `reads` when embedded.
-        raise UserInputError(
-            f"--passage_length={passage_length}: the document tower reads "
-            f"{reads} word pieces of a passage (max_seq_length "
-            f"{preprocessor.seq_length} - 2); pass at most {reads}"
-        )
-    length = passage_length or reads
-    stride = passage_stride or max(length // 2, 1)
-    cache = {}
-
-    def count_pieces(word):
-        if word not in cache:
-            cache[word] = len(tokenizer.tokenize(word)) or 1
-        return cache[word]
-
-    passages = beir.split_passages(corpus, count_pieces, length, stride)
+    split = PassageSplitter(
+        towers.document_encoder.preprocessor, passage_length, passage_stride
+    )
+    passages = split(corpus)
     logging.info(
         "%d documents -> %d passages (passage_length=%d, passage_stride=%d)",
         len(corpus),
         len(passages),
-        length,
-        stride,
+        split.length,
+        split.stride,
     )
     return passages
+
+
+def write_passages(store, passages, vectors, sparse=None):
+    """Upserts `beir.Passage`s into `store` as `index_corpus` writes them:
+    their `stored_passages_of` rows, `vectors` (None without dense vectors),
+    and `sparse` (their BM25 vectors, for a store with `lexical` ones). Each
+    row carries its passage's text and title (`stored_passage`).
+
+    Example:
+
+    ```python
+    write_passages(store, chunk, towers.encode_documents([p.text for p in chunk]))
+    ```
+    """
+    extra = {} if sparse is None else {"sparse": sparse}
+    store.upsert(stored_passages_of(passages), vectors, **extra)
 
 
 def index_corpus(
@@ -176,10 +227,8 @@ def index_corpus(
                 new = towers.encode_documents([p.text for p in missing], batch_size)
                 embedded.update(zip((p.id for p in missing), new, strict=True))
             vectors = np.stack([embedded.pop(p.id) for p in chunk])
-        extra = {}
-        if lexical:
-            extra["sparse"] = [sparse_of[p.id] for p in chunk]
-        store.upsert([wanted[p.id] for p in chunk], vectors, **extra)
+        sparse = [sparse_of[p.id] for p in chunk] if lexical else None
+        write_passages(store, chunk, vectors, sparse)
         bar.update(start + len(chunk))
     rewritten = 0
     if lexical and store.bm25_digest != stats.digest:
