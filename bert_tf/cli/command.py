@@ -137,9 +137,9 @@ class Command:
         bert_tf.
       required: flags that must be given.
       uses_tensorflow: import TensorFlow (quietly) before the work starts.
-      check: with flags defined by hand, ``check(flags_obj)`` runs before
-        TensorFlow loads and returns the arguments of `work` (a tool's input
-        checks, so a bad file is named in a second).
+      check: ``check(*options)`` runs before TensorFlow loads and returns
+        the arguments of `work` (a tool's input checks beyond its options',
+        so a bad file is named in a second).
 
     Example:
 
@@ -257,8 +257,8 @@ class Command:
                 args = (flags.FLAGS,)
                 if self.options is not None:
                     args = self.options.build(flags.FLAGS)
-                elif self.check is not None:
-                    args = tuple(self.check(flags.FLAGS))
+                if self.check is not None:
+                    args = tuple(self.check(*args))
                 if self.uses_tensorflow:
                     import_tensorflow(verbosity)
                 work(*args)

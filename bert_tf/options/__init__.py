@@ -40,6 +40,8 @@ _EXPORTS = {
     "RerankerOptions": "bert_tf.options.reranker_options",
     "RetrievalOptions": "bert_tf.options.retrieval_options",
     "EmbedOptions": "bert_tf.options.embed_options",
+    "BatchPredictionOptions": "bert_tf.options.batch_prediction_options",
+    "PretrainingDataOptions": "bert_tf.options.pretraining_data_options",
 }
 
 __all__ = sorted(_EXPORTS)

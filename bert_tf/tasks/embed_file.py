@@ -17,9 +17,9 @@ from absl import logging
 
 from bert_tf.data_prep.table_reader import BadRowError
 from bert_tf.errors import UserInputError
+from bert_tf.options.embed_options import EMBED_INPUT_FORMATS
 from bert_tf.training.progress import progress_bar
 
-INPUT_FORMATS = ("text", "tsv", "csv", "jsonl")
 # Rows embedded per chunk, in batches: sorting a chunk by length is what
 # keeps padding low, so chunks are many batches long.
 DEFAULT_CHUNK_SIZE = 4096
@@ -27,9 +27,9 @@ DEFAULT_CHUNK_SIZE = 4096
 
 def input_format_of(path, file_format=None):
     if file_format:
-        if file_format not in INPUT_FORMATS:
+        if file_format not in EMBED_INPUT_FORMATS:
             raise UserInputError(
-                f"--input_format must be one of {INPUT_FORMATS}, got {file_format!r}"
+                f"--input_format must be one of {EMBED_INPUT_FORMATS}, got {file_format!r}"
             )
         return file_format
     extension = os.path.splitext(path)[1].lower()
