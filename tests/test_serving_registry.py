@@ -113,17 +113,17 @@ def test_one_family_table_feeds_the_exporters_the_tools_and_the_pipeline():
 
     with_signatures = [f for f in FAMILIES if f.signatures]
     assert choices(SavedModelExportOptions) == tuple(f.name for f in with_signatures)
-    litert = {f.name for f in FAMILIES if f.litert_signatures}
+    litert = {f.name for f in FAMILIES if f.litert}
     assert set(choices(LiteRTExportOptions)) == litert
     for family in with_signatures:
         model_class = registry.resolve(family.model_class)
         module_class = serving.signature_module_class(model_class)
         assert module_class is registry.resolve(family.signatures)
         assert module_class.family == family.name
-        if family.litert_signatures:
+        if family.litert:
             name, litert_class = litert_exporter.litert_family(model_class)
             assert name == family.name
-            assert litert_class is registry.resolve(family.litert_signatures)
+            assert litert_class is registry.resolve(family.signatures)
     # A subclass is exported as its nearest family; a class of none is named.
     assert litert_exporter.litert_family(bert_tf.BertTextClassifier)[0] == "classifier"
     with pytest.raises(TypeError, match="got BertPretrainer"):

@@ -214,13 +214,7 @@ class CheckpointSource:
             ) from None
 
     def _check_loaded(self):
-        report = self.model.checkpoint_load_report
-        missing = [
-            name
-            for name in report.missing
-            # A model that does not read the pooler may lack it.
-            if self.model.reads_pooled_output or not name.startswith("bert/pooler/")
-        ]
+        missing = self.model.checkpoint_load_report.missing_read(self.model)
         if missing:
             raise UserInputError(
                 f"bert_tf.pipeline: {self.path} lacks {len(missing)} of a "

@@ -176,17 +176,7 @@ def export_saved_model(
     )
     serving_model = model if dtype == "float32" else copy_in_dtype(model, dtype)
     module = signature_module_for(serving_model, preprocessor, **family_options)
-    config = module.encoder_config
-    if preprocessor.vocab_size > config.vocab_size:
-        raise ValueError(
-            f"{vocab_file} has {preprocessor.vocab_size} tokens but the model's "
-            f"vocab_size is {config.vocab_size}: ids would run past the embeddings"
-        )
-    if seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"seq_length={seq_length} is longer than the model's "
-            f"max_position_embeddings ({config.max_position_embeddings})"
-        )
+    module.check_fits_model(vocab_file, seq_length)
 
     archive = keras.export.ExportArchive()
     # Only the preprocessor (its vocabulary tables) is tracked: tracking the
