@@ -115,21 +115,17 @@ def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
 
     tok_s_to_ns_map = {tok_index: i for i, tok_index in tok_ns_to_s_map.items()}
 
-    orig_start_position = None
-    if start_position in tok_s_to_ns_map:
-        ns_start_position = tok_s_to_ns_map[start_position]
-        if ns_start_position in orig_ns_to_s_map:
-            orig_start_position = orig_ns_to_s_map[ns_start_position]
+    def orig_position(position):
+        """The original text's index of a token-text index (None: unmapped)."""
+        return orig_ns_to_s_map.get(tok_s_to_ns_map.get(position))
+
+    orig_start_position = orig_position(start_position)
     if orig_start_position is None:
         if verbose_logging:
             logging.info("Couldn't map start position")
         return orig_text
 
-    orig_end_position = None
-    if end_position in tok_s_to_ns_map:
-        ns_end_position = tok_s_to_ns_map[end_position]
-        if ns_end_position in orig_ns_to_s_map:
-            orig_end_position = orig_ns_to_s_map[ns_end_position]
+    orig_end_position = orig_position(end_position)
     if orig_end_position is None:
         if verbose_logging:
             logging.info("Couldn't map end position")
