@@ -391,19 +391,18 @@ def compute_f1(a_gold, a_pred):
     pred_toks = _get_tokens(a_pred)
     if not gold_toks or not pred_toks:
         return int(gold_toks == pred_toks)
-    common = collections.Counter(gold_toks) & collections.Counter(pred_toks)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = num_same / len(pred_toks)
-    recall = num_same / len(gold_toks)
-    return (2 * precision * recall) / (precision + recall)
+    return _token_f1(pred_toks, gold_toks)
 
 
 def _f1_v1(prediction, ground_truth):
     # v1.1's f1_score: an empty side simply gives 0 (no 1-for-both-empty rule).
-    prediction_tokens = normalize_answer(prediction).split()
-    ground_truth_tokens = normalize_answer(ground_truth).split()
+    return _token_f1(
+        normalize_answer(prediction).split(), normalize_answer(ground_truth).split()
+    )
+
+
+def _token_f1(prediction_tokens, ground_truth_tokens):
+    """The F1 of the tokens two answers share (0 when none)."""
     common = collections.Counter(prediction_tokens) & collections.Counter(
         ground_truth_tokens
     )

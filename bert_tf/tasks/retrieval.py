@@ -81,6 +81,8 @@ from bert_tf.retrieval.mining import training_pairs
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
+from bert_tf.tasks.training_data import pipeline_share
+from bert_tf.tasks.training_data import repeated_batches
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 RERANKED_RUN_FILE = "run_reranked.tsv"
@@ -385,17 +387,8 @@ class RetrievalTask(Task):
                 }
 
             dataset = tf.data.Dataset.from_tensor_slices(order)
-            if input_context is not None and input_context.num_input_pipelines > 1:
-                dataset = dataset.shard(
-                    input_context.num_input_pipelines, input_context.input_pipeline_id
-                )
-            return (
-                dataset.repeat()
-                .batch(batch_size, drop_remainder=True)
-                .skip(skip_batches)
-                .map(make_batch, num_parallel_calls=tf.data.AUTOTUNE)
-                .prefetch(tf.data.AUTOTUNE)
-            )
+            dataset = pipeline_share(dataset, input_context)
+            return repeated_batches(dataset, batch_size, skip_batches, make_batch)
 
         return TrainingData(
             dataset_fn,

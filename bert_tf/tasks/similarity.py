@@ -45,6 +45,7 @@ from bert_tf.tasks import similarity_losses
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
+from bert_tf.tasks.training_data import pipeline_share
 from bert_tf.training.output_dir import file_fingerprint
 
 
@@ -186,10 +187,7 @@ class SimilarityTask(Task):
             )
         else:
             dataset = tf.data.Dataset.from_tensor_slices((columns, scores))
-            if input_context is not None and input_context.num_input_pipelines > 1:
-                dataset = dataset.shard(
-                    input_context.num_input_pipelines, input_context.input_pipeline_id
-                )
+            dataset = pipeline_share(dataset, input_context)
             dataset = (
                 dataset.shuffle(
                     len(rows), seed=self.run.seed, reshuffle_each_iteration=True
