@@ -88,14 +88,19 @@ def is_user_error(exc):
 
 
 def one_line(exc):
-    """The exception's message on one line (the parameter an error names as
-    `argument` written as its flag)."""
+    """The exception's message on one line (the parameters an error names as
+    its `arguments` written as their flags: `vocab_file=` -> `--vocab_file=`)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    argument = getattr(exc, "argument", None)
-    if argument:
-        text = re.sub(rf"(?<![-\w]){re.escape(argument)}=", f"--{argument}=", text)
-        if f"--{argument}" not in text:
-            text = f"--{argument}: {text}"
+    flag_names = getattr(exc, "flags", {})
+    for argument, flag in flag_names.items():
+        # A mention, not part of a path or a word; `--a/b` lists flags.
+        name = re.escape(argument)
+        text = re.sub(rf"(?<![-\w./']){name}(?!\w)", f"--{flag}", text)
+        text = re.sub(rf"(--\w+/){name}(?!\w)", rf"\1--{flag}", text)
+    if flag_names:
+        first = next(iter(flag_names.values()))
+        if f"--{first}" not in text:
+            text = f"--{first}: {text}"
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
         if exc.filename2:
