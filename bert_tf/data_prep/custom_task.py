@@ -193,8 +193,9 @@ class CustomProcessor(DataProcessor):
                 first_data_line,
                 f"this row looks like a header (label {first.label!r} appears in "
                 "no other row, its cells are single words) but has_header=False: "
-                "pass --has_header=true, or --allow_header_like_first_row=true "
+                "pass has_header=True, or allow_header_like_first_row=True "
                 "if it is data",
+                argument=("has_header", "allow_header_like_first_row"),
             )
         return self._checked_training_set(path, examples)
 
