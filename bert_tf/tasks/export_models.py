@@ -148,13 +148,13 @@ def recorded_tokenization(options):
     if options.model_type == "classifier" and (options.labels or options.task_name):
         labels = options.classifier_labels()[0]
         labels_flag = (
-            f"--labels={','.join(options.labels)}"
+            f"labels={','.join(options.labels)}"
             if options.labels
-            else f"--task_name={options.task_name}"
+            else f"task_name={options.task_name}"
         )
     elif options.model_type == "tagger" and options.labels:
         labels = list(options.labels)
-        labels_flag = f"--labels={','.join(options.labels)}"
+        labels_flag = f"labels={','.join(options.labels)}"
     tokenizes = not family_named(options.model_type).own_tokenizer
     recorded.check(
         vocab_file=options.vocab_file if tokenizes else None,

@@ -387,7 +387,7 @@ class NerTask(Task):
         labels = self.options.labels
         if labels is None:
             return None
-        return conll.label_list_from([], list(labels)), f"--labels={','.join(labels)}"
+        return conll.label_list_from([], list(labels)), f"labels={','.join(labels)}"
 
     def model_kwargs(self):
         return {
