@@ -124,8 +124,8 @@ class RecordedRun:
         if label_list is not None and self.label_list is not None:
             if [str(x) for x in label_list] != [str(x) for x in self.label_list]:
                 raise UserInputError(
-                    f"{labels_flag}: the labels {_shown(label_list)} differ from "
-                    f"those {where} was trained with, {_shown(self.label_list)} "
+                    f"{labels_flag}: the label list {_shown(label_list)} differs "
+                    f"from the one {where} was trained with, {_shown(self.label_list)} "
                     f"(its label_list.json, in label-id order)",
                     argument=labels_flag.partition("=")[0],
                 )
