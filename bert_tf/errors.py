@@ -20,7 +20,8 @@ class UserInputError(ValueError):
     A library error names the parameter (``pooling='cls' differs ...``);
     ``argument="pooling"`` lets the command-line tools name the flag of the
     same name instead (``--pooling='cls' differs ...``): each mention of the
-    message's arguments becomes the flag. `argument` may be a tuple of names
+    message's arguments becomes the flag (of a name without "_", which may
+    be a plain word, only ``name=``). `argument` may be a tuple of names
     (a message about two parameters), or a `{parameter: flag name}` dict
     where the tool's flag is named otherwise (``eval_split`` is
     ``--tfds_split_eval``).

@@ -93,10 +93,12 @@ def one_line(exc):
     text = " ".join(str(exc).split()) or type(exc).__name__
     flag_names = getattr(exc, "flags", {})
     for argument, flag in flag_names.items():
-        # A mention, not part of a path or a word; `--a/b` lists flags.
+        # A mention, not part of a path or a word (a name without "_" may be
+        # a word: only its `name=`); `--a/b` lists flags.
         name = re.escape(argument)
-        text = re.sub(rf"(?<![-\w./']){name}(?!\w)", f"--{flag}", text)
-        text = re.sub(rf"(--\w+/){name}(?!\w)", rf"\1--{flag}", text)
+        end = "(?!\\w)" if "_" in argument else "(?==)"
+        text = re.sub(rf"(?<![-\w./']){name}{end}", f"--{flag}", text)
+        text = re.sub(rf"(--\w+/){name}{end}", rf"\1--{flag}", text)
     if flag_names:
         first = next(iter(flag_names.values()))
         if f"--{first}" not in text:

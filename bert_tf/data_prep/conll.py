@@ -223,8 +223,8 @@ def label_list_from(sentences, entity_types=None):
         unknown = [t for t in seen if t not in entity_types]
         if unknown:
             raise ConllFormatError(
-                f"{seen[unknown[0]]}: entity type {unknown[0]!r} is not in labels "
-                f"({', '.join(entity_types)})",
+                f"{seen[unknown[0]]}: entity type {unknown[0]!r} is not in "
+                f"labels={','.join(entity_types)}",
                 argument="labels",
             )
         types = list(entity_types)
@@ -242,7 +242,7 @@ def check_labels(sentences, label_list, path):
                 raise ConllFormatError(
                     f"{sentence.source}: {path} has entity type {tag[2:]!r} (word "
                     f"{i + 1}), which the training file does not have; give the "
-                    "types with labels",
+                    "types with labels=",
                     argument="labels",
                 )
 

@@ -70,9 +70,10 @@ def passages_of(corpus, towers, passage_length=None, passage_stride=None):
     if passage_length and passage_length > reads:
         # Longer passages would be stored, and cut to `reads` when embedded.
         raise UserInputError(
-            f"--passage_length={passage_length}: the document tower reads "
+            f"passage_length={passage_length}: the document tower reads "
             f"{reads} word pieces of a passage (max_seq_length "
-            f"{preprocessor.seq_length} - 2); pass at most {reads}"
+            f"{preprocessor.seq_length} - 2); pass at most {reads}",
+            argument="passage_length",
         )
     length = passage_length or reads
     stride = passage_stride or max(length // 2, 1)

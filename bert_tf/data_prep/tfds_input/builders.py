@@ -67,7 +67,7 @@ def check_split(builder, tfds_name, split, parameter, flag):
     names = [part.split("[")[0].strip() for part in split.split("+")]
     if known and any(name not in known for name in names):
         raise UserInputError(
-            f"TFDS {tfds_name} has no split {split!r} ({parameter}); its splits: "
+            f"TFDS {tfds_name} has no split ({parameter}={split!r}); its splits: "
             f"{', '.join(sorted(builder.info.splits.keys()))}",
             argument={parameter: flag},
         )
