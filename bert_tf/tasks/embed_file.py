@@ -29,7 +29,8 @@ def input_format_of(path, file_format=None):
     if file_format:
         if file_format not in EMBED_INPUT_FORMATS:
             raise UserInputError(
-                f"--input_format must be one of {EMBED_INPUT_FORMATS}, got {file_format!r}"
+                f"file_format must be one of {EMBED_INPUT_FORMATS}, got {file_format!r}",
+                argument={"file_format": "input_format"},
             )
         return file_format
     extension = os.path.splitext(path)[1].lower()
@@ -51,7 +52,10 @@ def iter_rows(path, file_format, text_column=None, id_column=None):
     """
     file_format = input_format_of(path, file_format)
     if file_format != "text" and text_column is None:
-        raise UserInputError(f"{path}: --text_column is needed for {file_format} input")
+        raise UserInputError(
+            f"{path}: text_column is needed for {file_format} input",
+            argument="text_column",
+        )
     with _open_text(path) as f:
         try:
             if file_format == "text":

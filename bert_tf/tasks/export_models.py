@@ -83,7 +83,8 @@ def tagger_labels(init_checkpoint):
     if saved is None:
         raise UserInputError(
             f"No label_list.json in {directory}: give the tagger's IOB2 tags with "
-            "--labels"
+            "labels=",
+            argument="labels",
         )
     return saved.label_list
 
@@ -108,7 +109,8 @@ def checkpoint_files(options):
     if not vocab_file:
         raise UserInputError(
             f"No vocab.txt or tokenizer.json beside {options.init_checkpoint}: "
-            "give --vocab_file"
+            "give vocab_file",
+            argument="vocab_file",
         )
     config = options.bert_config_file
     bert_config = BertConfig.from_json_file(config or files.config_file)
@@ -120,18 +122,20 @@ def checkpoint_files(options):
             f"{bert_config.type_vocab_size}, but the {options.model_type} export "
             "reads sentence pairs (segment id 1); "
             + (
-                "leave out --text_pair"
+                "leave out text_pair"
                 if options.model_type != "span"
                 else "a span model needs a model trained on pairs"
-            )
+            ),
+            argument="text_pair",
         )
     max_positions = bert_config.max_position_embeddings
     # None: the checkpoint's own length (embedding, reranker, retrieval).
     if options.max_seq_length is not None and options.max_seq_length > max_positions:
         # The signature would accept requests the model cannot encode.
         raise UserInputError(
-            f"--max_seq_length={options.max_seq_length} > max_position_embeddings "
-            f"({max_positions}) of {config or files.config_file}"
+            f"max_seq_length={options.max_seq_length} > max_position_embeddings "
+            f"({max_positions}) of {config or files.config_file}",
+            argument="max_seq_length",
         )
     return vocab_file, config
 
@@ -187,7 +191,8 @@ def build_for_export(options):
         raise UserInputError(
             f"{options.init_checkpoint} lacks {len(missing)} of the "
             f"{options.model_type} model's variables, e.g. {missing[:3]}: "
-            "is --model_type right?"
+            "is model_type right?",
+            argument="model_type",
         )
     return built
 

@@ -46,6 +46,8 @@ def run(options):
                 **built.tokenizer_options,
                 **family_options,
             )
+    except UserInputError:
+        raise  # (it names its parameters: the CLI's flags)
     except ValueError as error:
         # Vocabulary/model mismatches, a query longer than the window.
         raise UserInputError(str(error)) from error
