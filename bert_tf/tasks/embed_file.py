@@ -96,12 +96,17 @@ def _table_rows(path, f, file_format, text_column, id_column):
     if header is None:
         return
     columns = {}
-    for flag, name in (("--text_column", text_column), ("--id_column", id_column)):
+    for parameter, name in (("text_column", text_column), ("id_column", id_column)):
         if name is None:
             continue
         if name not in header:
-            raise BadRowError(path, 1, f"{flag}={name!r} is not in the header {header}")
-        columns[flag] = header.index(name)
+            raise BadRowError(
+                path,
+                1,
+                f"{parameter}={name!r} is not in the header {header}",
+                argument=parameter,
+            )
+        columns[parameter] = header.index(name)
     start = 2
     for fields in reader:
         line, start = start, reader.line_num + 1
@@ -109,10 +114,10 @@ def _table_rows(path, f, file_format, text_column, id_column):
             raise BadRowError(
                 path, line, f"{len(fields)} columns, the header has {len(header)}"
             )
-        text = fields[columns["--text_column"]]
+        text = fields[columns["text_column"]]
         if not text.strip():
             raise BadRowError(path, line, "empty text")
-        row_id = fields[columns["--id_column"]] if id_column else str(line)
+        row_id = fields[columns["id_column"]] if id_column else str(line)
         yield row_id, text
 
 

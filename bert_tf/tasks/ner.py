@@ -145,7 +145,7 @@ def tagger_for_export(init_checkpoint, config, options, labels):
     if use_crf is None and has_crf_variables(names):
         logging.info("%s holds a CRF tagger: exported with its CRF", init_checkpoint)
         return build(True)
-    check_crf_flag(bool(use_crf), names, f"--init_checkpoint={init_checkpoint}")
+    check_crf_flag(bool(use_crf), names, f"init_checkpoint={init_checkpoint}")
     return model
 
 
@@ -160,13 +160,13 @@ def check_crf_flag(use_crf, names, checkpoint):
     if has_crf and not use_crf:
         raise UserInputError(
             f"{checkpoint} holds a CRF tagger (cls/crf/transitions): add use_crf",
-            argument="use_crf",
+            argument=("use_crf", "init_checkpoint"),
         )
     if use_crf and not has_crf:
         raise UserInputError(
             f"{checkpoint} has no CRF transitions (cls/crf/*): drop use_crf, "
             "or train with it",
-            argument="use_crf",
+            argument=("use_crf", "init_checkpoint"),
         )
 
 
@@ -188,7 +188,7 @@ def check_restored_crf(run, use_crf, model):
             check_crf_flag(
                 use_crf,
                 [*report.loaded, *report.unused],
-                f"--init_checkpoint={run.init_checkpoint}",
+                f"init_checkpoint={run.init_checkpoint}",
             )
         return
     try:
