@@ -24,6 +24,7 @@ from bert_tf.checkpoints.loading import hf_checkpoint_files
 from bert_tf.checkpoints.name_map import hf_names
 from bert_tf.errors import UserInputError
 from bert_tf.layers.sentence_pooling import POOLING_MODES
+from bert_tf.text.tokenizer_json import read_json
 from bert_tf.text.tokenizer_json import read_tokenizer_files
 
 MODULES_FILE = "modules.json"
@@ -119,11 +120,7 @@ class SentenceTransformersModel:
 def _read_json(path):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found (named by a modules.json)")
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise UserInputError(f"{path}: not valid JSON: {e}") from e
+    return read_json(path)
 
 
 def _pooling_modes(config, where):
