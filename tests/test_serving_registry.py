@@ -79,7 +79,7 @@ def test_span_options_check_their_values():
     assert serving.SpanOptions().nbest_columns == 20
     assert serving.SpanOptions(version_2_with_negative=True).nbest_columns == 21
     for name in ("doc_stride", "n_best_size", "max_answer_length", "max_query_length"):
-        with pytest.raises(UserInputError, match=f"--{name} must be >= 1"):
+        with pytest.raises(UserInputError, match=f"^{name} must be >= 1"):
             serving.SpanOptions(**{name: 0})
 
     class Parsed:

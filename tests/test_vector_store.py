@@ -117,7 +117,7 @@ def test_without_the_retrieval_extra_is_one_line(tmp_path, monkeypatch):
     uri = str(tmp_path / "index.db")
     with pytest.raises(UserInputError) as error:
         MilvusStore(uri, "c", DIM, "m")
-    assert str(error.value).startswith(f"--milvus_uri={uri}: Milvus needs")
+    assert str(error.value).startswith(f"uri={uri}: Milvus needs")
     assert "pip install '.[retrieval]'" in str(error.value)
 
 

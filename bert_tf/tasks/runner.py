@@ -178,12 +178,12 @@ def run_settings(task, config, fingerprints):
 
 
 def export_model(
-    run, model, vocab_file, do_lower_case, max_seq_length, **serving_kwargs
+    export, model, vocab_file, do_lower_case, max_seq_length, **serving_kwargs
 ):
-    """--export_dir: the SavedModel for TF Serving of the task's family."""
+    """The SavedModel for TF Serving of the model's family, as `export` (an
+    `ExportOptions`: --export_dir, tokenizer, dtype, version) says."""
     from bert_tf.serving import export_saved_model
 
-    export = run.export
     return export_saved_model(
         model,
         export.export_dir,

@@ -10,8 +10,8 @@ import os
 
 from absl import logging
 
-from bert_tf.serving import export_saved_model
 from bert_tf.tasks.export_models import build_for_export
+from bert_tf.tasks.runner import export_model
 
 
 def run(options):
@@ -23,20 +23,17 @@ def run(options):
 
         return retrieval.export_from_checkpoint(options)
     built = build_for_export(options)
-    export = options.export
-    path = export_saved_model(
+    path = export_model(
+        options.export,
         built.model,
-        export.export_dir,
         built.vocab_file,
         built.do_lower_case,
         built.max_seq_length,
-        tokenizer=export.serving_tokenizer,
-        dtype=export.serving_dtype,
-        version=export.export_version,
         **built.tokenizer_options,
         **built.signature_options,
     )
     logging.info(
-        "Serve it with: --model_base_path=%s", os.path.abspath(export.export_dir)
+        "Serve it with: --model_base_path=%s",
+        os.path.abspath(options.export.export_dir),
     )
     return path
