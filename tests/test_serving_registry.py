@@ -94,8 +94,16 @@ def test_span_options_check_their_values():
     options = serving.SpanOptions.from_attributes(Parsed())
     assert options == serving.SpanOptions(10, 5, 7, 3, True, -1.5)
     options.check_seq_length(14)
-    with pytest.raises(UserInputError, match="--max_seq_length, --max_query_length"):
+    with pytest.raises(
+        UserInputError, match="max_seq_length .13. must be greater"
+    ) as e:
         options.check_seq_length(13)
+    # The tools name their flags.
+    from bert_tf.cli.command import one_line
+
+    assert one_line(e.value) == (
+        "The --max_seq_length (13) must be greater than --max_query_length (10) + 3"
+    )
 
 
 def test_one_family_table_feeds_the_exporters_the_tools_and_the_pipeline():
