@@ -99,10 +99,8 @@ def one_line(exc):
         end = "(?!\\w)" if "_" in argument else "(?==)"
         text = re.sub(rf"(?<![-\w./']){name}{end}", f"--{flag}", text)
         text = re.sub(rf"(--\w+/){name}{end}", rf"\1--{flag}", text)
-    if flag_names:
-        first = next(iter(flag_names.values()))
-        if f"--{first}" not in text:
-            text = f"--{first}: {text}"
+    if flag_names and not any(f"--{flag}" in text for flag in flag_names.values()):
+        text = f"--{next(iter(flag_names.values()))}: {text}"
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
         if exc.filename2:
