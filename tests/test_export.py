@@ -23,6 +23,7 @@ from tiny_models import tiny_bert_config
 
 import bert_tf
 from bert_tf import serving
+from bert_tf.cli.command import one_line
 from bert_tf.data_prep import glue
 from bert_tf.serving import saved_model_exporter as exporter
 from bert_tf.serving import warmup
@@ -389,9 +390,11 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
             version=int(os.path.basename(newer)),
         )
     # Versions TF Serving never loads, and an export_dir that is a file.
-    with pytest.raises(ValueError, match="--export_version=-1"):
+    with pytest.raises(ValueError, match="^version=-1") as error:
         exporter.check_export_dir(base, -1)
-    with pytest.raises(ValueError, match=f"--export_dir={re.escape(newer)}.*not a dir"):
+    # The tools name their flag.
+    assert one_line(error.value).startswith("--export_version=-1: must be a positive")
+    with pytest.raises(ValueError, match=f"^export_dir={re.escape(newer)}.*not a dir"):
         exporter.check_export_dir(newer + "/saved_model.pb")
     # A killed export's temporary folder (its pid is gone) is removed by the
     # next export; a live one's stays.

@@ -363,7 +363,7 @@ def test_crf_flag_must_match_the_checkpoint(crf_checkpoint, shared_data, tmp_pat
 
     directory, labels = crf_checkpoint
     # --nouse_crf would drop the transitions: argmax tags.
-    with pytest.raises(bert_tf.UserInputError, match="CRF tagger.*add --use_crf"):
+    with pytest.raises(bert_tf.UserInputError, match="CRF tagger.*add use_crf"):
         litert_export.run(
             _tagger_options(directory, labels, shared_data, use_crf=False)
         )

@@ -29,7 +29,7 @@ def test_a_second_writer_stops_naming_the_holder_and_a_dead_holder_is_taken_over
         message = str(error.value)
         assert f"pid {holder.pid}" in message
         assert socket.gethostname() in message
-        assert f"--output_dir={tmp_path}" in message
+        assert f"output_dir={tmp_path}" in message
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
@@ -78,7 +78,7 @@ def test_same_settings_resume_other_settings_stop_with_the_differences(tmp_path)
     assert "learning_rate: 2e-05 -> 3e-05" in message
     assert "data.0.size: 10 -> 11" in message
     assert "seed" not in message.split("Differences")[1]
-    assert "--overwrite_output_dir" in message
+    assert "overwrite_output_dir to delete it" in message
     assert (tmp_path / "checkpoints" / "ckpt-1.index").exists()  # untouched
 
     RunSettings(str(tmp_path), changed).claim(overwrite=True)

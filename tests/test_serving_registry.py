@@ -79,7 +79,7 @@ def test_span_options_check_their_values():
     assert serving.SpanOptions().nbest_columns == 20
     assert serving.SpanOptions(version_2_with_negative=True).nbest_columns == 21
     for name in ("doc_stride", "n_best_size", "max_answer_length", "max_query_length"):
-        with pytest.raises(UserInputError, match=f"--{name} must be >= 1"):
+        with pytest.raises(UserInputError, match=f"^{name} must be >= 1"):
             serving.SpanOptions(**{name: 0})
 
     class Parsed:
@@ -94,8 +94,16 @@ def test_span_options_check_their_values():
     options = serving.SpanOptions.from_attributes(Parsed())
     assert options == serving.SpanOptions(10, 5, 7, 3, True, -1.5)
     options.check_seq_length(14)
-    with pytest.raises(UserInputError, match="--max_seq_length, --max_query_length"):
+    with pytest.raises(
+        UserInputError, match="max_seq_length .13. must be greater"
+    ) as e:
         options.check_seq_length(13)
+    # The tools name their flags.
+    from bert_tf.cli.command import one_line
+
+    assert one_line(e.value) == (
+        "The --max_seq_length (13) must be greater than --max_query_length (10) + 3"
+    )
 
 
 def test_one_family_table_feeds_the_exporters_the_tools_and_the_pipeline():
@@ -113,17 +121,17 @@ def test_one_family_table_feeds_the_exporters_the_tools_and_the_pipeline():
 
     with_signatures = [f for f in FAMILIES if f.signatures]
     assert choices(SavedModelExportOptions) == tuple(f.name for f in with_signatures)
-    litert = {f.name for f in FAMILIES if f.litert_signatures}
+    litert = {f.name for f in FAMILIES if f.litert}
     assert set(choices(LiteRTExportOptions)) == litert
     for family in with_signatures:
         model_class = registry.resolve(family.model_class)
         module_class = serving.signature_module_class(model_class)
         assert module_class is registry.resolve(family.signatures)
         assert module_class.family == family.name
-        if family.litert_signatures:
+        if family.litert:
             name, litert_class = litert_exporter.litert_family(model_class)
             assert name == family.name
-            assert litert_class is registry.resolve(family.litert_signatures)
+            assert litert_class is registry.resolve(family.signatures)
     # A subclass is exported as its nearest family; a class of none is named.
     assert litert_exporter.litert_family(bert_tf.BertTextClassifier)[0] == "classifier"
     with pytest.raises(TypeError, match="got BertPretrainer"):

@@ -263,12 +263,12 @@ def test_squad_version_must_match_the_flag(tmp_path):
         with pytest.raises(
             UserInputError,
             match=r"v2\.json: question id 'n1' has no answer.*SQuAD 2\.0.*"
-            r"pass --version_2_with_negative",
+            r"pass version_2_with_negative=True",
         ):
             squad.read_squad_examples(v2_path, is_training)
         with pytest.raises(
             UserInputError,
-            match=r"v1\.json: .*SQuAD 1\.1 file; drop --version_2_with_negative",
+            match=r"v1\.json: .*SQuAD 1\.1 file; pass version_2_with_negative=False",
         ):
             squad.read_squad_examples(
                 v1_path, is_training, version_2_with_negative=True

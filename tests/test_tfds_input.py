@@ -394,11 +394,11 @@ def test_missing_tensorflow_datasets_is_a_clear_error(monkeypatch):
 def test_bad_names_splits_and_features_name_the_flag(tfds_dirs):
     with pytest.raises(ValueError, match="supported: glue/ax, glue/cola"):
         tfds_input.TfdsGlueProcessor("glue/foo")
-    with pytest.raises(ValueError, match=r"no split 'dev' \(--tfds_split_eval\)"):
+    with pytest.raises(ValueError, match=r"no split \(eval_split='dev'\)"):
         tfds_input.TfdsGlueProcessor(
             "glue/mrpc", data_dir=tfds_dirs.data_dir, eval_split="dev"
         ).get_dev_examples()
-    with pytest.raises(ValueError, match=r"'text' \(--tfds_text_a_feature\)"):
+    with pytest.raises(ValueError, match=r"'text' \(text_a_feature\)"):
         tfds_input.TfdsGlueProcessor(
             "glue/mrpc", data_dir=tfds_dirs.data_dir, text_a_feature="text"
         ).get_train_examples()

@@ -11,6 +11,7 @@ import unicodedata
 
 import pytest
 
+from bert_tf.cli.command import one_line
 from bert_tf.text import tokenization
 
 # The vocabulary of the original tokenization_test.py.
@@ -673,10 +674,15 @@ def test_validate_case_uncased_models(name):
     with pytest.raises(ValueError) as info:
         tokenization.validate_case_matches_checkpoint(False, ckpt)
     message = str(info.value)
-    assert "`--do_lower_case=False`" in message
+    assert "`do_lower_case=False`" in message
     assert f"`{name}` seems to be a lowercased model" in message
-    assert "`--do_lower_case=True`" in message
+    assert "`do_lower_case=True`" in message
     assert ckpt in message
+    # The command-line tools print the original's message, naming the flags.
+    assert one_line(info.value).startswith(
+        f"You passed in `--do_lower_case=False` with `--init_checkpoint={ckpt}`."
+    )
+    assert "pass in `--do_lower_case=True`" in one_line(info.value)
 
 
 @pytest.mark.parametrize("name", CASED_MODELS)
@@ -793,7 +799,10 @@ def test_cased_vocab_with_lower_casing_is_refused(cased_vocab_file):
     with pytest.raises(ValueError) as info:
         tokenization.validate_case_matches_vocab(True, vocab, cased_vocab_file)
     message = str(info.value)
-    assert cased_vocab_file in message and "--do_lower_case=false" in message
+    assert cased_vocab_file in message and "pass do_lower_case=false" in message
+    assert one_line(info.value).startswith(
+        f"--do_lower_case=true with --vocab_file={cased_vocab_file}"
+    )
     # What the check prevents: lower-cased, a capitalised word loses its entry.
     lowered = tokenization.FullTokenizer(cased_vocab_file, do_lower_case=True)
     assert "Paris" in vocab and lowered.tokenize("Paris") != ["Paris"]
@@ -802,7 +811,7 @@ def test_cased_vocab_with_lower_casing_is_refused(cased_vocab_file):
 def test_uncased_vocab_without_lower_casing_is_refused(uncased_vocab_file):
     vocab = tokenization.load_vocab(uncased_vocab_file)
     tokenization.validate_case_matches_vocab(True, vocab, uncased_vocab_file)
-    with pytest.raises(ValueError, match="--do_lower_case=true") as info:
+    with pytest.raises(ValueError, match="pass do_lower_case=true") as info:
         tokenization.validate_case_matches_vocab(False, vocab, uncased_vocab_file)
     assert uncased_vocab_file in str(info.value)
     cased = tokenization.FullTokenizer(uncased_vocab_file, do_lower_case=False)

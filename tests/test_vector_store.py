@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
 
+from bert_tf.cli.command import one_line  # noqa: E402
 from bert_tf.errors import UserInputError  # noqa: E402
 from bert_tf.retrieval.exact_store import ExactStore  # noqa: E402
 from bert_tf.retrieval.milvus_store import MilvusStore  # noqa: E402
@@ -85,21 +86,23 @@ def test_collection_refuses_another_model_dimension_or_index(tmp_path):
         (dict(dimension=8, fingerprint="model-a"), "dimension 16, the model makes 8"),
         (
             dict(dimension=DIM, fingerprint="model-a", index_type="HNSW"),
-            "built with --index_type=FLAT",
+            "built with index_type=FLAT",
         ),
     ]
     for kwargs, message in cases:
         with pytest.raises(UserInputError) as error:
             MilvusStore(uri, "c", **kwargs)
-        assert message in str(error.value) and f"--milvus_uri={uri}" in str(error.value)
+        assert message in str(error.value) and f"uri={uri}" in str(error.value)
         assert "\n" not in str(error.value)
+        # The command-line tools name their flags instead.
+        assert one_line(error.value).startswith(f"--milvus_uri={uri} collection")
     with MilvusStore(uri, "c", 8, "model-b", overwrite=True) as store:
         assert len(store) == 0
 
 
 def test_unreachable_or_bad_uri_is_one_line(tmp_path):
     with pytest.raises(
-        UserInputError, match=r"--milvus_uri=http://127.0.0.1:1: cannot connect"
+        UserInputError, match=r"^uri=http://127.0.0.1:1: cannot connect"
     ):
         MilvusStore("http://127.0.0.1:1", "c", DIM, "m")
     with pytest.raises(UserInputError, match=r"must end in \.db"):
@@ -114,7 +117,7 @@ def test_without_the_retrieval_extra_is_one_line(tmp_path, monkeypatch):
     uri = str(tmp_path / "index.db")
     with pytest.raises(UserInputError) as error:
         MilvusStore(uri, "c", DIM, "m")
-    assert str(error.value).startswith(f"--milvus_uri={uri}: Milvus needs")
+    assert str(error.value).startswith(f"uri={uri}: Milvus needs")
     assert "pip install '.[retrieval]'" in str(error.value)
 
 

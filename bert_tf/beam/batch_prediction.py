@@ -23,10 +23,10 @@ from bert_tf.beam.runner_options import import_beam
 from bert_tf.beam.runner_options import pipeline_options
 from bert_tf.data_prep.strict_utf8 import describe_invalid_byte
 from bert_tf.errors import UserInputError
+from bert_tf.options.batch_prediction_options import BATCH_INPUT_FORMATS
 
 beam = import_beam()
 
-INPUT_FORMATS = ("tsv", "jsonl", "tfrecord")
 # Signature inputs by role: what the text column and the pair column feed.
 FIRST_INPUTS = ("text", "text_a", "question", "query")
 SECOND_INPUTS = ("text_b", "context", "passages")
@@ -354,9 +354,9 @@ def run_pipeline(
     """
     import tensorflow as tf
 
-    if input_format not in INPUT_FORMATS:
+    if input_format not in BATCH_INPUT_FORMATS:
         raise UserInputError(
-            f"input_format={input_format!r} is not one of {', '.join(INPUT_FORMATS)}"
+            f"input_format={input_format!r} is not one of {', '.join(BATCH_INPUT_FORMATS)}"
         )
     if batch_size < 1:
         raise UserInputError(f"batch_size must be >= 1, got {batch_size}")

@@ -149,8 +149,8 @@ def run_pipeline(
     if num_output_shards < 0:
         raise UserInputError(f"num_output_shards must be >= 0, got {num_output_shards}")
     check_outputs_are_not_inputs(
-        [("--output_file", output_file)],
-        [("--input_file", input_files), ("--vocab_file", [vocab_file])],
+        [("output_file", output_file)],
+        [("input_file", input_files), ("vocab_file", [vocab_file])],
     )
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
     check_vocab(tokenizer)

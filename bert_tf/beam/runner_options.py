@@ -35,11 +35,16 @@ def pipeline_options(runner, beam_options=""):
     from apache_beam.options.pipeline_options import PipelineOptions
 
     if not runner:
-        raise UserInputError("runner= is empty")
+        raise UserInputError("runner= is empty", argument="runner")
     try:
         args = shlex.split(beam_options or "")
     except ValueError as error:
-        raise UserInputError(f"beam_options={beam_options!r}: {error}") from error
+        raise UserInputError(
+            f"beam_options={beam_options!r}: {error}", argument="beam_options"
+        ) from error
     if any(arg == "--runner" or arg.startswith("--runner=") for arg in args):
-        raise UserInputError("beam_options= names a runner: give it as runner= instead")
+        raise UserInputError(
+            "beam_options= names a runner: give it as runner= instead",
+            argument=("beam_options", "runner"),
+        )
     return PipelineOptions([f"--runner={runner}", *args])

@@ -20,7 +20,6 @@ activation, more labels, another module) is an error naming the file.
 """
 
 import dataclasses
-import json
 import os
 
 import numpy as np
@@ -32,6 +31,8 @@ from bert_tf.checkpoints.name_map import hf_names
 from bert_tf.checkpoints.sentence_transformers_checkpoint import MODULES_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SENTENCE_CONFIG_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import hf_config_dict
+from bert_tf.checkpoints.sentence_transformers_checkpoint import write_json
+from bert_tf.checkpoints.sentence_transformers_checkpoint import write_tokenizer_files
 from bert_tf.errors import UserInputError
 from bert_tf.text.tokenizer_json import read_json
 
@@ -154,12 +155,6 @@ def read_cross_encoder(path, new_head=False):
     return CrossEncoderFiles(files, activation, max_seq_length, do_lower_case)
 
 
-def _write_json(path, data):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-
-
 def save_cross_encoder(model, directory):
     """Writes `model` (a `BertReranker`) as a Hugging Face
     `BertForSequenceClassification` directory with one label, which
@@ -188,23 +183,7 @@ def save_cross_encoder(model, directory):
         label2id={"LABEL_0": 0},
         sentence_transformers={"activation_fn": _TORCH_NAMES[model.activation]},
     )
-    _write_json(os.path.join(directory, "config.json"), config)
+    write_json(os.path.join(directory, "config.json"), config)
     preprocessor = model.preprocessor
-    with open(os.path.join(directory, "vocab.txt"), "wb") as f:
-        f.write(preprocessor._require_vocabulary())
-    _write_json(
-        os.path.join(directory, "tokenizer_config.json"),
-        {
-            "do_lower_case": bool(preprocessor.do_lower_case),
-            "strip_accents": bool(preprocessor.strip_accents),
-            "tokenize_chinese_chars": bool(preprocessor.tokenize_chinese_chars),
-            "tokenizer_class": "BertTokenizer",
-            "unk_token": "[UNK]",
-            "sep_token": "[SEP]",
-            "pad_token": "[PAD]",
-            "cls_token": "[CLS]",
-            "mask_token": "[MASK]",
-            "model_max_length": preprocessor.seq_length,
-        },
-    )
+    write_tokenizer_files(directory, preprocessor, preprocessor.seq_length)
     return directory

@@ -40,15 +40,6 @@ def safetensors_files(directory):
     return [single] if os.path.exists(single) else []
 
 
-def hf_do_lower_case(directory):
-    """`do_lower_case` from an HF directory's tokenizer_config.json, or None."""
-    path = os.path.join(directory, "tokenizer_config.json")
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f).get("do_lower_case")
-
-
 class HfCheckpointReader:
     """The tensors of an HF BERT directory, addressed by original names."""
 

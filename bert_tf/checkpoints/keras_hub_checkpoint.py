@@ -18,6 +18,7 @@ from bert_tf.checkpoints.name_map import KERAS_HUB_CLASSIFIER_HEAD
 from bert_tf.checkpoints.name_map import keras_hub_name
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserInputError
+from bert_tf.text.tokenizer_json import read_json_or_empty
 
 WEIGHTS_FILE = "model.weights.h5"
 TASK_WEIGHTS_FILE = "task.weights.h5"
@@ -81,11 +82,7 @@ def keras_hub_config(config_file):
 
 
 def _task_class(directory):
-    task = os.path.join(directory, "task.json")
-    if not os.path.exists(task):
-        return None
-    with open(task, encoding="utf-8") as f:
-        return json.load(f).get("class_name")
+    return read_json_or_empty(os.path.join(directory, "task.json")).get("class_name")
 
 
 def _datasets(path, prefix=""):

@@ -48,8 +48,14 @@ class CheckpointFiles:
     do_lower_case: bool | None = None
     tokenizer_options: dict = dataclasses.field(default_factory=dict)
 
-    def load_config(self):
-        return self.reader.load_config(self.config_file)
+    def load_config(self, config=None):
+        """The checkpoint's `BertConfig`, or `config` instead (a `BertConfig`
+        or the path of its JSON file)."""
+        if config is None:
+            return self.reader.load_config(self.config_file)
+        if isinstance(config, BertConfig):
+            return config
+        return BertConfig.from_json_file(config)
 
 
 def hf_checkpoint_files(directory, weight_files):
@@ -242,6 +248,16 @@ class LoadReport:
     missing: list
     unused: list
 
+    def missing_read(self, model):
+        """`missing` less a pooler `model` does not read: what a trained
+        model of its kind must have found in the checkpoint."""
+        reads_pooler = getattr(model, "reads_pooled_output", True)
+        return [
+            name
+            for name in self.missing
+            if reads_pooler or not name.startswith("bert/pooler/")
+        ]
+
     def log(self):
         logging.info(
             "Loaded %d variables from %s; %d in the model not in the checkpoint "
@@ -364,10 +380,7 @@ class CheckpointMixin:
             **kwargs: passed to the model's constructor (e.g. `num_labels`).
         """
         files = path if isinstance(path, CheckpointFiles) else find_checkpoint(path)
-        if config is None:
-            config = files.load_config()
-        elif not isinstance(config, BertConfig):
-            config = BertConfig.from_json_file(config)
+        config = files.load_config(config)
         if files.vocab_file is not None:
             lines = count_vocab_lines(files.vocab_file)
             if lines != config.vocab_size:

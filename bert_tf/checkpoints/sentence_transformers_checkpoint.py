@@ -24,6 +24,7 @@ from bert_tf.checkpoints.loading import hf_checkpoint_files
 from bert_tf.checkpoints.name_map import hf_names
 from bert_tf.errors import UserInputError
 from bert_tf.layers.sentence_pooling import POOLING_MODES
+from bert_tf.text.tokenizer_json import read_json
 from bert_tf.text.tokenizer_json import read_tokenizer_files
 
 MODULES_FILE = "modules.json"
@@ -119,11 +120,7 @@ class SentenceTransformersModel:
 def _read_json(path):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found (named by a modules.json)")
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise UserInputError(f"{path}: not valid JSON: {e}") from e
+    return read_json(path)
 
 
 def _pooling_modes(config, where):
@@ -342,10 +339,32 @@ def hf_config_dict(config):
     return data
 
 
-def _write_json(path, data):
+def write_json(path, data):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2)
         f.write("\n")
+
+
+def write_tokenizer_files(directory, preprocessor, model_max_length):
+    """vocab.txt and the Hugging Face tokenizer_config.json of `preprocessor`
+    (a `BertPreprocessor`) in `directory`."""
+    with open(os.path.join(directory, "vocab.txt"), "wb") as f:
+        f.write(preprocessor._require_vocabulary())
+    write_json(
+        os.path.join(directory, "tokenizer_config.json"),
+        {
+            "do_lower_case": bool(preprocessor.do_lower_case),
+            "strip_accents": bool(preprocessor.strip_accents),
+            "tokenize_chinese_chars": bool(preprocessor.tokenize_chinese_chars),
+            "tokenizer_class": "BertTokenizer",
+            "unk_token": "[UNK]",
+            "sep_token": "[SEP]",
+            "pad_token": "[PAD]",
+            "cls_token": "[CLS]",
+            "mask_token": "[MASK]",
+            "model_max_length": model_max_length,
+        },
+    )
 
 
 def save_sentence_transformers(model, directory):
@@ -367,30 +386,14 @@ def save_sentence_transformers(model, directory):
         value = np.asarray(variable.numpy(), np.float32)
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     save_file(tensors, os.path.join(directory, "model.safetensors"))
-    _write_json(os.path.join(directory, "config.json"), hf_config_dict(config))
+    write_json(os.path.join(directory, "config.json"), hf_config_dict(config))
     preprocessor = model.preprocessor
-    with open(os.path.join(directory, "vocab.txt"), "wb") as f:
-        f.write(preprocessor._require_vocabulary())
-    _write_json(
-        os.path.join(directory, "tokenizer_config.json"),
-        {
-            "do_lower_case": bool(preprocessor.do_lower_case),
-            "strip_accents": bool(preprocessor.strip_accents),
-            "tokenize_chinese_chars": bool(preprocessor.tokenize_chinese_chars),
-            "tokenizer_class": "BertTokenizer",
-            "unk_token": "[UNK]",
-            "sep_token": "[SEP]",
-            "pad_token": "[PAD]",
-            "cls_token": "[CLS]",
-            "mask_token": "[MASK]",
-            "model_max_length": config.max_position_embeddings,
-        },
-    )
-    _write_json(
+    write_tokenizer_files(directory, preprocessor, config.max_position_embeddings)
+    write_json(
         os.path.join(directory, SENTENCE_CONFIG_FILE),
         {"max_seq_length": preprocessor.seq_length, "do_lower_case": False},
     )
-    _write_json(
+    write_json(
         os.path.join(directory, ST_CONFIG_FILE),
         {
             "similarity_fn_name": model.similarity_fn_name or "cosine",
@@ -411,7 +414,7 @@ def save_sentence_transformers(model, directory):
         pooling.update({k: m in model.pooling for k, m in _LEGACY_POOLING_KEYS.items()})
     else:  # an order only sentence-transformers >= 6 can say
         pooling["pooling_mode"] = list(model.pooling)
-    _write_json(os.path.join(pooling_dir, "config.json"), pooling)
+    write_json(os.path.join(pooling_dir, "config.json"), pooling)
     modules.append(("Pooling", "1_Pooling"))
     if model.dense is not None:
         path = f"{len(modules)}_Dense"
@@ -422,7 +425,7 @@ def save_sentence_transformers(model, directory):
         if model.dense_use_bias:
             weights["linear.bias"] = np.asarray(model.dense.bias.numpy(), np.float32)
         save_file(weights, os.path.join(dense_dir, "model.safetensors"))
-        _write_json(
+        write_json(
             os.path.join(dense_dir, "config.json"),
             {
                 "in_features": kernel.shape[0],
@@ -436,7 +439,7 @@ def save_sentence_transformers(model, directory):
         modules.append(("Dense", path))
     if model.normalize:
         modules.append(("Normalize", f"{len(modules)}_Normalize"))
-    _write_json(
+    write_json(
         os.path.join(directory, MODULES_FILE),
         [
             {

@@ -18,71 +18,19 @@ Installed as `bert-tf-batch-predict`; also `python -m bert_tf.cli.batch_predict`
 and `python batch_predict.py`.
 """
 
-from absl import flags
-
-from bert_tf.cli import flags as common_flags
 from bert_tf.cli.command import Command
-from bert_tf.options.batch_prediction_options import BATCH_INPUT_FORMATS
+from bert_tf.cli.flags import Flag
+from bert_tf.cli.flags import OptionFlags
+from bert_tf.options.batch_prediction_options import BATCH_RUNNER
 from bert_tf.options.batch_prediction_options import BatchPredictionOptions
+from bert_tf.options.beam_options import BeamOptions
+from bert_tf.options.option import fields_by_name
+from bert_tf.options.option import metadata
 
-
-def define_flags():
-    # --- flags added for issue 44 ---
-    flags.DEFINE_string(
-        "saved_model",
-        None,
-        "An export_saved_model.py SavedModel: a version directory or its base "
-        "directory (the highest version).",
-    )
-    flags.DEFINE_string(
-        "input_file", None, "Input files: a glob, or comma-separated globs."
-    )
-    flags.DEFINE_enum(
-        "input_format",
-        None,
-        list(BATCH_INPUT_FORMATS),
-        "tsv (tab-separated, a header row names the columns), jsonl (one JSON "
-        "object a line) or tfrecord (tf.train.Example, bytes features).",
-    )
-    flags.DEFINE_string(
-        "output_file",
-        None,
-        "Prefix of the JSONL prediction shards (<output_file>-SSSSS-of-NNNNN).",
-    )
-    flags.DEFINE_string(
-        "text_column",
-        None,
-        "Column of the first text (text, text_a, question or query).",
-    )
-    flags.DEFINE_string(
-        "text_pair_column",
-        None,
-        "Column of the second text of pair models (text_b, context, or the "
-        "reranker's passages: a string or a JSON list of strings).",
-    )
-    flags.DEFINE_string(
-        "id_column", None, "Column of each row's key (default: file:line)."
-    )
-    flags.DEFINE_integer("batch_size", 32, "Rows per signature call at most.")
-    common_flags.define_beam_flags(default_runner="DirectRunner")
-
-
-def options(flags_obj):
-    """(BatchPredictionOptions,) of the parsed flags, checked (no TensorFlow)."""
-    f = flags_obj
-    return (
-        BatchPredictionOptions(
-            saved_model=f.saved_model,
-            input_file=f.input_file,
-            input_format=f.input_format,
-            output_file=f.output_file,
-            text_column=f.text_column,
-            text_pair_column=f.text_pair_column,
-            id_column=f.id_column,
-            batch_size=f.batch_size,
-            beam=common_flags.beam_options(f),
-        ),
-    )
+# --runner's help without "Not given: in this process" (a runner is needed).
+_RUNNER_HELP = metadata(fields_by_name(BeamOptions)["runner"])["help"].replace(
+    " Not given: in this process, as before.", ""
+)
 
 
 def predict(options):
@@ -119,10 +67,12 @@ def predict(options):
 COMMAND = Command(
     "batch_predict",
     __doc__,
-    define_flags,
+    OptionFlags(
+        BatchPredictionOptions,
+        changed=(Flag("runner", help=_RUNNER_HELP, default=BATCH_RUNNER),),
+    ),
     predict,
     required=("saved_model", "input_file", "input_format", "output_file"),
-    check=options,
 )
 
 

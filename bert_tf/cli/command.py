@@ -88,14 +88,19 @@ def is_user_error(exc):
 
 
 def one_line(exc):
-    """The exception's message on one line (the parameter an error names as
-    `argument` written as its flag)."""
+    """The exception's message on one line (the parameters an error names as
+    its `arguments` written as their flags: `vocab_file=` -> `--vocab_file=`)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    argument = getattr(exc, "argument", None)
-    if argument:
-        text = re.sub(rf"(?<![-\w]){re.escape(argument)}=", f"--{argument}=", text)
-        if f"--{argument}" not in text:
-            text = f"--{argument}: {text}"
+    flag_names = getattr(exc, "flags", {})
+    for argument, flag in flag_names.items():
+        # A mention, not part of a path or a word (a name without "_" may be
+        # a word: only its `name=`); `--a/b` lists flags.
+        name = re.escape(argument)
+        end = "(?!\\w)" if "_" in argument else "(?==)"
+        text = re.sub(rf"(?<![-\w./']){name}{end}", f"--{flag}", text)
+        text = re.sub(rf"(--\w+/){name}{end}", rf"\1--{flag}", text)
+    if flag_names and not any(f"--{flag}" in text for flag in flag_names.values()):
+        text = f"--{next(iter(flag_names.values()))}: {text}"
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
         if exc.filename2:
@@ -137,9 +142,9 @@ class Command:
         bert_tf.
       required: flags that must be given.
       uses_tensorflow: import TensorFlow (quietly) before the work starts.
-      check: ``check(*options)`` (``check(flags_obj)`` with flags defined
-        by hand) runs before TensorFlow loads and returns the arguments of
-        `work` (a tool's input checks, so a bad file is named in a second).
+      check: ``check(*options)`` runs before TensorFlow loads and returns
+        the arguments of `work` (a tool's input checks beyond its options',
+        so a bad file is named in a second).
       arguments: the command line's arguments after the flags (a list) are
         passed last to `check` (or `work`); without it they are ignored.
 

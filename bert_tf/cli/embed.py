@@ -11,106 +11,26 @@ numbers), streaming: files larger than memory work.
 Installed as `bert-tf-embed`; also `python -m bert_tf.cli.embed` and `python embed.py`.
 """
 
-from absl import flags
-
 from bert_tf.cli.command import Command
+from bert_tf.cli.flags import OptionFlags
+from bert_tf.options.embed_options import EmbedOptions
 
 
-def define_flags():
-    flags.DEFINE_string(
-        "init_checkpoint",
-        None,
-        "The sentence encoder: a sentence-transformers directory (e.g. "
-        "all-MiniLM-L6-v2), a run_similarity.py --output_dir, any BERT "
-        "checkpoint with --pooling, or an embedding .tflite file of "
-        "export_litert.py (run by LiteRT, int8 by default: the fastest on CPUs).",
-    )
-    flags.DEFINE_string(
-        "input_file", None, "Texts: .txt (one per line), .tsv, .csv or .jsonl."
-    )
-    flags.DEFINE_string("output_file", None, "Embeddings .npy [rows, dim] float32.")
-    flags.DEFINE_enum(
-        "input_format",
-        None,
-        ["text", "tsv", "csv", "jsonl"],
-        "Default: from the extension.",
-    )
-    flags.DEFINE_string(
-        "text_column", None, "tsv/csv/jsonl: the column holding the text."
-    )
-    flags.DEFINE_string(
-        "id_column",
-        None,
-        "tsv/csv/jsonl: the column of row ids (default: line numbers).",
-    )
-    flags.DEFINE_string(
-        "output_tfrecord",
-        None,
-        "Also write a TFRecord of tf.train.Example {id, embedding}.",
-    )
-    flags.DEFINE_integer("batch_size", 32, "Texts per forward pass.")
-    flags.DEFINE_string(
-        "pooling",
-        None,
-        "mean, cls, max or mean_sqrt_len_tokens ('+' joins several); needed for a "
-        "plain BERT checkpoint, a sentence-transformers directory says its own.",
-    )
-    flags.DEFINE_bool("normalize", None, "L2-normalise (default: as the model says).")
-    flags.DEFINE_integer(
-        "max_seq_length",
-        None,
-        "Longest input in tokens (default: the model's, else 128).",
-    )
-    flags.DEFINE_string("vocab_file", None, "Default: the vocab.txt of the checkpoint.")
-    flags.DEFINE_bool(
-        "do_lower_case", None, "Default: what the checkpoint's tokenizer files say."
-    )
-    # --- flags added for issue 45 ---
-    flags.DEFINE_string(
-        "prompt_name",
-        None,
-        "A key of the model's prompts (config_sentence_transformers.json), e.g. "
-        "query or document: its text goes before each input (default: the "
-        "model's default_prompt_name, if any).",
-    )
-    flags.DEFINE_integer(
-        "truncate_dim",
-        None,
-        "Keep the first N dimensions of each embedding (Matryoshka models), as "
-        "sentence-transformers' truncate_dim. Default: all.",
-    )
-
-
-def checked_input(flags_obj):
-    """`(flags, rows)`: the flags (`EmbedOptions`), the paths and every input
-    row checked before TensorFlow loads (a bad file is named in a second, not
-    after the model)."""
-    from bert_tf.options.checks import existing_checkpoint
-    from bert_tf.options.checks import positive
-    from bert_tf.options.embed_options import EmbedOptions
+def checked_input(options):
+    """`(options, rows)`: every input row checked before TensorFlow loads (a
+    bad file is named in a second, not after the model)."""
     from bert_tf.tasks.embed_file import count_rows
 
-    f = flags_obj
-    existing_checkpoint("init_checkpoint", f.init_checkpoint)
-    positive("truncate_dim", f.truncate_dim)
-    EmbedOptions(
-        init_checkpoint=f.init_checkpoint,
-        input_file=f.input_file,
-        output_file=f.output_file,
-        output_tfrecord=f.output_tfrecord,
-        batch_size=f.batch_size,
-        max_seq_length=f.max_seq_length,
-        vocab_file=f.vocab_file,
-    )
-    return f, count_rows(f.input_file, f.input_format, f.text_column, f.id_column)
+    o = options
+    return o, count_rows(o.input_file, o.input_format, o.text_column, o.id_column)
 
 
-def run(flags_obj, rows):
+def run(options, rows):
     """The model of --init_checkpoint, then `bert_tf.tasks.embed_file.embed_file`
     over the `rows` rows `checked_input` counted (TensorFlow imported now)."""
     from bert_tf.tasks.embed_file import embed_file
 
-    f = flags_obj
+    f = options
     if f.init_checkpoint.endswith(".tflite"):
         model = _litert_model(f)
     else:
@@ -181,7 +101,7 @@ def _litert_model(f):
 COMMAND = Command(
     "embed",
     __doc__,
-    define_flags,
+    OptionFlags(EmbedOptions),
     run,
     required=("init_checkpoint", "input_file", "output_file"),
     check=checked_input,

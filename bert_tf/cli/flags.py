@@ -228,12 +228,16 @@ class OptionFlags:
                 str: flags.DEFINE_string,
                 tuple: flags.DEFINE_list,
             }[kind]
+            bounds = {}
+            if meta["lower_bound"] is not None:
+                bounds["lower_bound"] = meta["lower_bound"]
             define(
                 name,
                 default,
                 help_text,
                 flag_values=flag_values,
                 module_name=module_name,
+                **bounds,
             )
 
     def build(self, flag_values):
@@ -282,24 +286,3 @@ class OptionFlags:
             name in self._flag_of and flag_values[self._flag_of[name]].value
             for name in required
         )
-
-
-def define_beam_flags(default_runner=None):
-    """--runner and --beam_options of the hand-flagged tools that run as Beam
-    pipelines (create_pretraining_data, batch_predict); the help is
-    `BeamOptions`' own."""
-    from bert_tf.options.beam_options import BeamOptions
-
-    fields = fields_by_name(BeamOptions)
-    runner_help = metadata(fields["runner"])["help"]
-    if default_runner:
-        runner_help = runner_help.replace(" Not given: in this process, as before.", "")
-    flags.DEFINE_string("runner", default_runner, runner_help)
-    flags.DEFINE_string("beam_options", "", metadata(fields["beam_options"])["help"])
-
-
-def beam_options(flags_obj):
-    """The --runner/--beam_options flags as a `BeamOptions`."""
-    from bert_tf.options.beam_options import BeamOptions
-
-    return BeamOptions(runner=flags_obj.runner, beam_options=flags_obj.beam_options)

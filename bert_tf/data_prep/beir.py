@@ -312,11 +312,15 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride, taken=(
     ['a b c', 'c d e']
     """
     if passage_length < 1:
-        raise UserInputError(f"--passage_length: must be >= 1, got {passage_length}")
+        raise UserInputError(
+            f"passage_length: must be >= 1, got {passage_length}",
+            argument="passage_length",
+        )
     if not 1 <= passage_stride <= passage_length:
         raise UserInputError(
-            f"--passage_stride: must be between 1 and --passage_length "
-            f"({passage_length}), got {passage_stride}"
+            f"passage_stride: must be between 1 and passage_length "
+            f"({passage_length}), got {passage_stride}",
+            argument=("passage_stride", "passage_length"),
         )
     passages = []
     # Ids in use: every document's (a one-passage document's passage has

@@ -145,7 +145,8 @@ def _check_tag(tag, scheme, path, number):
         allowed = ", ".join(f"{p}-TYPE" for p in SCHEME_PREFIXES[scheme])
         raise ConllFormatError(
             f"{path}:{number}: tag {tag!r} is not in the {scheme} scheme "
-            f"(O, {allowed}; see --tag_scheme)"
+            f"(O, {allowed}; see tag_scheme)",
+            argument="tag_scheme",
         )
 
 
@@ -163,7 +164,8 @@ def _to_iob2(numbered_tags, scheme, strict, path, first_line):
         raise ConllFormatError(
             f"{path}:{numbered_tags[i][1]}: ill-formed {scheme} sequence: "
             f"{tags[i]!r} {where} (expected {canonical[i]!r}; "
-            "drop --strict_tags to read it as conlleval does)"
+            "strict_tags=False reads it as conlleval does)",
+            argument="strict_tags",
         )
     return iob2, len(bad)
 
@@ -221,8 +223,9 @@ def label_list_from(sentences, entity_types=None):
         unknown = [t for t in seen if t not in entity_types]
         if unknown:
             raise ConllFormatError(
-                f"{seen[unknown[0]]}: entity type {unknown[0]!r} is not in --labels "
-                f"({', '.join(entity_types)})"
+                f"{seen[unknown[0]]}: entity type {unknown[0]!r} is not in "
+                f"labels={','.join(entity_types)}",
+                argument="labels",
             )
         types = list(entity_types)
     else:
@@ -239,7 +242,8 @@ def check_labels(sentences, label_list, path):
                 raise ConllFormatError(
                     f"{sentence.source}: {path} has entity type {tag[2:]!r} (word "
                     f"{i + 1}), which the training file does not have; give the "
-                    "types with --labels"
+                    "types with labels=",
+                    argument="labels",
                 )
 
 
@@ -289,12 +293,14 @@ def convert_sentences_to_features(
     window = max_seq_length - 2
     if window < 1:
         raise UserInputError(
-            f"--max_seq_length={max_seq_length} leaves no room for words"
+            f"max_seq_length={max_seq_length} leaves no room for words",
+            argument="max_seq_length",
         )
     if not 1 <= doc_stride <= window:
         raise UserInputError(
-            f"--doc_stride={doc_stride} must be between 1 and max_seq_length - 2 "
-            f"= {window}, or windows would skip tokens"
+            f"doc_stride={doc_stride} must be between 1 and max_seq_length - 2 "
+            f"= {window}, or windows would skip tokens",
+            argument="doc_stride",
         )
     label_map = {label: i for i, label in enumerate(label_list)}
     cls_id, sep_id = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])

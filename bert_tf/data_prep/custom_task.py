@@ -111,7 +111,7 @@ class CustomProcessor(DataProcessor):
         path = self.files[split]
         if path is None:
             raise UserInputError(
-                f"custom task: no {split}_file was given (--{split}_file)"
+                f"custom task: no {split}_file was given", argument=f"{split}_file"
             )
         path = os.fspath(path)
         if data_dir and not os.path.isabs(path):
@@ -193,8 +193,9 @@ class CustomProcessor(DataProcessor):
                 first_data_line,
                 f"this row looks like a header (label {first.label!r} appears in "
                 "no other row, its cells are single words) but has_header=False: "
-                "pass --has_header=true, or --allow_header_like_first_row=true "
+                "pass has_header=True, or allow_header_like_first_row=True "
                 "if it is data",
+                argument=("has_header", "allow_header_like_first_row"),
             )
         return self._checked_training_set(path, examples)
 
@@ -232,7 +233,8 @@ class CustomProcessor(DataProcessor):
                         line,
                         f"the header names {len(found)} columns {column!r} "
                         f"(columns {', '.join(str(i) for i in found)}): "
-                        f"--{role}_column is ambiguous; rename them or give an index",
+                        f"{role}_column is ambiguous; rename them or give an index",
+                        argument=f"{role}_column",
                     )
                 positions[role] = found[0]
             elif role == "label" and split == "test":
@@ -348,11 +350,12 @@ def _check_distinct(positions, where):
         if position is None:
             continue
         if position in seen:
+            both = f"{where}: {seen[position]}_column and {role}_column both name "
             raise UserInputError(
-                f"{where}: --{seen[position]}_column and --{role}_column both name "
-                f"column {position!r}: a model would learn the label from its text"
+                f"{both}column {position!r}: a model would learn the label from its "
+                "text"
                 if "label" in (role, seen[position])
-                else f"{where}: --{seen[position]}_column and --{role}_column both "
-                f"name column {position!r}"
+                else f"{both}column {position!r}",
+                argument=(f"{seen[position]}_column", f"{role}_column"),
             )
         seen[position] = role

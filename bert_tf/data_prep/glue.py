@@ -118,7 +118,8 @@ def get_processor(task_name, **options):
     key = task_name.lower()
     if key not in PROCESSORS:
         raise UserInputError(
-            f"--task_name: Task not found: {task_name!r}. Known tasks: "
-            f"{', '.join(sorted(PROCESSORS))}"
+            f"task_name: Task not found: {task_name!r}. Known tasks: "
+            f"{', '.join(sorted(PROCESSORS))}",
+            argument="task_name",
         )
     return PROCESSORS[key](**options)

@@ -169,7 +169,8 @@ class DataProcessor:
                     f"{path}: all {len(examples)} training examples have the label "
                     f"{next(iter(labels))!r}; a classifier needs at least two "
                     "classes (a cut or mis-parsed file?). Pass "
-                    "allow_single_class=True (--allow_single_class) to train anyway."
+                    "allow_single_class=True to train anyway.",
+                    argument="allow_single_class",
                 )
         return examples
 

@@ -187,7 +187,7 @@ def _load_json(input_file):
 
 
 def _check_version(input_file, dataset, version_2_with_negative):
-    """A SQuAD 2.0 file needs --version_2_with_negative, a 1.1 file must not
+    """A SQuAD 2.0 file needs version_2_with_negative, a 1.1 file must not
     have it: scored the other way, the answers and the metric disagree."""
     questions = [
         qa
@@ -203,15 +203,16 @@ def _check_version(input_file, dataset, version_2_with_negative):
         raise UserInputError(
             f"{input_file}: question id {impossible.get('id')!r} has no answer "
             "(is_impossible): this is a SQuAD 2.0 file; pass "
-            "--version_2_with_negative (version_2_with_negative=True)"
+            "version_2_with_negative=True",
+            argument="version_2_with_negative",
         )
     labelled = any(qa.get("answers") for qa in questions)
     marked = any("is_impossible" in qa for qa in questions)
     if version_2_with_negative and labelled and not marked:
         raise UserInputError(
             f"{input_file}: no question has an 'is_impossible' field: this is a "
-            "SQuAD 1.1 file; drop --version_2_with_negative "
-            "(version_2_with_negative=False)"
+            "SQuAD 1.1 file; pass version_2_with_negative=False",
+            argument="version_2_with_negative",
         )
 
 

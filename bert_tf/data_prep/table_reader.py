@@ -26,10 +26,11 @@ class BadRowError(UserInputError):
       path: the file.
       line: 1-based physical line where the row starts (or the bad line).
       reason: what is wrong.
+      argument: the parameters the reason names (`UserInputError`'s).
     """
 
-    def __init__(self, path, line, reason):
-        super().__init__(f"{path}:{line}: {reason}")
+    def __init__(self, path, line, reason, argument=None):
+        super().__init__(f"{path}:{line}: {reason}", argument=argument)
         self.path = path
         self.line = line
         self.reason = reason

@@ -115,21 +115,17 @@ def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
 
     tok_s_to_ns_map = {tok_index: i for i, tok_index in tok_ns_to_s_map.items()}
 
-    orig_start_position = None
-    if start_position in tok_s_to_ns_map:
-        ns_start_position = tok_s_to_ns_map[start_position]
-        if ns_start_position in orig_ns_to_s_map:
-            orig_start_position = orig_ns_to_s_map[ns_start_position]
+    def orig_position(position):
+        """The original text's index of a token-text index (None: unmapped)."""
+        return orig_ns_to_s_map.get(tok_s_to_ns_map.get(position))
+
+    orig_start_position = orig_position(start_position)
     if orig_start_position is None:
         if verbose_logging:
             logging.info("Couldn't map start position")
         return orig_text
 
-    orig_end_position = None
-    if end_position in tok_s_to_ns_map:
-        ns_end_position = tok_s_to_ns_map[end_position]
-        if ns_end_position in orig_ns_to_s_map:
-            orig_end_position = orig_ns_to_s_map[ns_end_position]
+    orig_end_position = orig_position(end_position)
     if orig_end_position is None:
         if verbose_logging:
             logging.info("Couldn't map end position")
@@ -395,19 +391,18 @@ def compute_f1(a_gold, a_pred):
     pred_toks = _get_tokens(a_pred)
     if not gold_toks or not pred_toks:
         return int(gold_toks == pred_toks)
-    common = collections.Counter(gold_toks) & collections.Counter(pred_toks)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = num_same / len(pred_toks)
-    recall = num_same / len(gold_toks)
-    return (2 * precision * recall) / (precision + recall)
+    return _token_f1(pred_toks, gold_toks)
 
 
 def _f1_v1(prediction, ground_truth):
     # v1.1's f1_score: an empty side simply gives 0 (no 1-for-both-empty rule).
-    prediction_tokens = normalize_answer(prediction).split()
-    ground_truth_tokens = normalize_answer(ground_truth).split()
+    return _token_f1(
+        normalize_answer(prediction).split(), normalize_answer(ground_truth).split()
+    )
+
+
+def _token_f1(prediction_tokens, ground_truth_tokens):
+    """The F1 of the tokens two answers share (0 when none)."""
     common = collections.Counter(prediction_tokens) & collections.Counter(
         ground_truth_tokens
     )

@@ -10,7 +10,6 @@ from bert_tf.checkpoints.cross_encoder_checkpoint import save_cross_encoder
 from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import load_checkpoint
 from bert_tf.checkpoints.name_map import is_ignored
-from bert_tf.config import BertConfig
 from bert_tf.errors import UserInputError
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.text_task import BertTextTask
@@ -338,10 +337,7 @@ class BertReranker(BertTextTask, BertClassifier):
         """
         files = read_cross_encoder(path, new_head=new_head)
         checkpoint = files.checkpoint
-        if config is None:
-            config = checkpoint.load_config()
-        elif not isinstance(config, BertConfig):
-            config = BertConfig.from_json_file(config)
+        config = checkpoint.load_config(config)
         vocab_file, options = checkpoint_vocabulary(checkpoint, vocab_file, path)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False

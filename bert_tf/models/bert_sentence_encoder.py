@@ -23,7 +23,6 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import (
 from bert_tf.checkpoints.sentence_transformers_checkpoint import (
     sentence_transformers_dir_of,
 )
-from bert_tf.config import BertConfig
 from bert_tf.errors import UserInputError
 from bert_tf.layers.sentence_pooling import SentencePooling
 from bert_tf.layers.sentence_pooling import pooling_modes
@@ -517,10 +516,7 @@ class BertSentenceEncoder(BertTaskModel):
                     argument="pooling",
                 )
             files = path if hasattr(path, "reader") else find_checkpoint(path)
-        if config is None:
-            config = files.load_config()
-        elif not isinstance(config, BertConfig):
-            config = BertConfig.from_json_file(config)
+        config = files.load_config(config)
         vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False

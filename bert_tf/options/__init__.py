@@ -22,7 +22,7 @@ run = RunOptions(
 ```
 """
 
-import importlib
+from bert_tf.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "RunOptions": "bert_tf.options.run_options",
@@ -40,15 +40,12 @@ _EXPORTS = {
     "RerankerOptions": "bert_tf.options.reranker_options",
     "RetrievalOptions": "bert_tf.options.retrieval_options",
     "EmbedOptions": "bert_tf.options.embed_options",
+    "BatchPredictionOptions": "bert_tf.options.batch_prediction_options",
+    "PretrainingDataOptions": "bert_tf.options.pretraining_data_options",
     "SearchOptions": "bert_tf.options.search_options",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'bert_tf.options' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -7,8 +7,11 @@ from bert_tf.options.beam_options import BeamOptions
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
+from bert_tf.options.option import option
 
 BATCH_INPUT_FORMATS = ("tsv", "jsonl", "tfrecord")
+# Batch prediction always runs on Beam: here by default.
+BATCH_RUNNER = "DirectRunner"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,15 +38,32 @@ class BatchPredictionOptions:
     ```
     """
 
-    saved_model: str
-    input_file: str
-    input_format: str
-    output_file: str
-    text_column: str
-    text_pair_column: str | None = None
-    id_column: str | None = None
-    batch_size: int = 32
-    beam: BeamOptions = BeamOptions(runner="DirectRunner")
+    saved_model: str = option(
+        help="An export_saved_model.py SavedModel: a version directory or its base "
+        "directory (the highest version)."
+    )
+    input_file: str = option(help="Input files: a glob, or comma-separated globs.")
+    input_format: str = option(
+        help="tsv (tab-separated, a header row names the columns), jsonl (one JSON "
+        "object a line) or tfrecord (tf.train.Example, bytes features).",
+        choices=BATCH_INPUT_FORMATS,
+    )
+    output_file: str = option(
+        help="Prefix of the JSONL prediction shards (<output_file>-SSSSS-of-NNNNN)."
+    )
+    text_column: str = option(
+        help="Column of the first text (text, text_a, question or query)."
+    )
+    text_pair_column: str | None = option(
+        None,
+        "Column of the second text of pair models (text_b, context, or the "
+        "reranker's passages: a string or a JSON list of strings).",
+    )
+    id_column: str | None = option(
+        None, "Column of each row's key (default: file:line)."
+    )
+    batch_size: int = option(32, "Rows per signature call at most.")
+    beam: BeamOptions = BeamOptions(runner=BATCH_RUNNER)
 
     def __post_init__(self):
         for name in ("saved_model", "input_file", "output_file", "text_column"):

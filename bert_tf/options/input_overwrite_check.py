@@ -19,9 +19,10 @@ def check_outputs_are_not_inputs(outputs, inputs):
     remote URIs (`gs://...`) are compared as written.
 
     Args:
-        outputs: `(flag, path)` pairs of the files the run will write.
-        inputs: `(flag, paths)` pairs: each input flag and the files it
-            names (globs already expanded).
+        outputs: `(flag, path)` pairs of the files the run will write (a
+            flag, or a parameter name).
+        inputs: `(flag, paths)` pairs: each input flag (or parameter) and
+            the files it names (globs already expanded).
 
     Raises:
         UserInputError: naming the output flag, the path and the input flag.
@@ -41,7 +42,11 @@ def check_outputs_are_not_inputs(outputs, inputs):
                     raise UserInputError(
                         f"{out_flag}={out_path} is also an input ({in_flag} names "
                         f"{in_path}): writing it would destroy the input; choose "
-                        f"another {out_flag}"
+                        f"another {out_flag}",
+                        # Parameter names (library callers): the CLI's flags.
+                        argument=tuple(
+                            n for n in (out_flag, in_flag) if n.isidentifier()
+                        ),
                     )
 
 

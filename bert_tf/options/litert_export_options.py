@@ -5,7 +5,6 @@ import dataclasses
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
-from bert_tf.options.checks import export_seq_length
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.option import option
@@ -129,16 +128,8 @@ class LiteRTExportOptions:
             )
         if self.target == "mediapipe":
             self._check_mediapipe()
-        if self.labels is not None:
-            object.__setattr__(self, "labels", tuple(self.labels))
-        object.__setattr__(
-            self,
-            "max_seq_length",
-            export_seq_length(self.model_type, self.max_seq_length),
-        )
         positive("max_query_length", self.max_query_length)
-        if self.crf_constrained and self.use_crf is False:
-            raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
+        SavedModelExportOptions._settle_model_fields(self)
         if self.do_lower_case is not None:
             tokenization.validate_case_matches_checkpoint(
                 self.do_lower_case, self.init_checkpoint

@@ -21,6 +21,7 @@ def option(
     absent_when_none=False,
     flag_default=dataclasses.MISSING,
     omitted_is_default=False,
+    lower_bound=None,
     default_factory=dataclasses.MISSING,
 ):
     """A dataclass field that is also a command-line flag.
@@ -38,6 +39,7 @@ def option(
         field's None is "no such flag" and the flag's True is its default).
       omitted_is_default: a flag left off the command line gives the field's
         default, not the flag's (which only --help shows).
+      lower_bound: the smallest value the flag takes (absl refuses less).
       default_factory: as `dataclasses.field`'s.
 
     Example:
@@ -54,6 +56,7 @@ def option(
         "run_defining": run_defining,
         "absent_when_none": absent_when_none,
         "omitted_is_default": omitted_is_default,
+        "lower_bound": lower_bound,
     }
     if flag_default is not dataclasses.MISSING:
         metadata["flag_default"] = flag_default

@@ -8,6 +8,8 @@ from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.option import option
+from bert_tf.options.option import same_as
+from bert_tf.options.retrieval_options import RetrievalOptions
 
 RERANK_LOSSES = ("bce", "listwise")
 
@@ -41,31 +43,23 @@ class RerankerOptions:
     ```
     """
 
-    data_dir: str | None = option(
-        None,
-        "BEIR directory: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
-        run_defining=True,
-    )
+    data_dir: str | None = same_as(RetrievalOptions, "data_dir", default=None)
     retrieval_checkpoint: str | None = option(
         None,
         "The first stage (a dual encoder): a run_retrieval --output_dir with "
         "trained towers, or a sentence-transformers directory.",
         run_defining=True,
     )
-    train_split: str = option(
-        "train", "qrels/<this>.tsv for --do_train.", run_defining=True
-    )
-    eval_split: str = option("test", "qrels/<this>.tsv for --do_eval.")
+    train_split: str = same_as(RetrievalOptions, "train_split")
+    eval_split: str = same_as(RetrievalOptions, "eval_split")
     passage_length: int | None = option(
         None,
         "Word pieces of text per passage (default: the dual encoder's "
         "max_seq_length - 2); longer documents are cut into several passages.",
         run_defining=True,
     )
-    passage_stride: int | None = option(
-        None,
-        "Word pieces between passage starts (default: half of --passage_length).",
-        run_defining=True,
+    passage_stride: int | None = same_as(
+        RetrievalOptions, "passage_stride", absent_when_none=False
     )
     hard_negatives: int = option(
         3,

@@ -290,7 +290,7 @@ class RetrievalOptions:
                 "no dense vectors"
             )
         if self.milvus_uri:
-            check_milvus_uri(self.milvus_uri)
+            check_milvus_uri(self.milvus_uri, "--milvus_uri")
 
     def check(self, run):
         """The checks that need the `RunOptions` too (before TensorFlow loads)."""

@@ -212,15 +212,7 @@ class SavedModelExportOptions:
             raise UserInputError(
                 f"--model_type={self.model_type}: expected one of {list(MODEL_TYPES)}"
             )
-        if self.labels is not None:
-            object.__setattr__(self, "labels", tuple(self.labels))
-        object.__setattr__(
-            self,
-            "max_seq_length",
-            export_seq_length(self.model_type, self.max_seq_length),
-        )
-        if self.crf_constrained and self.use_crf is False:
-            raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
+        self._settle_model_fields()
         self.span_options()  # its checks: positive sizes
         if self.do_lower_case is not None:
             tokenization.validate_case_matches_checkpoint(
@@ -237,6 +229,19 @@ class SavedModelExportOptions:
         check_embedding_settings(self)
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
+
+    def _settle_model_fields(self):
+        """labels as a tuple, the export's max_seq_length, the CRF flags
+        checked (shared with `LiteRTExportOptions`)."""
+        if self.labels is not None:
+            object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(
+            self,
+            "max_seq_length",
+            export_seq_length(self.model_type, self.max_seq_length),
+        )
+        if self.crf_constrained and self.use_crf is False:
+            raise UserInputError("--crf_constrained constrains the CRF: add --use_crf")
 
     def _check_classifier_labels(self):
         if self.labels and self.task_name:

@@ -1,6 +1,5 @@
 """`CheckpointSource`: a pipeline's model built from a checkpoint directory."""
 
-import json
 import os
 
 import tensorflow as tf
@@ -9,6 +8,7 @@ from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.serving.families import SCRIPT_FAMILIES
+from bert_tf.text.tokenizer_json import read_json_or_empty
 
 SETTINGS_FILE = "run_settings.json"
 SPAN_FIELDS = (
@@ -19,13 +19,6 @@ SPAN_FIELDS = (
     "version_2_with_negative",
     "null_score_diff_threshold",
 )
-
-
-def _read_json(path):
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 class CheckpointSource:
@@ -68,7 +61,7 @@ class CheckpointSource:
             )
         self.path = path
         self.family = family
-        self.settings = _read_json(os.path.join(path, SETTINGS_FILE))
+        self.settings = read_json_or_empty(os.path.join(path, SETTINGS_FILE))
         trained = SCRIPT_FAMILIES.get(self.settings.get("script"))
         if trained is not None and trained != family:
             raise UserInputError(
@@ -119,7 +112,9 @@ class CheckpointSource:
         saved = read_label_list(self.path)
         if saved is not None and not saved.is_regression:
             return saved.label_list
-        id2label = _read_json(os.path.join(self.path, "config.json")).get("id2label")
+        id2label = read_json_or_empty(os.path.join(self.path, "config.json")).get(
+            "id2label"
+        )
         if id2label:
             return [id2label[str(i)] for i in range(len(id2label))]
         if saved is not None:  # regression
@@ -214,13 +209,7 @@ class CheckpointSource:
             ) from None
 
     def _check_loaded(self):
-        report = self.model.checkpoint_load_report
-        missing = [
-            name
-            for name in report.missing
-            # A model that does not read the pooler may lack it.
-            if self.model.reads_pooled_output or not name.startswith("bert/pooler/")
-        ]
+        missing = self.model.checkpoint_load_report.missing_read(self.model)
         if missing:
             raise UserInputError(
                 f"bert_tf.pipeline: {self.path} lacks {len(missing)} of a "

@@ -32,7 +32,10 @@ class ExactStore(VectorStore):
 
     def __init__(self, dimension, fingerprint="", metric="IP"):
         if metric not in METRICS:
-            raise UserInputError(f"--metric_type={metric}: expected one of {METRICS}")
+            raise UserInputError(
+                f"metric={metric}: expected one of {METRICS}",
+                argument={"metric": "metric_type"},
+            )
         self.dimension = int(dimension)
         self.fingerprint = fingerprint
         self.metric = metric

@@ -87,9 +87,10 @@ class PassageSplitter:
         if passage_length and passage_length > reads:
             # Longer passages would be stored, and cut to `reads` when embedded.
             raise UserInputError(
-                f"--passage_length={passage_length}: the document tower reads "
+                f"passage_length={passage_length}: the document tower reads "
                 f"{reads} word pieces of a passage (max_seq_length "
-                f"{preprocessor.seq_length} - 2); pass at most {reads}"
+                f"{preprocessor.seq_length} - 2); pass at most {reads}",
+                argument="passage_length",
             )
         self.tokenizer = preprocessor.python_tokenizer()
         self.length = passage_length or reads

@@ -96,29 +96,33 @@ def _describe(dense, lexical, bm25_function, vector_type):
     return " + ".join(parts)
 
 
-def check_milvus_uri(uri, flag="--milvus_uri"):
+def check_milvus_uri(uri, flag="uri"):
     """A server URI, or a Milvus Lite file ending in .db in an existing
     directory; needs neither pymilvus nor TensorFlow, so a tool checks it
     before loading anything.
 
     Raises:
-        UserInputError: naming `flag` (the parameter or flag that gave `uri`).
+        UserInputError: naming `flag` (the parameter that gave `uri`;
+            the tools' --milvus_uri).
     """
+    argument = {flag: "milvus_uri"}
     if _is_server(uri):
         return
     if not uri.endswith(".db"):
         raise UserInputError(
             f"{flag}={uri}: a Milvus Lite file must end in .db "
-            "(or give http://host:19530 for a server)"
+            "(or give http://host:19530 for a server)",
+            argument=argument,
         )
     directory = os.path.dirname(os.path.abspath(uri))
     if not os.path.isdir(directory):
-        raise UserInputError(f"{flag}={uri}: no directory {directory}")
+        raise UserInputError(f"{flag}={uri}: no directory {directory}", argument)
     if os.path.exists(uri) and not os.path.isdir(uri):
         # Milvus Lite keeps a database in a directory of that name.
         raise UserInputError(
             f"{flag}={uri}: a file, not a Milvus Lite database (a "
-            "directory Milvus Lite makes); choose another path"
+            "directory Milvus Lite makes); choose another path",
+            argument=argument,
         )
 
 
@@ -185,7 +189,7 @@ class MilvusStore(VectorStore):
         index_params=None,
         search_params=None,
         overwrite=False,
-        flag="--milvus_uri",
+        flag="uri",
         dense=True,
         lexical=False,
         vector_type="float32",
@@ -203,13 +207,18 @@ class MilvusStore(VectorStore):
         if bm25_function and not _is_server(uri):
             raise UserInputError(
                 f"{flag}={uri}: Milvus Lite has no BM25 function; compute BM25 "
-                "here (bm25_function=False) or give a server URI"
+                "here (bm25_function=False) or give a server URI",
+                argument={flag: "milvus_uri"},
             )
         if metric not in METRICS and not as_it_is:
-            raise UserInputError(f"--metric_type={metric}: expected one of {METRICS}")
+            raise UserInputError(
+                f"metric={metric}: expected one of {METRICS}",
+                argument={"metric": "metric_type"},
+            )
         if index_type not in INDEX_TYPES and not as_it_is:
             raise UserInputError(
-                f"--index_type={index_type}: expected one of {INDEX_TYPES}"
+                f"index_type={index_type}: expected one of {INDEX_TYPES}",
+                argument="index_type",
             )
         self.uri = uri
         self.collection = collection
@@ -230,6 +239,7 @@ class MilvusStore(VectorStore):
         # Texts and titles cut to MAX_TEXT_BYTES so far (`upsert`).
         self.truncated_texts = 0
         self._properties = {}
+        self._flag = flag
         self._where = f"{flag}={uri} collection {collection!r}"
         self._client = self._connect(uri, flag)
         try:
@@ -265,7 +275,8 @@ class MilvusStore(VectorStore):
         except ImportError as error:
             raise UserInputError(
                 f"{flag}={uri}: Milvus needs the retrieval extra ({error}): "
-                "pip install '.[retrieval]' (pymilvus and milvus-lite)"
+                "pip install '.[retrieval]' (pymilvus and milvus-lite)",
+                argument={flag: "milvus_uri"},
             ) from None
 
         _quiet_client_logs()
@@ -294,7 +305,8 @@ class MilvusStore(VectorStore):
                 reason = f"{reason}: {type(cause).__name__}: {cause}".lstrip(": ")
             hint = "" if _is_server(uri) else "; is another process using this file?"
             raise UserInputError(
-                f"{flag}={uri}: cannot connect ({reason or type(e).__name__}{hint})"
+                f"{flag}={uri}: cannot connect ({reason or type(e).__name__}{hint})",
+                argument={flag: "milvus_uri"},
             ) from None
 
     @classmethod
@@ -336,9 +348,7 @@ class MilvusStore(VectorStore):
         except MilvusException as e:
             if _is_server(self.uri):
                 message = " ".join(str(e.message).split())
-                raise UserInputError(
-                    f"{self._where}: loading failed ({message})"
-                ) from None
+                raise self._error(f"loading failed ({message})") from None
             error = " ".join(str(e.message).split())
         pattern = os.path.join(
             self.uri, "collections", self.collection, "partitions", "*", "indexes", "*"
@@ -365,7 +375,22 @@ class MilvusStore(VectorStore):
             message = " ".join(str(e.message).split())
             if len(message) > _MAX_MESSAGE:  # Milvus quotes whole requests
                 message = message[:_MAX_MESSAGE] + "..."
-            raise UserInputError(f"{self._where}: {what} failed ({message})") from None
+            raise self._error(f"{what} failed ({message})") from None
+
+    def _error(self, reason):
+        """A `UserInputError` naming this collection (and the parameters
+        its reason names as `name=`: the tools' flags)."""
+        return UserInputError(
+            f"{self._where}: {reason}",
+            argument={
+                self._flag: "milvus_uri",
+                "collection": "milvus_collection",
+                "overwrite": "overwrite_index",
+                "index_type": "index_type",
+                "metric": "metric_type",
+                "retrieval_mode": "retrieval_mode",
+            },
+        )
 
     @property
     def quantized(self):
@@ -458,9 +483,8 @@ class MilvusStore(VectorStore):
         )
         fields = {field["name"]: field for field in info["fields"]}
         if "doc_id" not in fields:
-            raise UserInputError(
-                f"{self._where}: not a bert_tf collection (no doc_id field); "
-                "choose another --milvus_collection"
+            raise self._error(
+                "not a bert_tf collection (no doc_id field); choose another collection="
             )
         properties = info.get("properties", {})
         self._properties = dict(properties)
@@ -479,17 +503,17 @@ class MilvusStore(VectorStore):
         )
         wanted = (self.dense, self.lexical, self.bm25_function, self.vector_type)
         if kept != wanted:
-            raise UserInputError(
-                f"{self._where}: holds {_describe(*kept)}, this run asks for "
-                f"{_describe(*wanted)}; use another --milvus_collection or "
-                "--overwrite_index"
+            raise self._error(
+                f"holds {_describe(*kept)}, this run asks for "
+                f"{_describe(*wanted)}; use another collection= or "
+                "overwrite=True"
             )
         fingerprint = properties.get(FINGERPRINT_PROPERTY)
         if fingerprint != self.fingerprint:
-            raise UserInputError(
-                f"{self._where}: was indexed with another model (fingerprint "
+            raise self._error(
+                f"was indexed with another model (fingerprint "
                 f"{fingerprint}, this model {self.fingerprint}); use another "
-                "--milvus_collection or --overwrite_index to re-embed the corpus"
+                "collection= or overwrite=True to re-embed the corpus"
             )
         if INT8_SCALE_PROPERTY in properties:
             self.int8_scale = np.asarray(
@@ -499,10 +523,10 @@ class MilvusStore(VectorStore):
             return
         dimension = int(fields[VECTOR_FIELD]["params"]["dim"])
         if dimension != self.dimension:
-            raise UserInputError(
-                f"{self._where}: holds vectors of dimension {dimension}, the model "
-                f"makes {self.dimension}; use another --milvus_collection or "
-                "--overwrite_index"
+            raise self._error(
+                f"holds vectors of dimension {dimension}, the model "
+                f"makes {self.dimension}; use another collection= or "
+                "overwrite=True"
             )
         index = self._call(
             "describing the index",
@@ -513,10 +537,10 @@ class MilvusStore(VectorStore):
         found = (index.get("index_type"), index.get("metric_type"))
         _, _, metric, index_type = self._vector_schema()
         if found != (index_type, metric):
-            raise UserInputError(
-                f"{self._where}: was built with --index_type={found[0]} "
-                f"--metric_type={found[1]}, not {index_type}/{metric}; "
-                "use those flags or --overwrite_index"
+            raise self._error(
+                f"was built with index_type={found[0]} "
+                f"metric={found[1]}, not {index_type}/{metric}; "
+                "use those or overwrite=True"
             )
 
     def _take_existing(self):
@@ -655,8 +679,8 @@ class MilvusStore(VectorStore):
             return [{VECTOR_FIELD: v} for v in vectors]
         if self.vector_type == "int8":
             if self.int8_scale is None:
-                raise UserInputError(
-                    f"{self._where}: an int8 collection needs its scale "
+                raise self._error(
+                    "an int8 collection needs its scale "
                     "(set_int8_scale) before rows are written"
                 )
             codes = quantized_vectors.int8_codes(vectors, self.int8_scale)
@@ -683,18 +707,18 @@ class MilvusStore(VectorStore):
         if self.dense:
             vectors = np.asarray(vectors, dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
-                raise UserInputError(
-                    f"{self._where}: vectors of shape {vectors.shape}, the "
+                raise self._error(
+                    f"vectors of shape {vectors.shape}, the "
                     f"collection holds dimension {self.dimension}"
                 )
         else:
             vectors = [None] * len(passages)
         if self.lexical and not self.bm25_function and sparse is None:
-            raise UserInputError(f"{self._where}: BM25 collection, sparse= missing")
+            raise self._error("BM25 collection, sparse= missing")
         for passage in passages:
             if len(passage.id.encode("utf-8")) > MAX_ID_BYTES:
-                raise UserInputError(
-                    f"{self._where}: passage id {passage.id[:40]!r}... is longer "
+                raise self._error(
+                    f"passage id {passage.id[:40]!r}... is longer "
                     f"than Milvus's {MAX_ID_BYTES} bytes"
                 )
         truncated = 0
@@ -775,8 +799,8 @@ class MilvusStore(VectorStore):
         """The query side of the searched field (see `vector_type`)."""
         queries = np.asarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dimension:
-            raise UserInputError(
-                f"{self._where}: queries of shape {queries.shape}, the collection "
+            raise self._error(
+                f"queries of shape {queries.shape}, the collection "
                 f"holds dimension {self.dimension}"
             )
         if self.vector_type == "int8":
@@ -831,7 +855,7 @@ class MilvusStore(VectorStore):
         """See `VectorStore.search`; a quantized collection with `rescore_k`
         orders its `rescore_k` best by the float32 vectors."""
         if not self.dense:
-            raise UserInputError(f"{self._where}: holds no dense vectors (BM25 only)")
+            raise self._error("holds no dense vectors (BM25 only)")
         data = self._dense_queries(queries)
         _, _, metric, _ = self._vector_schema()
         depth = max(top_k, self.rescore_k) if self.quantized else top_k
@@ -894,9 +918,9 @@ class MilvusStore(VectorStore):
           top_k: passages per query.
         """
         if not self.lexical:
-            raise UserInputError(
-                f"{self._where}: holds no BM25 vectors; index it with "
-                "--retrieval_mode=bm25 or hybrid (or --overwrite_index)"
+            raise self._error(
+                "holds no BM25 vectors; index it with "
+                "retrieval_mode=bm25 or hybrid (or overwrite=True)"
             )
         data, params = self._lexical_request(queries)
         found = self._searches(
@@ -939,9 +963,9 @@ class MilvusStore(VectorStore):
         from pymilvus import WeightedRanker
 
         if not (self.dense and self.lexical):
-            raise UserInputError(
-                f"{self._where}: hybrid search needs dense and BM25 vectors; "
-                "index with --retrieval_mode=hybrid (or --overwrite_index)"
+            raise self._error(
+                "hybrid search needs dense and BM25 vectors; "
+                "index with retrieval_mode=hybrid (or overwrite=True)"
             )
         if fusion not in FUSIONS:
             raise ValueError(f"fusion={fusion!r}: expected one of {FUSIONS}")
@@ -984,7 +1008,7 @@ class MilvusStore(VectorStore):
 
     def vectors(self):
         if not self.dense:
-            raise UserInputError(f"{self._where}: holds no dense vectors (BM25 only)")
+            raise self._error("holds no dense vectors (BM25 only)")
         field = FLOAT_FIELD if self.quantized else VECTOR_FIELD
         passages, vectors = [], []
         for row in self._rows(["id", "doc_id", "text_hash", field]):

@@ -22,7 +22,7 @@ Example:
 >>> serving.export_saved_model(model, "/models/mrpc", "vocab.txt", True, 128)
 """
 
-import importlib
+from bert_tf.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "ClassifierSignatures": "bert_tf.serving.classifier_signatures",
@@ -47,12 +47,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'bert_tf.serving' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__():

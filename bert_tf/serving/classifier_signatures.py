@@ -48,3 +48,7 @@ class ClassifierSignatures(TextPairSignatures):
 
     def metadata(self):
         return {**super().metadata(), "labels": self.labels}
+
+    def litert_metadata(self):
+        labels = None if self.regression else self.labels
+        return {**super().litert_metadata(), "labels": labels}

@@ -5,6 +5,7 @@ import tensorflow as tf
 from bert_tf.serving.signature_module import WARMUP_TEXTS
 from bert_tf.serving.signature_module import SignatureModule
 from bert_tf.serving.signature_module import model_inputs
+from bert_tf.text import tokenization
 from bert_tf.text.preprocessing import request_batch
 from bert_tf.text.preprocessing import same_batch_size
 
@@ -53,6 +54,50 @@ class EmbeddingSignatures(SignatureModule):
             return self._embed_text(request_batch(text, "text"))
 
         return serve_text, [tf.TensorSpec([None], tf.string, "text")]
+
+    def litert_text_endpoint(self):
+        """`text_endpoint` over a `LiteRTPreprocessor` (a LiteRT file's).
+
+        LiteRT has no StringJoin: the prompt's word pieces go before the
+        text's, which equals tokenizing the joined string when the prompt
+        ends at a word boundary (else a ValueError: export a SavedModel)."""
+        prompt = self.model.resolve_prompt()
+        prompt_ids = []
+        if prompt:
+            last = prompt[-1]
+            if not (last.isspace() or tokenization._is_punctuation(last)):
+                raise ValueError(
+                    f"the model's default prompt {prompt!r} does not end with a "
+                    "space or punctuation: the LiteRT export cannot prepend it "
+                    "(export a SavedModel)"
+                )
+            tokenizer = tokenization.FullTokenizer(
+                self.preprocessor.vocab_file, self.preprocessor.do_lower_case
+            )
+            prompt_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(prompt))
+
+        def serve_text(text):
+            ids, lengths, _, _ = self.preprocessor.tokenize(text)
+            if prompt_ids:
+                ids = tf.concat(
+                    [
+                        tf.tile(
+                            tf.constant(prompt_ids, tf.int64)[None],
+                            [tf.shape(ids)[0], 1],
+                        ),
+                        ids,
+                    ],
+                    axis=1,
+                )
+                lengths = lengths + len(prompt_ids)
+            inputs = self.preprocessor.pack([(ids, lengths)])[0]
+            return self._embed(inputs, self.model.prompt_length(prompt))
+
+        return serve_text, [tf.TensorSpec([None], tf.string, "text")]
+
+    def litert_metadata(self):
+        """The family's entries of a LiteRT file's metadata."""
+        return {"embedding_dim": int(self.model.embedding_dim)}
 
     def similarity_endpoint(self):
         """`(function, specs)` of the `similarity` signature."""

@@ -25,10 +25,16 @@ class Family:
         are served as their nearest registered base).
       signatures: its SavedModel `SignatureModule` ("module:Class"; None:
         not exported).
-      litert_signatures: its LiteRT module ("module:Class"; None: no LiteRT
-        export).
+      litert: its `signatures` also serve a LiteRT file (over the LiteRT
+        preprocessor: `litert_text_endpoint`, `litert_metadata`).
       script: the run_* tool whose run trains it (run_settings.json's
         "script"), or None.
+      builder: the function that builds it for export from a checkpoint
+        ("module:function", `bert_tf.tasks.export_models`); None: its own
+        export (retrieval) or none.
+      own_tokenizer: its checkpoint says its own tokenization (a
+        sentence-transformers or cross-encoder directory): the export's
+        --vocab_file/--do_lower_case are not the run's to check.
 
     Example:
 
@@ -41,11 +47,13 @@ class Family:
     name: str
     model_class: str
     signatures: str | None = None
-    litert_signatures: str | None = None
+    litert: bool = False
     script: str | None = None
+    builder: str | None = None
+    own_tokenizer: bool = False
 
 
-_LITERT = "bert_tf.serving.litert_exporter"
+_BUILD = "bert_tf.tasks.export_models"
 
 # In the order export_saved_model.py --help lists them.
 FAMILIES = (
@@ -53,41 +61,49 @@ FAMILIES = (
         "classifier",
         "bert_tf.models.bert_classifier:BertClassifier",
         "bert_tf.serving.classifier_signatures:ClassifierSignatures",
-        f"{_LITERT}:ClassifierModule",
-        "run_classifier",
+        litert=True,
+        script="run_classifier",
+        builder=f"{_BUILD}:classifier",
     ),
     Family(
         "span",
         "bert_tf.models.bert_span_labeler:BertSpanLabeler",
         "bert_tf.serving.span_signatures:SpanSignatures",
-        f"{_LITERT}:SpanModule",
-        "run_squad",
+        litert=True,
+        script="run_squad",
+        builder=f"{_BUILD}:span",
     ),
     Family(
         "encoder",
         "bert_tf.models.bert_encoder:BertEncoder",
         "bert_tf.serving.encoder_signatures:EncoderSignatures",
-        f"{_LITERT}:EncoderModule",
+        litert=True,
+        builder=f"{_BUILD}:encoder",
     ),
     Family(
         "tagger",
         "bert_tf.models.bert_token_classifier:BertTokenClassifier",
         "bert_tf.serving.tagger_signatures:TaggerSignatures",
-        f"{_LITERT}:TaggerModule",
-        "run_ner",
+        litert=True,
+        script="run_ner",
+        builder=f"{_BUILD}:tagger",
     ),
     Family(
         "embedding",
         "bert_tf.models.bert_sentence_encoder:BertSentenceEncoder",
         "bert_tf.serving.embedding_signatures:EmbeddingSignatures",
-        f"{_LITERT}:EmbeddingModule",
-        "run_similarity",
+        litert=True,
+        script="run_similarity",
+        builder=f"{_BUILD}:embedding",
+        own_tokenizer=True,
     ),
     Family(
         "reranker",
         "bert_tf.models.bert_reranker:BertReranker",
         "bert_tf.serving.reranker_signatures:RerankerSignatures",
         script="run_reranker",
+        builder=f"{_BUILD}:reranker",
+        own_tokenizer=True,
     ),
     Family(
         "retrieval",
@@ -108,10 +124,20 @@ MODEL_TYPES = tuple(f.name for f in FAMILIES if f.signatures)
 _LITERT_ORDER = ("classifier", "tagger", "span", "embedding", "encoder")
 LITERT_MODEL_TYPES = tuple(
     sorted(
-        (f.name for f in FAMILIES if f.litert_signatures),
+        (f.name for f in FAMILIES if f.litert),
         key=lambda name: (_LITERT_ORDER + (name,)).index(name),
     )
 )
+
+
+def family_named(name):
+    """The `Family` called `name` (a --model_type)."""
+    for family in FAMILIES:
+        if family.name == name:
+            return family
+    raise KeyError(f"{name}: not a model family ({', '.join(MODEL_TYPES)})")
+
+
 # The script a run_settings.json names -> the family of the model it trained.
 SCRIPT_FAMILIES = {f.script: f.name for f in FAMILIES if f.script}
 # How the LiteRT exporter stores the weights.

@@ -48,13 +48,11 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.serving.classifier_signatures import ClassifierSignatures
-from bert_tf.serving.encoder_signatures import EncoderSignatures
 from bert_tf.serving.families import FAMILIES
 from bert_tf.serving.families import QUANTIZATIONS
 from bert_tf.serving.litert_preprocessor import LiteRTPreprocessor
 from bert_tf.serving.registry import resolve
-from bert_tf.text import tokenization
+from bert_tf.serving.span_options import SpanOptions
 from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
 METADATA_NAME = "bert_tf_export"
@@ -88,6 +86,7 @@ def export_litert(
     extra_metadata=None,
     strip_accents=None,
     tokenize_chinese_chars=None,
+    span_options=None,
 ):
     """Writes `model` as a LiteRT file at `path` that takes raw text.
 
@@ -101,6 +100,7 @@ def export_litert(
             "1", ...); tagger (required): its IOB2 tags.
         text_pair: classifier/encoder: `serving_default` takes `text_b` too.
         max_query_length: span: question word pieces kept.
+        span_options: span: a `SpanOptions` (its max_query_length), instead.
         quantization: one of `QUANTIZATIONS`.
         extra_metadata: more JSON-able entries for the file's metadata.
 
@@ -121,27 +121,19 @@ def export_litert(
         strip_accents=strip_accents,
         tokenize_chinese_chars=tokenize_chinese_chars,
     )
-    kind, module_class = litert_family(type(model))
+    kind, signatures_class = litert_family(type(model))
     options = {
         "label_list": label_list,
         "text_pair": text_pair,
-        "max_query_length": max_query_length,
+        "span_options": span_options or SpanOptions(max_query_length=max_query_length),
     }
-    accepted = inspect.signature(module_class).parameters
-    module = module_class(
-        model, preprocessor, **{k: v for k, v in options.items() if k in accepted}
+    accepted = inspect.signature(signatures_class).parameters
+    module = LiteRTSignatures(
+        signatures_class(
+            model, preprocessor, **{k: v for k, v in options.items() if k in accepted}
+        )
     )
-    config = model.config if kind == "encoder" else model.encoder.config
-    if preprocessor.vocab_size > config.vocab_size:
-        raise ValueError(
-            f"{vocab_file} has {preprocessor.vocab_size} tokens but the model's "
-            f"vocab_size is {config.vocab_size}: ids would run past the embeddings"
-        )
-    if seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"seq_length={seq_length} is longer than the model's "
-            f"max_position_embeddings ({config.max_position_embeddings})"
-        )
+    module.signatures.check_fits_model(vocab_file, seq_length)
     metadata = {
         "model": kind,
         "signatures": {
@@ -172,17 +164,16 @@ def export_litert(
 
 
 def litert_family(model_class):
-    """`(family name, LiteRT module class)` of `model_class`: the entry of
-    its nearest base in `bert_tf.serving.families.FAMILIES`."""
+    """`(family name, SignatureModule class)` of `model_class`: the entry of
+    its nearest base among the LiteRT families of
+    `bert_tf.serving.families.FAMILIES`."""
     exported = {
-        resolve(family.model_class): family
-        for family in FAMILIES
-        if family.litert_signatures
+        resolve(family.model_class): family for family in FAMILIES if family.litert
     }
     for cls in model_class.__mro__:
         if cls in exported:
             family = exported[cls]
-            return family.name, resolve(family.litert_signatures)
+            return family.name, resolve(family.signatures)
     names = [cls.__name__ for cls in exported]
     raise TypeError(
         f"export_litert exports {', '.join(names[:-1])} or {names[-1]}, got "
@@ -313,222 +304,37 @@ def model_weights(model):
     return [weight.value for weight in model.weights]
 
 
-class _Module(tf.Module):
-    """One model's signatures; subclasses define the raw-text one."""
+class LiteRTSignatures(tf.Module):
+    """A family's `SignatureModule` as the tf.Module the converter reads:
+    `serve_text` is the family's `litert_text_endpoint` (over a
+    `LiteRTPreprocessor`), `serve_tokenized` its own.
 
-    def __init__(self, model, preprocessor):
+    Args:
+        signatures: the family's `SignatureModule`, built over the model and
+            a `LiteRTPreprocessor`.
+
+    Example:
+    >>> LiteRTSignatures(TaggerSignatures(model, LiteRTPreprocessor(vocab), tags))
+    """
+
+    def __init__(self, signatures):
         super().__init__()
-        self.model = model
-        self.preprocessor = preprocessor
-        # The converter saves this module as a SavedModel and imports it.
-        self.weights = model_weights(model)
-
-    def metadata(self):
-        return {}
-
-    def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        inputs = {
-            "input_ids": input_ids,
-            "input_mask": input_mask,
-            "segment_ids": segment_ids,
-        }
-        return self._outputs(inputs)
-
-
-class _TextModule(_Module):
-    def __init__(self, model, preprocessor, text_pair):
-        super().__init__(model, preprocessor)
-        self.text_pair = bool(text_pair)
+        self.signatures = signatures
+        # Tracked, so the converter's SavedModel holds the tokenizer and the
+        # weights (`model_weights`).
+        self.preprocessor = signatures.preprocessor
+        self.weights = model_weights(signatures.model)
+        self._serve_text, specs = signatures.litert_text_endpoint()
+        self._text_specs = tuple(specs)
 
     def text_specs(self):
-        names = ("text_a", "text_b") if self.text_pair else ("text_a",)
-        return [tf.TensorSpec([None], tf.string, name) for name in names]
+        return list(self._text_specs)
+
+    def metadata(self):
+        return self.signatures.litert_metadata()
 
     def serve_text(self, *texts):
-        return self._outputs(self.preprocessor.pack_texts(texts))
-
-    def metadata(self):
-        return {"text_pair": self.text_pair}
-
-
-class ClassifierModule(_TextModule):
-    def __init__(self, model, preprocessor, text_pair, label_list):
-        super().__init__(model, preprocessor, text_pair)
-        # The SavedModel family's outputs and labels: one class for both.
-        self.signatures = ClassifierSignatures(model, None, label_list, text_pair)
-
-    def metadata(self):
-        signatures = self.signatures
-        labels = None if signatures.regression else signatures.labels
-        return {**super().metadata(), "labels": labels}
-
-    def _outputs(self, inputs):
-        return self.signatures.outputs(inputs)
-
-
-class EncoderModule(_TextModule):
-    def _outputs(self, inputs):
-        return EncoderSignatures(self.model, None).outputs(inputs)
-
-
-class EmbeddingModule(_Module):
-    def text_specs(self):
-        return [tf.TensorSpec([None], tf.string, "text")]
-
-    def metadata(self):
-        return {"embedding_dim": int(self.model.embedding_dim)}
-
-    def __init__(self, model, preprocessor):
-        super().__init__(model, preprocessor)
-        self.prompt = model.resolve_prompt()
-        self.prompt_ids = []
-        if self.prompt:
-            # LiteRT has no StringJoin: the prompt's word pieces go before the
-            # text's, which equals tokenizing the joined string when the
-            # prompt ends at a word boundary.
-            last = self.prompt[-1]
-            tokenizer = tokenization.FullTokenizer(
-                preprocessor.vocab_file, preprocessor.do_lower_case
-            )
-            if not (last.isspace() or tokenization._is_punctuation(last)):
-                raise ValueError(
-                    f"the model's default prompt {self.prompt!r} does not end with a "
-                    "space or punctuation: the LiteRT export cannot prepend it "
-                    "(export a SavedModel)"
-                )
-            self.prompt_ids = tokenizer.convert_tokens_to_ids(
-                tokenizer.tokenize(self.prompt)
-            )
-
-    def serve_text(self, text):
-        ids, lengths, _, _ = self.preprocessor.tokenize(text)
-        if self.prompt_ids:
-            prompt = tf.constant(self.prompt_ids, tf.int64)
-            rows = tf.shape(ids)[0]
-            ids = tf.concat([tf.tile(prompt[tf.newaxis, :], [rows, 1]), ids], axis=1)
-            lengths = lengths + len(self.prompt_ids)
-        inputs = self.preprocessor.pack([(ids, lengths)])[0]
-        return self._outputs(inputs, self.model.prompt_length(self.prompt))
-
-    def _outputs(self, inputs, prompt_length=0):
-        # The model's Dense, Normalize and truncate_dim, as `encode`.
-        return {"embeddings": self.model.embed_inputs(inputs, prompt_length)}
-
-
-class TaggerModule(_Module):
-    def __init__(self, model, preprocessor, label_list):
-        super().__init__(model, preprocessor)
-        if label_list is None or len(label_list) != model.num_labels:
-            raise ValueError(
-                f"a tagger export needs its {model.num_labels} IOB2 tags in label "
-                f"order (label_list), got {label_list!r}"
-            )
-        self.labels = [str(label) for label in label_list]
-        # Index num_labels is "": the tag of positions that start no word.
-        self._tag_names = tf.constant([*self.labels, ""])
-        self._continuation = tf.constant(preprocessor.continuation)
-
-    def text_specs(self):
-        return [tf.TensorSpec([None], tf.string, "text")]
-
-    def metadata(self):
-        crf = self.model.crf
-        decoding = "argmax"
-        if crf is not None:
-            decoding = "viterbi_iob2" if crf.iob2_labels else "viterbi"
-        return {"labels": self.labels, "decoding": decoding}
-
-    def serve_text(self, text):
-        ids, lengths, starts, ends = self.preprocessor.tokenize(text)
-        inputs, token_index, _ = self.preprocessor.pack([(ids, lengths)])
-        in_text = token_index >= 0
-        index = tf.maximum(token_index, 0)
-
-        def at_positions(values):
-            return tf.where(
-                in_text,
-                tf.gather(values, index, batch_dims=1),
-                tf.constant(-1, tf.int64),
-            )
-
-        word_start = in_text & ~tf.gather(self._continuation, inputs["input_ids"])
-        return {
-            **self._tags(inputs, word_start),
-            "token_start": at_positions(starts),
-            "token_end": at_positions(ends),
-        }
+        return self._serve_text(*texts)
 
     def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        inputs = {
-            "input_ids": input_ids,
-            "input_mask": input_mask,
-            "segment_ids": segment_ids,
-        }
-        special = (input_ids == self.preprocessor.cls_id) | (
-            input_ids == self.preprocessor.sep_id
-        )
-        word_start = (
-            (input_mask > 0) & ~special & ~tf.gather(self._continuation, input_ids)
-        )
-        return self._tags(inputs, word_start)
-
-    def _tags(self, inputs, word_start):
-        logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
-        tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        if self.model.crf is not None:
-            # Viterbi over the words, as run_ner.py trains the chain.
-            viterbi = self.model.crf.decode_in_place(logits, word_start)
-            tag_ids = tf.where(word_start, viterbi, tag_ids)
-        # A gather of a string table, not a string select (no LiteRT kernel).
-        none = tf.fill(tf.shape(tag_ids), len(self.labels))
-        tags = tf.gather(self._tag_names, tf.where(word_start, tag_ids, none))
-        return {"logits": logits, "tag_ids": tag_ids, "tags": tags}
-
-
-class SpanModule(_Module):
-    def __init__(self, model, preprocessor, max_query_length):
-        super().__init__(model, preprocessor)
-        self.max_query_length = int(max_query_length)
-        if not 0 < self.max_query_length < preprocessor.seq_length - 3:
-            raise ValueError(
-                f"max_query_length={max_query_length} leaves no room for the "
-                f"context in seq_length={preprocessor.seq_length}"
-            )
-
-    def text_specs(self):
-        return [tf.TensorSpec([None], tf.string, n) for n in ("question", "context")]
-
-    def metadata(self):
-        return {"max_query_length": self.max_query_length}
-
-    def serve_text(self, question, context):
-        query_ids, query_lengths, _, _ = self.preprocessor.tokenize(question)
-        ids, lengths, starts, ends = self.preprocessor.tokenize(context)
-        # As run_squad.py: the question cut to max_query_length, the context
-        # fills the rest of the window (this export scores its first window).
-        kept_query = tf.minimum(query_lengths, self.max_query_length)
-        kept_context = tf.minimum(
-            lengths, self.preprocessor.seq_length - 3 - kept_query
-        )
-        inputs, token_index, segment = self.preprocessor.pack(
-            [(query_ids, query_lengths), (ids, lengths)], [kept_query, kept_context]
-        )
-        in_context = (token_index >= 0) & (segment == 1)
-        index = tf.maximum(token_index, 0)
-
-        def at_positions(values):
-            return tf.where(
-                in_context,
-                tf.gather(values, index, batch_dims=1),
-                tf.constant(-1, tf.int64),
-            )
-
-        return {
-            **self._outputs(inputs),
-            "token_start": at_positions(starts),
-            "token_end": at_positions(ends),
-        }
-
-    def _outputs(self, inputs):
-        outputs = self.model(inputs, training=False)
-        return {name: tf.cast(outputs[name], tf.float32) for name in outputs}
+        return self.signatures.serve_tokenized(input_ids, input_mask, segment_ids)

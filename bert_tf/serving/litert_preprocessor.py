@@ -44,6 +44,10 @@ class LiteRTPreprocessor(tf.Module):
     [[101, 7592, 2088, 102]]
     """
 
+    # The graphs it feeds run on LiteRT's builtin ops: a family's signatures
+    # then avoid string selects and TensorLists (`TaggerSignatures`).
+    builtin_ops = True
+
     def __init__(
         self,
         vocab_file,
@@ -116,6 +120,15 @@ class LiteRTPreprocessor(tf.Module):
             return tf.gather(offsets, positions.to_tensor(0), batch_dims=1)
 
         return ids.to_tensor(0), ids.row_lengths(), original(starts), original(ends)
+
+    @staticmethod
+    def at_positions(values, token_index, kept):
+        """`values` [B, pieces] (e.g. `tokenize`'s byte offsets) at each
+        packed position of `pack`'s `token_index`, -1 where not `kept`."""
+        index = tf.maximum(token_index, 0)
+        return tf.where(
+            kept, tf.gather(values, index, batch_dims=1), tf.constant(-1, tf.int64)
+        )
 
     def pack_texts(self, texts):
         """`pack` of the tokens of one or two string tensors [batch]."""

@@ -111,6 +111,10 @@ pad_variable_length_inputs: true
 """
 
 
+# The parameters its errors name: the tools' --export_dir, --export_version.
+_EXPORT_ARGUMENTS = {"export_dir": "export_dir", "version": "export_version"}
+
+
 def export_saved_model(
     model,
     export_dir,
@@ -176,17 +180,7 @@ def export_saved_model(
     )
     serving_model = model if dtype == "float32" else copy_in_dtype(model, dtype)
     module = signature_module_for(serving_model, preprocessor, **family_options)
-    config = module.encoder_config
-    if preprocessor.vocab_size > config.vocab_size:
-        raise ValueError(
-            f"{vocab_file} has {preprocessor.vocab_size} tokens but the model's "
-            f"vocab_size is {config.vocab_size}: ids would run past the embeddings"
-        )
-    if seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"seq_length={seq_length} is longer than the model's "
-            f"max_position_embeddings ({config.max_position_embeddings})"
-        )
+    module.check_fits_model(vocab_file, seq_length)
 
     archive = keras.export.ExportArchive()
     # Only the preprocessor (its vocabulary tables) is tracked: tracking the
@@ -251,9 +245,10 @@ def publish_version(export_dir, temp_dir, version=None, keras_file=None):
         final_dir = os.path.join(export_dir, str(version))
         if tf.io.gfile.exists(final_dir):
             raise UserInputError(
-                f"--export_dir={export_dir}: version {version} already exists "
+                f"export_dir={export_dir}: version {version} already exists "
                 f"({final_dir}; another export wrote it meanwhile); choose another "
-                "--export_version, or leave it out for the next free one"
+                "version=, or leave it out for the next free one",
+                argument=_EXPORT_ARGUMENTS,
             )
         tf.io.gfile.rename(temp_dir, final_dir)
         if keras_file:
@@ -338,20 +333,23 @@ def check_export_dir(export_dir, version=None):
         isinstance(version, bool) or not isinstance(version, int) or version < 1
     ):
         raise UserInputError(
-            f"--export_version={version}: must be a positive integer (TF Serving "
-            "loads only version directories named 1, 2, ...)"
+            f"version={version}: must be a positive integer (TF Serving "
+            "loads only version directories named 1, 2, ...)",
+            argument=_EXPORT_ARGUMENTS,
         )
     if tf.io.gfile.exists(export_dir) and not tf.io.gfile.isdir(export_dir):
         raise UserInputError(
-            f"--export_dir={export_dir}: exists and is not a directory"
+            f"export_dir={export_dir}: exists and is not a directory",
+            argument=_EXPORT_ARGUMENTS,
         )
     if version is not None and tf.io.gfile.exists(
         os.path.join(export_dir, str(version))
     ):
         raise UserInputError(
-            f"--export_dir={export_dir}: version {version} already exists "
+            f"export_dir={export_dir}: version {version} already exists "
             f"({os.path.join(export_dir, str(version))}); choose another "
-            "--export_version, or leave it out for the next free one"
+            "version=, or leave it out for the next free one",
+            argument=_EXPORT_ARGUMENTS,
         )
 
 

@@ -101,6 +101,22 @@ class SignatureModule(abc.ABC):
             },
         }
 
+    def check_fits_model(self, vocab_file, seq_length):
+        """Raises ValueError when the vocabulary or `seq_length` runs past
+        the model's embeddings."""
+        config = self.encoder_config
+        if self.preprocessor.vocab_size > config.vocab_size:
+            raise ValueError(
+                f"{vocab_file} has {self.preprocessor.vocab_size} tokens but the "
+                f"model's vocab_size is {config.vocab_size}: ids would run past the "
+                "embeddings"
+            )
+        if seq_length > config.max_position_embeddings:
+            raise ValueError(
+                f"seq_length={seq_length} is longer than the model's "
+                f"max_position_embeddings ({config.max_position_embeddings})"
+            )
+
     @property
     def encoder_config(self):
         """The `BertConfig` of the model's encoder."""

@@ -57,11 +57,13 @@ class SpanOptions:
         ):
             if getattr(self, name) < 1:
                 raise UserInputError(
-                    f"--{name} must be >= 1, got {getattr(self, name)}"
+                    f"{name} must be >= 1, got {getattr(self, name)}",
+                    argument=name,
                 )
         if self.max_answer_length < 1:
             raise UserInputError(
-                f"--max_answer_length must be >= 1, got {self.max_answer_length}"
+                f"max_answer_length must be >= 1, got {self.max_answer_length}",
+                argument="max_answer_length",
             )
 
     @classmethod
@@ -81,8 +83,8 @@ class SpanOptions:
         if seq_length <= self.max_query_length + 3:
             raise UserInputError(
                 f"The max_seq_length ({seq_length}) must be greater than "
-                f"max_query_length ({self.max_query_length}) + 3 "
-                "(--max_seq_length, --max_query_length)"
+                f"max_query_length ({self.max_query_length}) + 3",
+                argument=("max_seq_length", "max_query_length"),
             )
 
     @property

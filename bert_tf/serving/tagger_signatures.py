@@ -107,18 +107,58 @@ class TaggerSignatures(SignatureModule):
         logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
         tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
         crf = getattr(self.model, "crf", None)
+        # A LiteRT file's graph: builtin ops only (no TensorLists, no
+        # string select).
+        builtin = getattr(self.preprocessor, "builtin_ops", False)
         if crf is not None:
             # The chain runs over the words, as run_ner.py trains it.
-            tag_ids = tf.where(word_start, crf.decode(logits, word_start), tag_ids)
-        tags = tf.where(word_start, tf.gather(tf.constant(self.labels), tag_ids), "")
+            decode = crf.decode_in_place if builtin else crf.decode
+            tag_ids = tf.where(word_start, decode(logits, word_start), tag_ids)
+        if builtin:
+            # A gather of a string table ("" at num_labels), not a select.
+            none = tf.fill(tf.shape(tag_ids), len(self.labels))
+            table = tf.constant([*self.labels, ""])
+            tags = tf.gather(table, tf.where(word_start, tag_ids, none))
+        else:
+            tags = tf.where(
+                word_start, tf.gather(tf.constant(self.labels), tag_ids), ""
+            )
         return logits, tag_ids, tags
 
-    def metadata(self):
+    def litert_metadata(self):
+        """The family's entries of a LiteRT file's metadata."""
         crf = getattr(self.model, "crf", None)
         decoding = "argmax"
         if crf is not None:
             decoding = "viterbi_iob2" if crf.iob2_labels else "viterbi"
-        return {**super().metadata(), "labels": self.labels, "decoding": decoding}
+        return {"labels": self.labels, "decoding": decoding}
+
+    def metadata(self):
+        return {**super().metadata(), **self.litert_metadata()}
+
+    def litert_text_endpoint(self):
+        """A LiteRT file's `serving_default` over a `LiteRTPreprocessor`:
+        `logits`, `tag_ids`, `tags` and each position's byte span
+        (`token_start`, `token_end`, -1 outside the text); the entities are
+        read outside the file (`LiteRTModel.entities`)."""
+
+        def serve_text(text):
+            ids, lengths, starts, ends = self.preprocessor.tokenize(text)
+            inputs, token_index, _ = self.preprocessor.pack([(ids, lengths)])
+            in_text = token_index >= 0
+            word_start = in_text & ~tf.gather(self._continuation, inputs["input_ids"])
+            logits, tag_ids, tags = self._tags(inputs, word_start)
+            return {
+                "logits": logits,
+                "tag_ids": tag_ids,
+                "tags": tags,
+                "token_start": self.preprocessor.at_positions(
+                    starts, token_index, in_text
+                ),
+                "token_end": self.preprocessor.at_positions(ends, token_index, in_text),
+            }
+
+        return serve_text, self.text_endpoint()[1]
 
     def serve_tokenized(self, input_ids, input_mask, segment_ids):
         inputs = model_inputs(input_ids, input_mask, segment_ids)

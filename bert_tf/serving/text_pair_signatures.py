@@ -50,6 +50,19 @@ class TextPairSignatures(SignatureModule):
 
         return serve_text, specs
 
+    def litert_text_endpoint(self):
+        """`text_endpoint` over a `LiteRTPreprocessor` (a LiteRT file's)."""
+        _, specs = self.text_endpoint()
+
+        def serve_text(*texts):
+            return self.outputs(self.preprocessor.pack_texts(texts))
+
+        return serve_text, specs
+
+    def litert_metadata(self):
+        """The family's entries of a LiteRT file's metadata."""
+        return {"text_pair": self.text_pair}
+
     def tokenize_for_warmup(self, inputs):
         texts = tuple(inputs[name] for name in sorted(inputs))
         return self.preprocessor(texts if self.text_pair else texts[0])

@@ -202,11 +202,11 @@ class ClassificationTask(Task):
     def flag_labels(self):
         options = self.options
         if options.tfds.tfds_name:
-            source = f"--tfds_name={options.tfds.tfds_name}"
+            source = f"tfds_name={options.tfds.tfds_name}"
         elif (options.task_name or "").lower() == "custom":
-            source = f"--train_file={options.train_file}"
+            source = f"train_file={options.train_file}"
         else:
-            source = f"--task_name={options.task_name}"
+            source = f"task_name={options.task_name}"
         return self.label_list, source
 
     def model_kwargs(self):

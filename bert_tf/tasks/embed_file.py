@@ -17,9 +17,9 @@ from absl import logging
 
 from bert_tf.data_prep.table_reader import BadRowError
 from bert_tf.errors import UserInputError
+from bert_tf.options.embed_options import EMBED_INPUT_FORMATS
 from bert_tf.training.progress import progress_bar
 
-INPUT_FORMATS = ("text", "tsv", "csv", "jsonl")
 # Rows embedded per chunk, in batches: sorting a chunk by length is what
 # keeps padding low, so chunks are many batches long.
 DEFAULT_CHUNK_SIZE = 4096
@@ -27,9 +27,10 @@ DEFAULT_CHUNK_SIZE = 4096
 
 def input_format_of(path, file_format=None):
     if file_format:
-        if file_format not in INPUT_FORMATS:
+        if file_format not in EMBED_INPUT_FORMATS:
             raise UserInputError(
-                f"--input_format must be one of {INPUT_FORMATS}, got {file_format!r}"
+                f"file_format must be one of {EMBED_INPUT_FORMATS}, got {file_format!r}",
+                argument={"file_format": "input_format"},
             )
         return file_format
     extension = os.path.splitext(path)[1].lower()
@@ -51,7 +52,10 @@ def iter_rows(path, file_format, text_column=None, id_column=None):
     """
     file_format = input_format_of(path, file_format)
     if file_format != "text" and text_column is None:
-        raise UserInputError(f"{path}: --text_column is needed for {file_format} input")
+        raise UserInputError(
+            f"{path}: text_column is needed for {file_format} input",
+            argument="text_column",
+        )
     with _open_text(path) as f:
         try:
             if file_format == "text":
@@ -92,12 +96,17 @@ def _table_rows(path, f, file_format, text_column, id_column):
     if header is None:
         return
     columns = {}
-    for flag, name in (("--text_column", text_column), ("--id_column", id_column)):
+    for parameter, name in (("text_column", text_column), ("id_column", id_column)):
         if name is None:
             continue
         if name not in header:
-            raise BadRowError(path, 1, f"{flag}={name!r} is not in the header {header}")
-        columns[flag] = header.index(name)
+            raise BadRowError(
+                path,
+                1,
+                f"{parameter}={name!r} is not in the header {header}",
+                argument=parameter,
+            )
+        columns[parameter] = header.index(name)
     start = 2
     for fields in reader:
         line, start = start, reader.line_num + 1
@@ -105,10 +114,10 @@ def _table_rows(path, f, file_format, text_column, id_column):
             raise BadRowError(
                 path, line, f"{len(fields)} columns, the header has {len(header)}"
             )
-        text = fields[columns["--text_column"]]
+        text = fields[columns["text_column"]]
         if not text.strip():
             raise BadRowError(path, line, "empty text")
-        row_id = fields[columns["--id_column"]] if id_column else str(line)
+        row_id = fields[columns["id_column"]] if id_column else str(line)
         yield row_id, text
 
 

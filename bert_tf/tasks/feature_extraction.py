@@ -104,8 +104,9 @@ def run(options):
     for layer in layers:
         if not -config.num_hidden_layers <= layer < config.num_hidden_layers:
             raise UserInputError(
-                f"--layers={options.layers}: {layer} is not a layer of a "
-                f"{config.num_hidden_layers}-layer model"
+                f"layers={options.layers}: {layer} is not a layer of a "
+                f"{config.num_hidden_layers}-layer model",
+                argument="layers",
             )
     sequence_length_fits(options.max_seq_length, config)
     encoder = BertEncoder.from_checkpoint(options.init_checkpoint, config=config)

@@ -145,7 +145,7 @@ def tagger_for_export(init_checkpoint, config, options, labels):
     if use_crf is None and has_crf_variables(names):
         logging.info("%s holds a CRF tagger: exported with its CRF", init_checkpoint)
         return build(True)
-    check_crf_flag(bool(use_crf), names, f"--init_checkpoint={init_checkpoint}")
+    check_crf_flag(bool(use_crf), names, f"init_checkpoint={init_checkpoint}")
     return model
 
 
@@ -159,12 +159,14 @@ def check_crf_flag(use_crf, names, checkpoint):
     has_crf = has_crf_variables(names)
     if has_crf and not use_crf:
         raise UserInputError(
-            f"{checkpoint} holds a CRF tagger (cls/crf/transitions): add --use_crf"
+            f"{checkpoint} holds a CRF tagger (cls/crf/transitions): add use_crf",
+            argument=("use_crf", "init_checkpoint"),
         )
     if use_crf and not has_crf:
         raise UserInputError(
-            f"{checkpoint} has no CRF transitions (cls/crf/*): drop --use_crf, "
-            "or train with it"
+            f"{checkpoint} has no CRF transitions (cls/crf/*): drop use_crf, "
+            "or train with it",
+            argument=("use_crf", "init_checkpoint"),
         )
 
 
@@ -186,7 +188,7 @@ def check_restored_crf(run, use_crf, model):
             check_crf_flag(
                 use_crf,
                 [*report.loaded, *report.unused],
-                f"--init_checkpoint={run.init_checkpoint}",
+                f"init_checkpoint={run.init_checkpoint}",
             )
         return
     try:
@@ -364,7 +366,8 @@ class NerTask(Task):
         self.dev_sentences = self._read("dev") if run.do_eval else None
         if self.dev_sentences is not None and self.dev_sentences[0].tags is None:
             raise UserInputError(
-                f"{options.data_file(run, 'dev')}: --do_eval needs tags"
+                f"{options.data_file(run, 'dev')}: do_eval needs tags",
+                argument="do_eval",
             )
         labels = list(options.labels) if options.labels is not None else None
         if self.train_sentences is not None:
@@ -377,7 +380,8 @@ class NerTask(Task):
             if label_list is None:
                 raise UserInputError(
                     f"No {LABEL_LIST_FILE} in {run.output_dir} (written by a "
-                    "training run): give the entity types with --labels"
+                    "training run): give the entity types with labels=",
+                    argument="labels",
                 )
         self.label_list = label_list
         write_label_list(run.output_dir, label_list, options.tag_scheme)
@@ -387,7 +391,7 @@ class NerTask(Task):
         labels = self.options.labels
         if labels is None:
             return None
-        return conll.label_list_from([], list(labels)), f"--labels={','.join(labels)}"
+        return conll.label_list_from([], list(labels)), f"labels={','.join(labels)}"
 
     def model_kwargs(self):
         return {

@@ -92,7 +92,8 @@ def evaluate(model, dataset, global_step, num_examples=None):
         batches += 1
     if not batches:
         raise UserInputError(
-            "No eval batch: the input files hold fewer records than --eval_batch_size"
+            "No eval batch: the input files hold fewer records than eval_batch_size",
+            argument="eval_batch_size",
         )
 
     def ratio(a, b):

@@ -51,6 +51,8 @@ from bert_tf.retrieval.vector_store import StoredPassage
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
+from bert_tf.tasks.training_data import pipeline_share
+from bert_tf.tasks.training_data import repeated_batches
 from bert_tf.training.train_or_restore import training_steps
 
 # Suffixes of the two stages' metrics in eval_results.txt (sorted by name,
@@ -280,10 +282,7 @@ class RerankingTask(Task):
             dataset = tf.data.Dataset.from_tensor_slices(
                 (query_texts.astype(str), passage_texts.astype(str))
             )
-            if input_context is not None and input_context.num_input_pipelines > 1:
-                dataset = dataset.shard(
-                    input_context.num_input_pipelines, input_context.input_pipeline_id
-                )
+            dataset = pipeline_share(dataset, input_context)
 
             def tokenize(queries, passages):
                 # [groups] and [groups, group_size] -> group_size pairs per group.
@@ -291,14 +290,10 @@ class RerankingTask(Task):
                     (tf.repeat(queries, group_size), tf.reshape(passages, [-1]))
                 )
 
-            return (
-                dataset.shuffle(len(groups), seed=seed, reshuffle_each_iteration=True)
-                .repeat()
-                .batch(micro_batch_size, drop_remainder=True)
-                .skip(skip_batches)
-                .map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
-                .prefetch(tf.data.AUTOTUNE)
+            dataset = dataset.shuffle(
+                len(groups), seed=seed, reshuffle_each_iteration=True
             )
+            return repeated_batches(dataset, micro_batch_size, skip_batches, tokenize)
 
         return TrainingData(
             dataset_fn,

@@ -82,6 +82,8 @@ from bert_tf.retrieval.search_index import record_index
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
+from bert_tf.tasks.training_data import pipeline_share
+from bert_tf.tasks.training_data import repeated_batches
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 RERANKED_RUN_FILE = "run_reranked.tsv"
@@ -112,8 +114,9 @@ def load_dual_encoder(run, options):
         return DualEncoder.load(run.output_dir, **kwargs)
     if not run.init_checkpoint:
         raise UserInputError(
-            "--init_checkpoint: required (a sentence-transformers directory or a "
-            f"BERT checkpoint) until {run.output_dir} holds a trained encoder"
+            "init_checkpoint: required (a sentence-transformers directory or a "
+            f"BERT checkpoint) until {run.output_dir} holds a trained encoder",
+            argument="init_checkpoint",
         )
     if options.pooling:
         kwargs["pooling"] = options.pooling
@@ -334,15 +337,17 @@ class RetrievalTask(Task):
             pairs = training_pairs(self.qrels["train"], self.passages)
         except UserInputError:
             raise UserInputError(
-                f"--train_split={options.train_split}: no relevant (score >= 1) "
-                "judgements"
+                f"train_split={options.train_split}: no relevant (score >= 1) "
+                "judgements",
+                argument="train_split",
             ) from None
         batch_size = min(training.micro_batch_size, len(pairs))
         num_steps = int(len(pairs) // batch_size * training.num_train_epochs)
         if num_steps < 1:
             raise UserInputError(
-                f"{len(pairs)} training pairs / --train_batch_size={batch_size} * "
-                f"--num_train_epochs={training.num_train_epochs} is less than one step"
+                f"{len(pairs)} training pairs / train_batch_size={batch_size} * "
+                f"num_train_epochs={training.num_train_epochs} is less than one step",
+                argument=("train_batch_size", "num_train_epochs"),
             )
         logging.info(
             "Training: %d pairs, batch %d, %d steps, %d hard negatives, %s towers",
@@ -419,17 +424,8 @@ class RetrievalTask(Task):
                 }
 
             dataset = tf.data.Dataset.from_tensor_slices(order)
-            if input_context is not None and input_context.num_input_pipelines > 1:
-                dataset = dataset.shard(
-                    input_context.num_input_pipelines, input_context.input_pipeline_id
-                )
-            return (
-                dataset.repeat()
-                .batch(batch_size, drop_remainder=True)
-                .skip(skip_batches)
-                .map(make_batch, num_parallel_calls=tf.data.AUTOTUNE)
-                .prefetch(tf.data.AUTOTUNE)
-            )
+            dataset = pipeline_share(dataset, input_context)
+            return repeated_batches(dataset, batch_size, skip_batches, make_batch)
 
         return TrainingData(
             dataset_fn,
@@ -474,8 +470,9 @@ class RetrievalTask(Task):
         if not self.run.do_predict and len(store) == 0:
             store.close()
             raise UserInputError(
-                f"--milvus_uri={options.uri(self.output_dir)}: collection "
-                f"{options.milvus_collection!r} is empty; run with --do_index"
+                f"milvus_uri={options.uri(self.output_dir)}: collection "
+                f"{options.milvus_collection!r} is empty; run with do_predict",
+                argument={"milvus_uri": "milvus_uri", "do_predict": "do_index"},
             )
         if not self.run.do_predict:
             # Searching passages the corpus no longer cuts (or texts it
@@ -487,11 +484,19 @@ class RetrievalTask(Task):
             if stale or missing:
                 store.close()
                 raise UserInputError(
-                    f"--milvus_uri={options.uri(self.output_dir)}: the index does "
-                    f"not match --data_dir's corpus cut by --passage_length/"
-                    f"--passage_stride ({len(stale)} stored passages stale, e.g. "
-                    f"{stale[:1]}, {missing} missing): update it with --do_index, "
-                    "or rebuild it with --do_index --overwrite_index"
+                    f"milvus_uri={options.uri(self.output_dir)}: the index does "
+                    f"not match data_dir's corpus cut by passage_length/"
+                    f"passage_stride ({len(stale)} stored passages stale, e.g. "
+                    f"{stale[:1]}, {missing} missing): update it with do_predict, "
+                    "or rebuild it with do_predict overwrite_index",
+                    argument={
+                        "milvus_uri": "milvus_uri",
+                        "data_dir": "data_dir",
+                        "passage_length": "passage_length",
+                        "passage_stride": "passage_stride",
+                        "do_predict": "do_index",
+                        "overwrite_index": "overwrite_index",
+                    },
                 )
         return store
 

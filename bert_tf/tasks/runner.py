@@ -112,7 +112,8 @@ def load_config(run):
             find_checkpoint(run.init_checkpoint).config_file
         )
     raise UserInputError(
-        "Flag --bert_config_file must be specified (or an --init_checkpoint with one)."
+        "Flag bert_config_file must be specified (or an init_checkpoint with one).",
+        argument=("bert_config_file", "init_checkpoint"),
     )
 
 
@@ -134,9 +135,10 @@ def check_segments(task, config):
     (an error inside a gather on a CPU, silently row 0 on a GPU)."""
     if config.type_vocab_size < 2 and task.reads_sentence_pairs():
         raise UserInputError(
-            f"{config.source or '--bert_config_file'}: type_vocab_size="
+            f"{config.source or 'bert_config_file'}: type_vocab_size="
             f"{config.type_vocab_size}, but {task.script} reads sentence pairs "
-            "(segment id 1): use a model with type_vocab_size >= 2"
+            "(segment id 1): use a model with type_vocab_size >= 2",
+            argument="bert_config_file",
         )
 
 
@@ -176,12 +178,12 @@ def run_settings(task, config, fingerprints):
 
 
 def export_model(
-    run, model, vocab_file, do_lower_case, max_seq_length, **serving_kwargs
+    export, model, vocab_file, do_lower_case, max_seq_length, **serving_kwargs
 ):
-    """--export_dir: the SavedModel for TF Serving of the task's family."""
+    """The SavedModel for TF Serving of the model's family, as `export` (an
+    `ExportOptions`: --export_dir, tokenizer, dtype, version) says."""
     from bert_tf.serving import export_saved_model
 
-    export = run.export
     return export_saved_model(
         model,
         export.export_dir,

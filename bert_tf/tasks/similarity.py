@@ -45,6 +45,7 @@ from bert_tf.tasks import similarity_losses
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
+from bert_tf.tasks.training_data import pipeline_share
 from bert_tf.training.output_dir import file_fingerprint
 
 
@@ -71,8 +72,9 @@ class SimilarityTask(Task):
         check_once(options, run)
         if not run.init_checkpoint:
             raise UserInputError(
-                "--init_checkpoint is needed: a sentence-transformers directory or a "
-                "BERT checkpoint (with --pooling)"
+                "init_checkpoint is needed: a sentence-transformers directory or a "
+                "BERT checkpoint (with pooling=)",
+                argument=("init_checkpoint", "pooling"),
             )
         super().__init__(run, options)
         self.train_rows = None
@@ -133,9 +135,10 @@ class SimilarityTask(Task):
         )
         if steps < 1:
             raise UserInputError(
-                f"{len(self.train_rows)} training rows / --train_batch_size="
-                f"{training.train_batch_size} * --num_train_epochs="
-                f"{training.num_train_epochs} is less than one step"
+                f"{len(self.train_rows)} training rows / train_batch_size="
+                f"{training.train_batch_size} * num_train_epochs="
+                f"{training.num_train_epochs} is less than one step",
+                argument=("train_batch_size", "num_train_epochs"),
             )
         self.train_steps = steps
         return TrainingData(
@@ -186,10 +189,7 @@ class SimilarityTask(Task):
             )
         else:
             dataset = tf.data.Dataset.from_tensor_slices((columns, scores))
-            if input_context is not None and input_context.num_input_pipelines > 1:
-                dataset = dataset.shard(
-                    input_context.num_input_pipelines, input_context.input_pipeline_id
-                )
+            dataset = pipeline_share(dataset, input_context)
             dataset = (
                 dataset.shuffle(
                     len(rows), seed=self.run.seed, reshuffle_each_iteration=True
@@ -278,8 +278,9 @@ def check_cosine_targets(rows, score_scale):
         needed = math.ceil(max(abs(low), abs(high)))
         raise UserInputError(
             f"{rows.path}: scores range {low:g} to {high:g}; divided by "
-            f"--score_scale={score_scale:g} they reach {scaled:g}, a cosine "
-            f"target outside [-1, 1] (--loss=cosine): pass --score_scale={needed}"
+            f"score_scale={score_scale:g} they reach {scaled:g}, a cosine "
+            f"target outside [-1, 1] (loss=cosine): pass score_scale={needed}",
+            argument=("score_scale", "loss"),
         )
 
 

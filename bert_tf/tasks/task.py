@@ -164,7 +164,7 @@ class Task(abc.ABC):
 
         vocab_file, do_lower_case, max_seq_length = self.tokenization(model)
         return export_model(
-            self.run,
+            self.run.export,
             model,
             vocab_file,
             do_lower_case,

@@ -33,3 +33,27 @@ class TrainingData:
     num_train_steps: int
     fingerprints: list = dataclasses.field(default_factory=list)
     learning_rate_multipliers: dict | None = None
+
+
+def pipeline_share(dataset, input_context):
+    """This input pipeline's share of `dataset` (every n-th element of n
+    pipelines; all of it with one pipeline or no `input_context`)."""
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        return dataset.shard(
+            input_context.num_input_pipelines, input_context.input_pipeline_id
+        )
+    return dataset
+
+
+def repeated_batches(dataset, batch_size, skip_batches, make_batch):
+    """`dataset` repeated, in whole batches of `batch_size`, the first
+    `skip_batches` skipped (a resumed run), each mapped by `make_batch`."""
+    import tensorflow as tf
+
+    return (
+        dataset.repeat()
+        .batch(batch_size, drop_remainder=True)
+        .skip(skip_batches)
+        .map(make_batch, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )

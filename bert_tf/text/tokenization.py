@@ -92,12 +92,13 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     else:
         return
     raise UserInputError(
-        f"You passed in `--do_lower_case={actual_flag}` with "
-        f"`--init_checkpoint={init_checkpoint}`. However, `{model_name}` seems to "
+        f"You passed in `do_lower_case={actual_flag}` with "
+        f"`init_checkpoint={init_checkpoint}`. However, `{model_name}` seems to "
         f"be a {case_name} model, so you should pass in "
-        f"`--do_lower_case={opposite_flag}` so that the fine-tuning matches how "
+        f"`do_lower_case={opposite_flag}` so that the fine-tuning matches how "
         "the model was pre-training. If this error is wrong, please just comment "
-        "out this check."
+        "out this check.",
+        argument=("do_lower_case", "init_checkpoint"),
     )
 
 
@@ -117,7 +118,7 @@ def validate_case_matches_vocab(do_lower_case, vocab, vocab_file):
     fewer than 1000 words are not judged.
 
     Args:
-        do_lower_case: the --do_lower_case value.
+        do_lower_case: the do_lower_case value.
         vocab: the token -> id mapping (`load_vocab`).
         vocab_file: its path, named in the error.
 
@@ -126,7 +127,7 @@ def validate_case_matches_vocab(do_lower_case, vocab, vocab_file):
     >>> validate_case_matches_vocab(True, vocab, "cased_L-12_H-768_A-12/vocab.txt")
     Traceback (most recent call last):
     ...
-    bert_tf.errors.UserInputError: --do_lower_case=true with ..., a cased vocabulary ...
+    bert_tf.errors.UserInputError: do_lower_case=true with ..., a cased vocabulary ...
     """
     words = [t for t in vocab if t and not (t.startswith("[") and t.endswith("]"))]
     if len(words) < _MIN_WORDS_TO_JUDGE_CASE:
@@ -136,15 +137,17 @@ def validate_case_matches_vocab(do_lower_case, vocab, vocab_file):
     share = cased / len(words)
     if do_lower_case and share >= _CASED_SHARE:
         raise UserInputError(
-            f"--do_lower_case=true with --vocab_file={vocab_file}, a cased "
+            f"do_lower_case=true with vocab_file={vocab_file}, a cased "
             f"vocabulary ({cased} of its {len(words)} words have capitals, which "
-            "lower-cased text never matches): pass --do_lower_case=false"
+            "lower-cased text never matches): pass do_lower_case=false",
+            argument=("do_lower_case", "vocab_file"),
         )
     if not do_lower_case and cased == 0 and caseable >= _CASED_SHARE * len(words):
         raise UserInputError(
-            f"--do_lower_case=false with --vocab_file={vocab_file}, an uncased "
+            f"do_lower_case=false with vocab_file={vocab_file}, an uncased "
             "vocabulary (none of its words has a capital, so every capitalised "
-            "word would become [UNK] or pieces): pass --do_lower_case=true"
+            "word would become [UNK] or pieces): pass do_lower_case=true",
+            argument=("do_lower_case", "vocab_file"),
         )
 
 

@@ -72,6 +72,11 @@ def read_json(path):
             raise UserInputError(f"{path}: not valid JSON: {e}") from e
 
 
+def read_json_or_empty(path):
+    """`read_json(path)`, or {} when there is no such file (an optional one)."""
+    return read_json(path) if os.path.exists(path) else {}
+
+
 @functools.lru_cache(maxsize=8)
 def _parsed(path, mtime_ns, size):
     del mtime_ns, size  # the cache key: a rewritten file is read again

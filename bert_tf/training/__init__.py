@@ -3,7 +3,7 @@
 `Trainer` and `create_strategy` load TensorFlow on first access.
 """
 
-import importlib
+from bert_tf.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "Trainer": "bert_tf.training.trainer",
@@ -13,9 +13,4 @@ _EXPORTS = {
 __all__ = ["Trainer", "create_strategy"]
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'bert_tf.training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -652,7 +652,7 @@ def create_optimizer(
     """
     if name not in OPTIMIZER_NAMES:
         raise ValueError(
-            f"Unknown optimizer {name!r}: --optimizer must be one of "
+            f"Unknown optimizer {name!r}: optimizer must be one of "
             f"{', '.join(OPTIMIZER_NAMES)}."
         )
     schedule = LinearWarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)

@@ -63,7 +63,8 @@ class OutputDirLock:
 
         if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
             raise UserInputError(
-                f"--output_dir={self.output_dir}: exists and is not a directory"
+                f"output_dir={self.output_dir}: exists and is not a directory",
+                argument="output_dir",
             )
         self._created = not os.path.exists(self.output_dir)
         os.makedirs(self.output_dir, exist_ok=True)
@@ -78,8 +79,9 @@ class OutputDirLock:
                 holder = handle.read().strip() or "an unknown process"
                 handle.close()
                 raise OutputDirInUseError(
-                    f"--output_dir={self.output_dir} is in use by another run "
-                    f"({holder}); wait for it to end or choose another --output_dir"
+                    f"output_dir={self.output_dir} is in use by another run "
+                    f"({holder}); wait for it to end or choose another output_dir",
+                    argument="output_dir",
                 ) from None
             # The run that held it deletes the file as it ends: a lock taken
             # on the deleted file is no lock, so take it again on a new one.
@@ -202,11 +204,12 @@ class RunSettings:
             changed = self.differences(recorded)
             if changed:
                 raise UserInputError(
-                    f"--output_dir={self.output_dir} holds a run with other settings; "
+                    f"output_dir={self.output_dir} holds a run with other settings; "
                     "rerun with the same ones to resume it, pass "
-                    "--overwrite_output_dir to delete it and start over, or choose "
-                    "another --output_dir. Differences (recorded -> now):\n  "
-                    + "\n  ".join(changed)
+                    "overwrite_output_dir to delete it and start over, or choose "
+                    "another output_dir. Differences (recorded -> now):\n  "
+                    + "\n  ".join(changed),
+                    argument=("output_dir", "overwrite_output_dir"),
                 )
             return
         temporary = self.path + ".tmp"

@@ -82,7 +82,7 @@ class RecordedRun:
         vocab_file=None,
         do_lower_case=None,
         label_list=None,
-        labels_flag="--labels",
+        labels_flag="labels",
     ):
         """Raises `UserInputError` for the first given value that differs from
         the record (None: not checked).
@@ -91,7 +91,8 @@ class RecordedRun:
             vocab_file: the vocabulary the flags name (compared by content).
             do_lower_case: the casing the flags ask for.
             label_list: the labels the flags imply, in label-id order.
-            labels_flag: the flag(s) `label_list` came from, for the message.
+            labels_flag: the parameter `label_list` came from, as
+                ``name`` or ``name=value``, for the message.
         """
         where = f"the run in {self.directory}"
         if vocab_file is not None:
@@ -104,9 +105,10 @@ class RecordedRun:
                 ):
                     trained = self.vocab_copy or recorded.get("path")
                     raise UserInputError(
-                        f"--vocab_file={vocab_file}: {where} was trained with "
+                        f"vocab_file={vocab_file}: {where} was trained with "
                         f"another vocabulary ({trained}); give that one (or leave "
-                        "--vocab_file out where the tool allows it)"
+                        "vocab_file out where the tool allows it)",
+                        argument="vocab_file",
                     )
         recorded_case = self.do_lower_case
         if (
@@ -115,15 +117,17 @@ class RecordedRun:
             and bool(do_lower_case) != bool(recorded_case)
         ):
             raise UserInputError(
-                f"--do_lower_case={str(bool(do_lower_case)).lower()}: {where} was "
-                f"trained with --do_lower_case={str(bool(recorded_case)).lower()}"
+                f"do_lower_case={str(bool(do_lower_case)).lower()}: {where} was "
+                f"trained with do_lower_case={str(bool(recorded_case)).lower()}",
+                argument="do_lower_case",
             )
         if label_list is not None and self.label_list is not None:
             if [str(x) for x in label_list] != [str(x) for x in self.label_list]:
                 raise UserInputError(
-                    f"{labels_flag}: the labels {_shown(label_list)} differ from "
-                    f"those {where} was trained with, {_shown(self.label_list)} "
-                    f"(its label_list.json, in label-id order)"
+                    f"{labels_flag}: the label list {_shown(label_list)} differs "
+                    f"from the one {where} was trained with, {_shown(self.label_list)} "
+                    f"(its label_list.json, in label-id order)",
+                    argument=labels_flag.partition("=")[0],
                 )
 
 

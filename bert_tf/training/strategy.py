@@ -74,7 +74,8 @@ def create_strategy(
     name = name or default_strategy_name(use_tpu, num_gpus)
     if name not in STRATEGIES:
         raise UserInputError(
-            f"--distribution_strategy={name!r} is not one of {', '.join(STRATEGIES)}"
+            f"distribution_strategy={name!r} is not one of {', '.join(STRATEGIES)}",
+            argument="distribution_strategy",
         )
     if name == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
@@ -91,7 +92,8 @@ def create_strategy(
         if num_gpus is not None:
             if num_gpus > len(gpus):
                 raise UserInputError(
-                    f"--num_gpus={num_gpus} but only {len(gpus)} GPUs are visible"
+                    f"num_gpus={num_gpus} but only {len(gpus)} GPUs are visible",
+                    argument="num_gpus",
                 )
             gpus = gpus[:num_gpus]
         if name == "mirrored":

@@ -33,9 +33,10 @@ def training_steps(num_examples, train_batch_size, num_train_epochs):
     steps = int(num_examples / train_batch_size * num_train_epochs)
     if steps < 1:
         raise UserInputError(
-            f"{num_examples} training examples / --train_batch_size="
-            f"{train_batch_size} * --num_train_epochs={num_train_epochs} is less than "
-            "one step: use a smaller batch or more epochs or examples"
+            f"{num_examples} training examples / train_batch_size="
+            f"{train_batch_size} * num_train_epochs={num_train_epochs} is less than "
+            "one step: use a smaller batch or more epochs or examples",
+            argument=("train_batch_size", "num_train_epochs"),
         )
     return steps
 
@@ -173,20 +174,21 @@ def restore_trained(model, run):
     init = run.init_checkpoint
     report = getattr(model, "checkpoint_load_report", None)
     if init and report is not None and not report.missing:
-        logging.info("Using the fine-tuned weights of --init_checkpoint=%s", init)
+        logging.info("Using the fine-tuned weights of init_checkpoint=%s", init)
         return 0
     if init and report is not None:
         reason = (
-            f"--init_checkpoint={init} lacks {len(report.missing)} of the model's "
+            f"init_checkpoint={init} lacks {len(report.missing)} of the model's "
             f"variables ({', '.join(report.missing[:4])}"
             f"{', …' if len(report.missing) > 4 else ''}): it is not fine-tuned "
             "for this task"
         )
     else:
-        reason = "and no --init_checkpoint"
+        reason = "and no init_checkpoint"
     raise UserInputError(
-        "--do_eval/--do_predict without --do_train need trained weights: "
-        f"--output_dir={output_dir} holds no training checkpoint {reason}. Train "
-        "first (--do_train), or point --output_dir at a trained run or "
-        "--init_checkpoint at a fine-tuned checkpoint with the task head."
+        "do_eval/do_predict without do_train need trained weights: "
+        f"output_dir={output_dir} holds no training checkpoint {reason}. Train "
+        "first (do_train), or point output_dir at a trained run or "
+        "init_checkpoint at a fine-tuned checkpoint with the task head.",
+        argument=("do_eval", "do_predict", "do_train", "output_dir", "init_checkpoint"),
     )

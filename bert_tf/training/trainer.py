@@ -101,7 +101,9 @@ class Trainer:
     ):
         if gradient_accumulation_steps < 1:
             raise UserInputError(
-                f"--gradient_accumulation_steps must be ≥ 1, got {gradient_accumulation_steps}"
+                "gradient_accumulation_steps must be ≥ 1, got "
+                f"{gradient_accumulation_steps}",
+                argument="gradient_accumulation_steps",
             )
         self.strategy = strategy
         self.model = model
@@ -349,7 +351,8 @@ class Trainer:
         )
         raise UserInputError(
             f"NaN loss during training: {what} at step {step}; training stopped "
-            f"and {kept} (lower --learning_rate, or check the config and the data)"
+            f"and {kept} (lower learning_rate, or check the config and the data)",
+            argument="learning_rate",
         )
 
 
@@ -412,7 +415,8 @@ def restore_newest_readable(checkpoint, paths, check=None):
     if failures:
         raise UserInputError(
             "No readable checkpoint: " + "; ".join(failures) + " (delete them, or "
-            "rerun with --overwrite_output_dir to start over)"
+            "rerun with overwrite_output_dir to start over)",
+            argument="overwrite_output_dir",
         )
     return None
 

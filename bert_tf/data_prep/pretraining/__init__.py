@@ -160,8 +160,8 @@ def create_pretraining_data(
     split = TaskSplit(num_tasks=num_tasks, task_index=task_index)
     output_files = [split.output_path(path) for path in output_files]
     check_outputs_are_not_inputs(
-        [("--output_file", path) for path in output_files],
-        [("--input_file", input_files), ("--vocab_file", [vocab_file])],
+        [("output_file", path) for path in output_files],
+        [("input_file", input_files), ("vocab_file", [vocab_file])],
     )
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
     check_vocab(tokenizer)

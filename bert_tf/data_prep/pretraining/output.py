@@ -34,7 +34,8 @@ def _open_output(path):
     if directory:
         if os.path.exists(directory) and not os.path.isdir(directory):
             raise UserInputError(
-                f"--output_file={path}: {directory} exists and is not a directory"
+                f"output_file={path}: {directory} exists and is not a directory",
+                argument="output_file",
             )
         os.makedirs(directory, exist_ok=True)
     return open(path, "wb", buffering=1 << 20)

@@ -5,7 +5,7 @@ from absl import logging
 from bert_tf.errors import UserInputError
 
 _INSTALL_HINT = (
-    "reading TFDS datasets (--tfds_name) needs the optional package "
+    "reading TFDS datasets (tfds_name) needs the optional package "
     "tensorflow-datasets: pip install 'bert_tf[tfds]' (or pip install "
     "tensorflow-datasets importlib_resources)"
 )
@@ -26,12 +26,13 @@ def config_key(tfds_name):
     return tfds_name.split(":")[0].strip().lower()
 
 
-def check_supported(tfds_name, supported, flag="--tfds_name"):
+def check_supported(tfds_name, supported):
     """Raises a ValueError listing `supported` when `tfds_name` is not one."""
     if config_key(tfds_name) not in supported:
         raise UserInputError(
-            f"{flag}={tfds_name!r} is not supported here; supported: "
-            f"{', '.join(sorted(supported))}"
+            f"tfds_name={tfds_name!r} is not supported here; supported: "
+            f"{', '.join(sorted(supported))}",
+            argument="tfds_name",
         )
 
 
@@ -49,24 +50,26 @@ def load_builder(tfds_name, data_dir=None, download=True):
         if not download:
             raise UserInputError(
                 f"TFDS dataset {tfds_name} is not prepared in {builder.data_dir} "
-                "(--tfds_data_dir); allow the download (--tfds_download=true) or "
-                "prepare it with `tfds build`"
+                "(data_dir); allow the download (download=true) or "
+                "prepare it with `tfds build`",
+                argument={"data_dir": "tfds_data_dir", "download": "tfds_download"},
             )
         logging.info("Downloading and preparing TFDS %s", tfds_name)
         builder.download_and_prepare()
     return builder
 
 
-def check_split(builder, tfds_name, split, flag):
+def check_split(builder, tfds_name, split, parameter, flag):
     """A clear error for an unknown split name (`split` may use TFDS's slicing
-    syntax, `train[:10%]+validation`); a builder without split metadata is
-    left to TFDS."""
+    syntax, `train[:10%]+validation`), naming the `parameter` that gave it
+    (the tools' `flag`); a builder without split metadata is left to TFDS."""
     known = builder.info.splits
     names = [part.split("[")[0].strip() for part in split.split("+")]
     if known and any(name not in known for name in names):
         raise UserInputError(
-            f"TFDS {tfds_name} has no split {split!r} ({flag}); its splits: "
-            f"{', '.join(sorted(builder.info.splits.keys()))}"
+            f"TFDS {tfds_name} has no split ({parameter}={split!r}); its splits: "
+            f"{', '.join(sorted(builder.info.splits.keys()))}",
+            argument={parameter: flag},
         )
 
 

@@ -25,7 +25,7 @@ def conll2003_sentences(
     """
     check_supported(tfds_name, CONLL_CONFIGS)
     builder = load_builder(tfds_name, data_dir, download)
-    check_split(builder, tfds_name, split, "--tfds_split_*")
+    check_split(builder, tfds_name, split, "split", "tfds_split_*")
     names = builder.info.features["ner"].feature.names
     empty = 0
     for position, row in enumerate(rows(builder, split)):

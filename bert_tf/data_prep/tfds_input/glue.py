@@ -165,7 +165,7 @@ class TfdsGlueProcessor(glue.DataProcessor):
     def get_train_examples(self, data_dir=None):
         return self._checked_training_set(
             f"TFDS {self.tfds_name}[{self.train_split}]",
-            self._examples(self.train_split, "train", "--tfds_split_train"),
+            self._examples(self.train_split, "train", "train_split"),
         )
 
     def get_dev_examples(self, data_dir=None, matched=None):
@@ -174,11 +174,11 @@ class TfdsGlueProcessor(glue.DataProcessor):
             if not self._mismatched_split:
                 raise UserInputError(f"{self.tfds_name} has no mismatched dev set")
             return self._examples(self._mismatched_split, "dev_mismatched", None)
-        return self._examples(self.eval_split, "dev", "--tfds_split_eval")
+        return self._examples(self.eval_split, "dev", "eval_split")
 
     def get_test_examples(self, data_dir=None):
         return self._examples(
-            self.predict_split, "test", "--tfds_split_predict", unlabelled=True
+            self.predict_split, "test", "predict_split", unlabelled=True
         )
 
     def builder(self):
@@ -191,15 +191,16 @@ class TfdsGlueProcessor(glue.DataProcessor):
     def _check_features(self, builder):
         features = builder.info.features
         wanted = {
-            "--tfds_text_a_feature": self.text_a_feature,
-            "--tfds_text_b_feature": self.text_b_feature,
-            "--tfds_label_feature": self.label_feature,
+            "text_a_feature": self.text_a_feature,
+            "text_b_feature": self.text_b_feature,
+            "label_feature": self.label_feature,
         }
-        for flag, name in wanted.items():
+        for parameter, name in wanted.items():
             if name is not None and name not in features:
                 raise UserInputError(
-                    f"TFDS {self.tfds_name} has no feature {name!r} ({flag}); its "
-                    f"features: {', '.join(sorted(features.keys()))}"
+                    f"TFDS {self.tfds_name} has no feature {name!r} ({parameter}); "
+                    f"its features: {', '.join(sorted(features.keys()))}",
+                    argument={parameter: f"tfds_{parameter}"},
                 )
         label = features[self.label_feature]
         names = getattr(label, "names", None)
@@ -219,13 +220,17 @@ class TfdsGlueProcessor(glue.DataProcessor):
         # By name: the class's index in TFDS need not be its index here.
         self._id_to_label = [self._class_names[name] for name in names]
 
-    def _examples(self, split, set_type, flag, unlabelled=False):
+    def _examples(self, split, set_type, parameter, unlabelled=False):
+        # The tools' flags: train_split is --tfds_split_train.
+        flag = parameter and "tfds_split_" + parameter.removesuffix("_split")
         if split is None:
             raise UserInputError(
-                f"TFDS {self.tfds_name} has no {set_type} split; name one with {flag}"
+                f"TFDS {self.tfds_name} has no {set_type} split; name one with "
+                f"{parameter}",
+                argument={parameter: flag},
             )
         builder = self.builder()
-        check_split(builder, self.tfds_name, split, flag)
+        check_split(builder, self.tfds_name, split, parameter, flag)
         has_idx = "idx" in builder.info.features
         rows = []
         for row in scalar_rows(builder, split):

@@ -27,7 +27,7 @@ def squad_json(tfds_name, split, data_dir=None, download=True):
     check_supported(tfds_name, SQUAD_CONFIGS)
     version_2 = SQUAD_CONFIGS[config_key(tfds_name)]
     builder = load_builder(tfds_name, data_dir, download)
-    check_split(builder, tfds_name, split, "--tfds_split_train/--tfds_split_predict")
+    check_split(builder, tfds_name, split, "split", "tfds_split_*")
     articles = collections.OrderedDict()
     num_questions = 0
     for row in rows(builder, split):
