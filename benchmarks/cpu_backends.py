@@ -246,12 +246,10 @@ def st_worker(args):
         request = json.loads(line)
         model = models[request["config"]]
         if request["mode"] == "throughput":
-            out = np.zeros((len(sentences), model.get_sentence_embedding_dimension()))
             began = time.perf_counter()
-            for rows, texts in batches_by_length(sentences):
-                out[rows] = model.encode(texts, batch_size=BATCH)
+            out = model.encode(sentences, batch_size=BATCH)
             seconds = time.perf_counter() - began
-            np.save(request["output"], out.astype(np.float32))
+            np.save(request["output"], np.asarray(out, np.float32))
             reply = {"seconds": seconds}
         else:
             texts = sentences[::LATENCY_STRIDE]
@@ -324,21 +322,17 @@ def start_st_worker(args, names, sentences, work_dir, isa):
 
 
 class OurRunner:
-    """A bert_tf configuration: `embed(texts)` -> float32 [n, dim] numpy."""
+    """A bert_tf configuration: `embed_all(texts)` (its own `encode`, batch
+    32) and `embed_one(text)`."""
 
-    def __init__(self, name, embed, embed_one):
-        self.name, self.embed, self.embed_one = name, embed, embed_one
+    def __init__(self, name, embed_all, embed_one):
+        self.name, self.embed_all, self.embed_one = name, embed_all, embed_one
         self.sentences = None
 
     def throughput(self):
-        out = None
         began = time.perf_counter()
-        for rows, texts in batches_by_length(self.sentences):
-            batch = self.embed(texts)
-            if out is None:
-                out = np.zeros((len(self.sentences), batch.shape[-1]), np.float32)
-            out[rows] = batch
-        return time.perf_counter() - began, out
+        out = self.embed_all(self.sentences)
+        return time.perf_counter() - began, np.asarray(out, np.float32)
 
     def latencies(self):
         return timed_latencies(self.embed_one, self.sentences[::LATENCY_STRIDE])
@@ -376,7 +370,18 @@ def our_runners(names, work_dir):
         serve = tf.saved_model.load(os.path.join(export_dir, "1")).signatures[
             "serving_default"
         ]
-        return lambda texts: serve(text=tf.constant(texts))["embeddings"].numpy()
+
+        def embed(texts):
+            return serve(text=tf.constant(texts))["embeddings"].numpy()
+
+        def embed_all(sentences):
+            # A SavedModel has no encode: the same length-sorted batches.
+            out = np.zeros((len(sentences), model.embedding_dim), np.float32)
+            for rows, texts in batches_by_length(sentences):
+                out[rows] = embed(texts)
+            return out
+
+        return embed_all, embed
 
     def litert(quantization, threads):
         path = os.path.join(work_dir, f"minilm-{quantization}.tflite")
@@ -390,20 +395,30 @@ def our_runners(names, work_dir):
                 quantization=quantization,
             )
         lite = LiteRTModel(path, num_threads=threads)
-        return lambda texts: lite(text=texts)["embeddings"]
+        return (
+            lambda texts: lite.encode(texts, batch_size=BATCH),
+            lambda text: lite(text=[text])["embeddings"],
+        )
 
     for name in names:
         if name == "bert_tf encode fp32":
-            embed = lambda texts: model.encode(texts, batch_size=BATCH)  # noqa: E731
+            embed_all, embed_one = (
+                lambda texts: model.encode(texts, batch_size=BATCH),
+                lambda text: model.encode([text]),
+            )
         elif name.startswith("bert_tf savedmodel"):
-            embed = saved_model("bfloat16" if name.endswith("bf16") else "float32")
+            embed_all, embed_one = saved_model(
+                "bfloat16" if name.endswith("bf16") else "float32"
+            )
         elif name.startswith("bert_tf litert"):
             quantization = name.split()[2]
             quantization = {"int8": "dynamic_int8", "fp32": "none"}[quantization]
-            embed = litert(quantization, 1 if name.endswith("1 thread") else 2)
+            embed_all, embed_one = litert(
+                quantization, 1 if name.endswith("1 thread") else 2
+            )
         else:
             raise SystemExit(f"unknown configuration {name!r}")
-        runners.append(OurRunner(name, embed, lambda text, e=embed: e([text])))
+        runners.append(OurRunner(name, embed_all, embed_one))
     return runners
 
 

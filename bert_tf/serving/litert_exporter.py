@@ -5,7 +5,9 @@
 * `serving_default` takes strings, tokenized in the graph by
   `LiteRTPreprocessor` (tensorflow-text's fast BERT tokenizer, whose LiteRT
   kernels `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS` registers);
-* `serve_tokenized` takes int32 `input_ids`, `input_mask`, `segment_ids`.
+* `serve_tokenized` takes int32 `input_ids`, `input_mask`, `segment_ids`;
+* embedding files (without a default prompt) also have `tokenize`: `text`
+  in, `serve_tokenized`'s inputs out (what `LiteRTModel.encode` sorts by).
 
 ==================  ======================  ====================================
 model               serving_default inputs  outputs
@@ -147,6 +149,10 @@ def export_litert(
         "signatures": {
             "serving_default": [spec.name for spec in module.text_specs()],
             "serve_tokenized": list(ENCODER_INPUT_NAMES),
+            **{
+                name: [spec.name for spec in specs]
+                for name, (_, specs) in module.extra_signatures().items()
+            },
         },
         "seq_length": int(seq_length),
         "do_lower_case": bool(do_lower_case),
@@ -191,7 +197,8 @@ def litert_family(model_class):
 
 
 def convert(module, quantization):
-    """The flatbuffer of `module`'s two signatures."""
+    """The flatbuffer of `module`'s signatures (the two of every family and
+    its `extra_signatures`)."""
     text_fn = tf.function(module.serve_text, input_signature=module.text_specs())
     token_specs = [
         tf.TensorSpec([None, None], tf.int32, name) for name in ENCODER_INPUT_NAMES
@@ -201,6 +208,10 @@ def convert(module, quantization):
         "serving_default": text_fn.get_concrete_function(),
         "serve_tokenized": tokens_fn.get_concrete_function(),
     }
+    for name, (function, specs) in module.extra_signatures().items():
+        functions[name] = tf.function(
+            function, input_signature=specs
+        ).get_concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         list(functions.values()), module
     )
@@ -326,6 +337,10 @@ class _Module(tf.Module):
     def metadata(self):
         return {}
 
+    def extra_signatures(self):
+        """{name: (function, input specs)} beyond the two every file has."""
+        return {}
+
     def serve_tokenized(self, input_ids, input_mask, segment_ids):
         inputs = {
             "input_ids": input_ids,
@@ -399,6 +414,21 @@ class EmbeddingModule(_Module):
             self.prompt_ids = tokenizer.convert_tokens_to_ids(
                 tokenizer.tokenize(self.prompt)
             )
+
+    def extra_signatures(self):
+        if self.prompt_ids:
+            # serve_tokenized pools every position: a prompt left out of
+            # pooling needs serving_default.
+            return {}
+        return {"tokenize": (self.tokenize, self.text_specs())}
+
+    def tokenize(self, text):
+        """`serve_tokenized`'s inputs of `text`, padded to the longest row:
+        `LiteRTModel.encode` sorts by their lengths, so that no batch pads
+        past its longest sentence (sorting by characters padded STS-B's
+        sentences by 36 %)."""
+        ids, lengths, _, _ = self.preprocessor.tokenize(text)
+        return self.preprocessor.pack([(ids, lengths)])[0]
 
     def serve_text(self, text):
         ids, lengths, _, _ = self.preprocessor.tokenize(text)
