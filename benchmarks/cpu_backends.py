@@ -14,9 +14,12 @@ sentences ($BERT_TF_DATA/glue/STS-B/dev.tsv), one row per configuration:
   in) and LiteRT (`export_litert`, `LiteRTModel.encode`, tokenizer in the
   file) at 1 and 2 threads.
 
-Every row embeds the sentences sorted by length in batches of 32 (each padded
-to its own longest row; sentences/s over all of them) and times batch-1 calls
-on every 10th sentence (p50 ms). The configurations take turns for --rounds
+Every row embeds all the sentences with its library's own `encode` at batch
+size 32 (both sort by length and pad each batch to its longest row; LiteRT
+sorts by word pieces, the others by characters; the SavedModel, which has no
+`encode`, in the same character-sorted batches), sentences/s over all of
+them, and times batch-1 calls on every 10th sentence (p50 ms: `encode` of
+one sentence, LiteRT's raw-text `serving_default`, the SavedModel's). The configurations take turns for --rounds
 rounds (throughput: median of the rounds; p50 over all rounds' calls), since
 the machine is shared; run it under the heavy-job lock. Quality per row:
 STS-B dev Spearman of the pair cosines against the gold scores, and the mean
@@ -381,7 +384,7 @@ def our_runners(names, work_dir):
                 out[rows] = embed(texts)
             return out
 
-        return embed_all, embed
+        return embed_all, lambda text: embed([text])
 
     def litert(quantization, threads):
         path = os.path.join(work_dir, f"minilm-{quantization}.tflite")
