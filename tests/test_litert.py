@@ -534,6 +534,8 @@ def test_embedding_export_takes_the_encoders_own_length_and_casing(
         sentences, batch_size=16, progress=lambda d, t: done.append(d)
     )
     assert done == [16, 32, 39]
+    # Issue 48: sorted by word pieces (the file's `tokenize` signature).
+    assert model.metadata["signatures"]["tokenize"] == ["text"]
     assert model.metadata["embedding_dim"] == 32
     np.testing.assert_allclose(vectors, encoder.encode(sentences), atol=5e-5)
     np.testing.assert_allclose(model.encode(sentences[5]), vectors[5], atol=1e-6)
@@ -588,3 +590,63 @@ def test_tagger_entities_equal_the_saved_models(exported, tiny_models, shared_da
             assert abs(entity["score"] - float(want["entity_score"][row, index])) < 1e-4
             data = texts[row].encode("utf-8")
             assert data[entity["start"] : entity["end"]].decode() == entity["text"]
+
+
+def _stsb_dev_sentences(shared_data, count):
+    with open(os.path.join(shared_data, "glue/STS-B/dev.tsv"), encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f.readlines()[1:]]
+    return [sentence for row in rows for sentence in row[7:9]][:count]
+
+
+def test_embedding_with_a_prompt_encodes_through_serving_default(shared_data, tmp_path):
+    """A prompt left out of pooling needs serving_default: such a file has
+    no `tokenize` signature and `encode` sorts by characters, equal to the
+    Keras model's encode."""
+    from bert_tf.text.preprocessing import BertPreprocessor
+
+    keras.utils.set_random_seed(5)
+    vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
+    encoder = bert_tf.BertSentenceEncoder(
+        tiny_bert_config(30522, max_position_embeddings=64, dropout=0.0),
+        preprocessor=BertPreprocessor(vocab, True, 32, padding="longest"),
+        pooling="mean",
+        include_prompt=False,
+        prompts={"query": "query: "},
+        default_prompt_name="query",
+    )
+    path = str(tmp_path / "prompted.tflite")
+    export_litert(encoder, path, vocab, True, 32, quantization="none")
+    model = LiteRTModel(path)
+    assert "tokenize" not in model.signature_names()
+    assert "tokenize" not in model.metadata["signatures"]
+    sentences = _stsb_dev_sentences(shared_data, 40)
+    np.testing.assert_allclose(
+        model.encode(sentences, batch_size=16), encoder.encode(sentences), atol=5e-5
+    )
+
+
+@pytest.mark.slow
+def test_int8_minilm_encode_by_word_pieces_keeps_float32_quality(
+    minilm_dir, shared_data, tmp_path
+):
+    """Issue 48: the real MiniLM, dynamic int8, 600 STS-B dev sentences:
+    `encode` (batches sorted by word pieces through `tokenize` and
+    `serve_tokenized`) gives each sentence's vector as the raw-text signature
+    does alone, and stays at cosine >= 0.995 to the float32 Keras encode."""
+    encoder = bert_tf.BertSentenceEncoder.from_checkpoint(minilm_dir)
+    pre = encoder.preprocessor
+    path = str(tmp_path / "minilm_int8.tflite")
+    export_litert(encoder, path, pre.vocab_file, pre.do_lower_case, pre.seq_length)
+    model = LiteRTModel(path, num_threads=2)
+    sentences = _stsb_dev_sentences(shared_data, 600)
+    vectors = model.encode(sentences, batch_size=32)
+    alone = np.concatenate(
+        [model(text=[text])["embeddings"] for text in sentences[::10]]
+    )
+    np.testing.assert_allclose(vectors[::10], alone, atol=2e-3)
+    reference = encoder.encode(sentences, batch_size=32)
+    cosines = (vectors * reference).sum(-1) / (
+        np.linalg.norm(vectors, axis=-1) * np.linalg.norm(reference, axis=-1)
+    )
+    assert cosines.mean() >= 0.995, cosines.mean()
+    assert cosines.min() >= 0.98, cosines.min()

@@ -99,6 +99,22 @@ class EmbeddingSignatures(SignatureModule):
         """The family's entries of a LiteRT file's metadata."""
         return {"embedding_dim": int(self.model.embedding_dim)}
 
+    def litert_extra_signatures(self):
+        """A LiteRT file's `tokenize` signature: `serve_tokenized`'s inputs
+        of `text`, padded to the longest row, so that `LiteRTModel.encode`
+        sorts by word pieces and no batch pads past its longest sentence
+        (sorting by characters padded STS-B's sentences by 36 %). None with
+        a prompt: `serve_tokenized` pools every position, and a prompt left
+        out of pooling needs `serving_default`."""
+        if self.model.resolve_prompt():
+            return {}
+
+        def tokenize(text):
+            ids, lengths, _, _ = self.preprocessor.tokenize(text)
+            return self.preprocessor.pack([(ids, lengths)])[0]
+
+        return {"tokenize": (tokenize, [tf.TensorSpec([None], tf.string, "text")])}
+
     def similarity_endpoint(self):
         """`(function, specs)` of the `similarity` signature."""
 

@@ -5,7 +5,9 @@
 * `serving_default` takes strings, tokenized in the graph by
   `LiteRTPreprocessor` (tensorflow-text's fast BERT tokenizer, whose LiteRT
   kernels `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS` registers);
-* `serve_tokenized` takes int32 `input_ids`, `input_mask`, `segment_ids`.
+* `serve_tokenized` takes int32 `input_ids`, `input_mask`, `segment_ids`;
+* embedding files (without a default prompt) also have `tokenize`: `text`
+  in, `serve_tokenized`'s inputs out (what `LiteRTModel.encode` sorts by).
 
 ==================  ======================  ====================================
 model               serving_default inputs  outputs
@@ -139,6 +141,10 @@ def export_litert(
         "signatures": {
             "serving_default": [spec.name for spec in module.text_specs()],
             "serve_tokenized": list(ENCODER_INPUT_NAMES),
+            **{
+                name: [spec.name for spec in specs]
+                for name, (_, specs) in module.extra_signatures().items()
+            },
         },
         "seq_length": int(seq_length),
         "do_lower_case": bool(do_lower_case),
@@ -182,7 +188,8 @@ def litert_family(model_class):
 
 
 def convert(module, quantization):
-    """The flatbuffer of `module`'s two signatures."""
+    """The flatbuffer of `module`'s signatures (the two of every family and
+    its `extra_signatures`)."""
     text_fn = tf.function(module.serve_text, input_signature=module.text_specs())
     token_specs = [
         tf.TensorSpec([None, None], tf.int32, name) for name in ENCODER_INPUT_NAMES
@@ -192,6 +199,10 @@ def convert(module, quantization):
         "serving_default": text_fn.get_concrete_function(),
         "serve_tokenized": tokens_fn.get_concrete_function(),
     }
+    for name, (function, specs) in module.extra_signatures().items():
+        functions[name] = tf.function(
+            function, input_signature=specs
+        ).get_concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         list(functions.values()), module
     )
@@ -332,6 +343,12 @@ class LiteRTSignatures(tf.Module):
 
     def metadata(self):
         return self.signatures.litert_metadata()
+
+    def extra_signatures(self):
+        """{name: (function, input specs)} beyond the two every file has:
+        the family's `litert_extra_signatures`, if it has any."""
+        extra = getattr(self.signatures, "litert_extra_signatures", None)
+        return extra() if extra is not None else {}
 
     def serve_text(self, *texts):
         return self._serve_text(*texts)

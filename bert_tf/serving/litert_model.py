@@ -65,6 +65,17 @@ def read_metadata(model_content):
     return None
 
 
+def _padded(rows):
+    """`serve_tokenized`'s inputs of packed id rows: padded to the longest,
+    one segment."""
+    input_ids = np.zeros((len(rows), max(len(row) for row in rows)), np.int32)
+    input_mask = np.zeros_like(input_ids)
+    for index, row in enumerate(rows):
+        input_ids[index, : len(row)] = row
+        input_mask[index, : len(row)] = 1
+    return input_ids, input_mask, np.zeros_like(input_ids)
+
+
 class LiteRTModel:
     """A bert_tf `.tflite` file, opened with tensorflow-text's LiteRT kernels.
 
@@ -170,10 +181,12 @@ class LiteRTModel:
         """An embedding export's vectors of `sentences`: float32 numpy
         [len(sentences), dim] in their order, as `BertSentenceEncoder.encode`.
 
-        Sentences are sorted by length (longest first; characters, as
-        sentence-transformers sorts, since the word pieces are counted only
-        inside the file), cut into batches of `batch_size`, and each batch is
-        padded to its own longest row, so short sentences cost little.
+        Sentences are sorted by length (longest first), cut into batches of
+        `batch_size`, and each batch is padded to its own longest row, so
+        short sentences cost little. The length is the word-piece count when
+        the file has the `tokenize` signature (exports since issue 48; the
+        texts are tokenized once, by the file, and batches go to
+        `serve_tokenized`), else characters, as sentence-transformers sorts.
 
         Args:
             sentences: list of str or UTF-8 bytes (or one: returns [dim]).
@@ -185,18 +198,47 @@ class LiteRTModel:
         texts = [sentences] if single else list(sentences)
         for i, text in enumerate(texts):
             _valid_utf8(text, f"sentences[{i}]")
-        output = np.zeros((len(texts), self.embedding_dim), np.float32)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int):
             raise TypeError(f"batch_size={batch_size!r}: must be an integer")
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size}: must be positive")
+        output = np.zeros((len(texts), self.embedding_dim), np.float32)
+        # One batch is padded to its longest row whatever the order.
+        if len(texts) > batch_size and "tokenize" in self.signature_names():
+            ids = self._token_ids(texts)
+            order = np.argsort([-len(row) for row in ids], kind="stable")
+        else:
+            ids = None
+            order = np.argsort([-len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
-            output[rows] = self(text=[texts[i] for i in rows])["embeddings"]
+            if ids is None:
+                output[rows] = self(text=[texts[i] for i in rows])["embeddings"]
+            else:
+                output[rows] = self.tokenized(*_padded([ids[i] for i in rows]))[
+                    "embeddings"
+                ]
             if progress is not None:
                 progress(min(start + batch_size, len(texts)), len(texts))
         return output[0] if single else output
+
+    def _token_ids(self, texts, chunk=1024):
+        """Each text's packed ids ([CLS] ... [SEP], int32), from the file's
+        `tokenize` signature, `chunk` texts per call (a call pads to its
+        longest text)."""
+        runner = self._runner("tokenize")
+        ids = []
+        for start in range(0, len(texts), chunk):
+            part = texts[start : start + chunk]
+            packed = runner(
+                text=np.array([_valid_utf8(t, "sentences") for t in part], object)
+            )
+            lengths = packed["input_mask"].sum(axis=1)
+            ids.extend(
+                row[:length]
+                for row, length in zip(packed["input_ids"], lengths, strict=True)
+            )
+        return ids
 
     def entities(self, texts):
         """A tagger's entities of `texts`, as its SavedModel's `entity_*`
