@@ -96,6 +96,16 @@ def _describe(dense, lexical, bm25_function, vector_type):
     return " + ".join(parts)
 
 
+def _argument_of(flag):
+    """The `UserInputError` argument of the parameter `flag` that gave a URI
+    and of the collection: ``uri`` and ``collection`` are the tools'
+    --milvus_uri and --milvus_collection; a tool that names the URI otherwise
+    (bert-tf-search's --index) has --collection."""
+    if flag == "uri":
+        return {"uri": "milvus_uri", "collection": "milvus_collection"}
+    return {flag: flag.lstrip("-"), "collection": "collection"}
+
+
 def check_milvus_uri(uri, flag="uri"):
     """A server URI, or a Milvus Lite file ending in .db in an existing
     directory; needs neither pymilvus nor TensorFlow, so a tool checks it
@@ -105,7 +115,7 @@ def check_milvus_uri(uri, flag="uri"):
         UserInputError: naming `flag` (the parameter that gave `uri`;
             the tools' --milvus_uri).
     """
-    argument = {flag: "milvus_uri"}
+    argument = _argument_of(flag)
     if _is_server(uri):
         return
     if not uri.endswith(".db"):
@@ -208,7 +218,7 @@ class MilvusStore(VectorStore):
             raise UserInputError(
                 f"{flag}={uri}: Milvus Lite has no BM25 function; compute BM25 "
                 "here (bm25_function=False) or give a server URI",
-                argument={flag: "milvus_uri"},
+                argument=_argument_of(flag),
             )
         if metric not in METRICS and not as_it_is:
             raise UserInputError(
@@ -254,7 +264,8 @@ class MilvusStore(VectorStore):
             elif as_it_is:
                 raise UserInputError(
                     f"{flag}={uri}: no collection {collection!r} (collections: "
-                    f"{', '.join(self._client.list_collections()) or 'none'})"
+                    f"{', '.join(self._client.list_collections()) or 'none'})",
+                    argument=_argument_of(flag),
                 )
             else:
                 self.dense, self.lexical = bool(self.dense), bool(self.lexical)
@@ -276,7 +287,7 @@ class MilvusStore(VectorStore):
             raise UserInputError(
                 f"{flag}={uri}: Milvus needs the retrieval extra ({error}): "
                 "pip install '.[retrieval]' (pymilvus and milvus-lite)",
-                argument={flag: "milvus_uri"},
+                argument=_argument_of(flag),
             ) from None
 
         _quiet_client_logs()
@@ -306,11 +317,11 @@ class MilvusStore(VectorStore):
             hint = "" if _is_server(uri) else "; is another process using this file?"
             raise UserInputError(
                 f"{flag}={uri}: cannot connect ({reason or type(e).__name__}{hint})",
-                argument={flag: "milvus_uri"},
+                argument=_argument_of(flag),
             ) from None
 
     @classmethod
-    def existing(cls, uri, collection, flag="--milvus_uri", **kwargs):
+    def existing(cls, uri, collection, flag="uri", **kwargs):
         """An existing collection opened as it is (`dimension` None); `kwargs`
         as the constructor's (e.g. ``rescore_k``, ``search_params``)."""
         return cls(
@@ -383,8 +394,7 @@ class MilvusStore(VectorStore):
         return UserInputError(
             f"{self._where}: {reason}",
             argument={
-                self._flag: "milvus_uri",
-                "collection": "milvus_collection",
+                **_argument_of(self._flag),
                 "overwrite": "overwrite_index",
                 "index_type": "index_type",
                 "metric": "metric_type",

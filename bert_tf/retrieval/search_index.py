@@ -140,7 +140,7 @@ class SearchIndex:
                     f"the Milvus URI {index} needs the collection to search",
                     argument="collection",
                 )
-            check_milvus_uri(index, "--index")
+            check_milvus_uri(index, "index")
             if "://" not in index and not os.path.isdir(index):
                 raise UserInputError(
                     f"index={index}: no such Milvus Lite database", argument="index"
@@ -166,7 +166,7 @@ class SearchIndex:
         self.store = MilvusStore.existing(
             uri,
             collection,
-            flag="--index",
+            flag="index",
             rescore_k=int(settings.get("rescore_k") or 0),
             search_params=search_params,
         )

@@ -128,10 +128,11 @@ def open_index(options):
         index.check_mode(options.retrieval_mode)
         if options.rerank_checkpoint and not index.store.stores_text:
             raise UserInputError(
-                f"--rerank_checkpoint: {index.uri} collection "
+                f"rerank_checkpoint: {index.uri} collection "
                 f"{index.collection!r} keeps no passage texts to re-rank "
                 "(indexed before they were kept): re-index it with run_retrieval "
-                "--do_index --overwrite_index"
+                "--do_index --overwrite_index",
+                argument="rerank_checkpoint",
             )
     except Exception:
         index.close()
