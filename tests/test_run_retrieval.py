@@ -25,6 +25,7 @@ from bert_tf.metrics.retrieval import retrieval_metrics  # noqa: E402
 from bert_tf.options import RetrievalOptions  # noqa: E402
 from bert_tf.options import RunOptions  # noqa: E402
 from bert_tf.options import TrainingOptions  # noqa: E402
+from bert_tf.options.run_identity import stop_if_other_run  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "run_retrieval.py")
 NUM_DOCS = 40
@@ -460,8 +461,8 @@ def test_interrupted_training_resumes_where_it_stopped(
         hard_negatives=1,
     )
 
-    def train(output_dir):
-        run = RunOptions(
+    def run_for(output_dir):
+        return RunOptions(
             output_dir=str(output_dir),
             init_checkpoint=tiny_encoders[0],
             do_lower_case=None,
@@ -475,7 +476,9 @@ def test_interrupted_training_resumes_where_it_stopped(
                 save_checkpoints_steps=2,
             ),
         )
-        return retrieval.run(run, options)
+
+    def train(output_dir):
+        return retrieval.run(run_for(output_dir), options)
 
     class Killed(Exception):
         pass
@@ -502,6 +505,15 @@ def test_interrupted_training_resumes_where_it_stopped(
     assert tf.train.latest_checkpoint(tmp_path / "killed" / "checkpoints").endswith(
         "ckpt-4"
     )
+    # The settings the early check reads from the flags and files are those
+    # the runner recorded: the same run passes it, another seed stops there.
+    stop_if_other_run("run_retrieval", run_for(tmp_path / "killed"), options)
+    with pytest.raises(UserInputError, match="seed: 12345 -> 7"):
+        stop_if_other_run(
+            "run_retrieval",
+            dataclasses.replace(run_for(tmp_path / "killed"), seed=7),
+            options,
+        )
 
     reference = DualEncoder.load(tmp_path / "uninterrupted")
     resumed = DualEncoder.load(tmp_path / "killed")

@@ -10,6 +10,7 @@ combine them with the run.
 import dataclasses
 import os
 
+from bert_tf.data_prep import beir
 from bert_tf.data_prep.beir import CORPUS_FILE
 from bert_tf.errors import UserInputError
 from bert_tf.options.option import option
@@ -312,6 +313,11 @@ class RetrievalOptions:
             )
         if run.export:
             check_serving_dtype(run.export.serving_dtype)
+
+    def training_fingerprints(self, run):
+        """What a --do_train run records of its data: the BEIR files it
+        trains on (`bert_tf.data_prep.beir.training_fingerprints`)."""
+        return beir.training_fingerprints(self.data_dir, self.train_split)
 
     def recall_warning(self, num_passages):
         """The numbers that show --index_type=IVF_FLAT missing passages of

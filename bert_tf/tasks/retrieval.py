@@ -400,7 +400,7 @@ class RetrievalTask(Task):
         return TrainingData(
             dataset_fn,
             num_steps,
-            beir.training_fingerprints(options.data_dir, options.train_split),
+            options.training_fingerprints(self.run),
         )
 
     def loss(self, batch, outputs):
