@@ -655,3 +655,81 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
                 assert score == pytest.approx(exact[doc], abs=1e-2)
     top1 = np.mean(rounded_ids.numpy()[:, 0].astype(str) == ids[:, 0])
     assert top1 >= 0.75
+
+
+@pytest.mark.slow
+def test_export_from_a_run_reuses_its_index_vectors(
+    small_beir, tiny_encoders, tmp_path
+):
+    """Issue 49: export_saved_model --model_type=retrieval on a run_retrieval
+    output_dir takes the vectors --do_index stored when the index holds this
+    corpus embedded by this model; the SavedModel answers as one embedded at
+    export (ids equal, scores within 1e-6). An index of another model, or of
+    another corpus, is embedded again, saying why."""
+    import shutil
+
+    import tensorflow as tf
+
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
+    from bert_tf.retrieval.indexing import index_corpus
+    from bert_tf.retrieval.indexing import passages_of
+    from bert_tf.retrieval.indexing import towers_at
+    from bert_tf.retrieval.milvus_store import MilvusStore
+    from bert_tf.tasks import saved_model_export
+    from bert_tf.tasks.retrieval import vectors_in_run_index
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_encoders[0], run_dir)
+    towers = towers_at(str(run_dir))
+    passages = passages_of(beir.read_corpus(small_beir), towers, 48, 24)
+    assert vectors_in_run_index(run_dir, towers, passages)[2] == (
+        f"no index.db in {run_dir}"
+    )
+
+    def index(directory, fingerprint, indexed):
+        with MilvusStore(
+            str(directory / "index.db"), "bert_tf", towers.embedding_dim, fingerprint
+        ) as store:
+            index_corpus(towers, indexed, store)
+
+    index(run_dir, towers.fingerprint(), passages)
+    stored, vectors, why_not = vectors_in_run_index(run_dir, towers, passages)
+    assert why_not is None
+    text_of = {p.id: p.text for p in passages}
+    np.testing.assert_allclose(
+        vectors, towers.encode_documents([text_of[s.id] for s in stored]), atol=1e-6
+    )
+
+    def export(init_checkpoint, name):
+        return saved_model_export.run(
+            SavedModelExportOptions(
+                model_type="retrieval",
+                init_checkpoint=str(init_checkpoint),
+                export=ExportOptions(str(tmp_path / name)),
+                data_dir=small_beir,
+                passage_length=48,
+                passage_stride=24,
+            )
+        )
+
+    queries = beir.read_queries(small_beir)
+    texts = [queries[q].text for q in list(beir.read_qrels(small_beir, "test"))[:16]]
+    answers = []
+    for path in (export(run_dir, "reused"), export(tiny_encoders[0], "embedded")):
+        found = tf.saved_model.load(path).signatures["serving_default"](
+            query=tf.constant(texts), top_k=tf.constant(10)
+        )
+        answers.append((found["ids"].numpy(), found["scores"].numpy()))
+    np.testing.assert_array_equal(answers[0][0], answers[1][0])
+    np.testing.assert_allclose(answers[0][1], answers[1][1], atol=1e-6)
+
+    other = tmp_path / "other_model"
+    shutil.copytree(tiny_encoders[0], other)
+    index(other, "another model", passages)
+    assert (
+        "indexed with another model" in vectors_in_run_index(other, towers, passages)[2]
+    )
+    assert vectors_in_run_index(run_dir, towers, passages[:-1])[2].endswith(
+        f"0 of {len(passages) - 1} passages missing or changed, 1 others"
+    )

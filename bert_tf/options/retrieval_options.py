@@ -46,6 +46,10 @@ __all__ = [
 ]
 
 
+# The Milvus Lite file a run keeps in its output_dir (no --milvus_uri).
+INDEX_FILE = "index.db"
+
+
 @dataclasses.dataclass(frozen=True)
 class RetrievalOptions:
     """The retrieval task's options (flags of run_retrieval.py, same names); checked when made.
@@ -341,7 +345,7 @@ class RetrievalOptions:
 
     def uri(self, output_dir):
         """--milvus_uri, default ``<output_dir>/index.db`` (Milvus Lite)."""
-        return self.milvus_uri or os.path.join(output_dir, "index.db")
+        return self.milvus_uri or os.path.join(output_dir, INDEX_FILE)
 
     def index_params(self):
         """Build parameters of --index_type."""
