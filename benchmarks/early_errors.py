@@ -117,13 +117,127 @@ CASES = [
 ]
 
 
-def make_scratch(folder):
-    """The files the cases name: v.txt and beir/corpus.jsonl."""
+# Runs recorded in the scratch folder (tool, flags), as a --do_train run
+# records them in output_dir/run_settings.json; the RERUNS then change one
+# setting in the same output_dir.
+RECORDED = [
+    (
+        "run_classifier",
+        [
+            "--do_train",
+            "--task_name=custom",
+            "--data_dir={out}/classify",
+            "--train_file=train.tsv",
+            "--vocab_file={out}/v.txt",
+            "--output_dir={out}/classifier_run",
+            "--learning_rate=5e-5",
+        ],
+    ),
+    (
+        "run_similarity",
+        [
+            "--do_train",
+            "--init_checkpoint={out}",
+            "--train_file={out}/pairs.tsv",
+            "--text_a_column=0",
+            "--text_b_column=1",
+            "--loss=mnr",
+            "--output_dir={out}/similarity_run",
+            "--train_batch_size=16",
+        ],
+    ),
+    (
+        "run_retrieval",
+        [
+            "--do_train",
+            "--data_dir={out}/beir",
+            "--init_checkpoint={out}",
+            "--output_dir={out}/retrieval_run",
+            "--num_train_epochs=1",
+        ],
+    ),
+]
+
+
+def _changed(flags, old, new):
+    return [new if flag == old else flag for flag in flags]
+
+
+RERUNS = [
+    (
+        RECORDED[0][0],
+        _changed(RECORDED[0][1], "--learning_rate=5e-5", "--learning_rate=3e-5"),
+        "--output_dir",
+    ),
+    (
+        RECORDED[1][0],
+        _changed(RECORDED[1][1], "--train_batch_size=16", "--train_batch_size=8"),
+        "--output_dir",
+    ),
+    (
+        RECORDED[2][0],
+        _changed(RECORDED[2][1], "--num_train_epochs=1", "--num_train_epochs=2"),
+        "--output_dir",
+    ),
+]
+CASES += RERUNS
+
+# Writes the settings a --do_train run of these flags records (those the
+# flags and files give; `bert_tf.options.run_identity`), in a process of
+# its own: a tool's flags are defined once per process.
+_RECORD = """
+import json, os, sys
+from absl import flags
+from bert_tf.cli.{tool} import COMMAND
+from bert_tf.options.checks import run_defining
+from bert_tf.options.run_identity import run_settings
+from bert_tf.training.output_dir import RunSettings
+
+flags.FLAGS({argv!r})
+run, options, *_ = COMMAND.options.build(flags.FLAGS)
+fingerprints = getattr(options, "training_fingerprints", None)
+settings = run_settings(
+    {tool!r},
+    run,
+    run_defining(options),
+    data=fingerprints(run) if fingerprints else None,
+)
+os.makedirs(run.output_dir)
+with open(RunSettings(run.output_dir, settings).path, "w") as f:
+    json.dump(settings, f, indent=2, sort_keys=True)
+"""
+
+
+def make_scratch(folder, record=None):
+    """The files the cases name: v.txt, a custom classification task, text
+    pairs, a BEIR folder, and the RECORDED runs of the tools in `record`
+    (None: all)."""
     with open(os.path.join(folder, "v.txt"), "w") as f:
         f.write("[PAD]\n[UNK]\n")
-    os.makedirs(os.path.join(folder, "beir"), exist_ok=True)
-    with open(os.path.join(folder, "beir", "corpus.jsonl"), "w") as f:
+    beir = os.path.join(folder, "beir")
+    os.makedirs(os.path.join(beir, "qrels"), exist_ok=True)
+    with open(os.path.join(beir, "corpus.jsonl"), "w") as f:
         f.write('{"_id": "d1", "title": "", "text": "a passage"}\n')
+    with open(os.path.join(beir, "queries.jsonl"), "w") as f:
+        f.write('{"_id": "q1", "text": "a question"}\n')
+    with open(os.path.join(beir, "qrels", "train.tsv"), "w") as f:
+        f.write("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    os.makedirs(os.path.join(folder, "classify"), exist_ok=True)
+    with open(os.path.join(folder, "classify", "train.tsv"), "w") as f:
+        f.write("text\tlabel\na good day\t1\na bad day\t0\n")
+    with open(os.path.join(folder, "pairs.tsv"), "w") as f:
+        f.write("a cat\ta kitten\na dog\ta puppy\n")
+    for tool, flags in RECORDED:
+        if record is not None and tool not in record:
+            continue
+        argv = [tool, *case_argv(flags, folder)]
+        subprocess.run(
+            [sys.executable, "-c", _RECORD.format(tool=tool, argv=argv)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
 
 def case_argv(flags, folder):

@@ -204,6 +204,9 @@ def test_other_settings_stop_with_the_differences_unless_overwritten(tmp_path):
     assert result.returncode != 0
     assert "holds a run with other settings" in result.stderr
     assert "num_train_epochs: 1.0 -> 2.0" in result.stderr
+    # Named before TensorFlow and the model load (issue 49): the one line.
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("run_classifier: error: --output_dir=")
 
     # --overwrite_output_dir starts the changed run over (no resume).
     result = run_cli(*changed, "--overwrite_output_dir=true")

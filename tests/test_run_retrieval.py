@@ -25,6 +25,7 @@ from bert_tf.metrics.retrieval import retrieval_metrics  # noqa: E402
 from bert_tf.options import RetrievalOptions  # noqa: E402
 from bert_tf.options import RunOptions  # noqa: E402
 from bert_tf.options import TrainingOptions  # noqa: E402
+from bert_tf.options.run_identity import stop_if_other_run  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "run_retrieval.py")
 NUM_DOCS = 40
@@ -460,8 +461,8 @@ def test_interrupted_training_resumes_where_it_stopped(
         hard_negatives=1,
     )
 
-    def train(output_dir):
-        run = RunOptions(
+    def run_for(output_dir):
+        return RunOptions(
             output_dir=str(output_dir),
             init_checkpoint=tiny_encoders[0],
             do_lower_case=None,
@@ -475,7 +476,9 @@ def test_interrupted_training_resumes_where_it_stopped(
                 save_checkpoints_steps=2,
             ),
         )
-        return retrieval.run(run, options)
+
+    def train(output_dir):
+        return retrieval.run(run_for(output_dir), options)
 
     class Killed(Exception):
         pass
@@ -502,6 +505,15 @@ def test_interrupted_training_resumes_where_it_stopped(
     assert tf.train.latest_checkpoint(tmp_path / "killed" / "checkpoints").endswith(
         "ckpt-4"
     )
+    # The settings the early check reads from the flags and files are those
+    # the runner recorded: the same run passes it, another seed stops there.
+    stop_if_other_run("run_retrieval", run_for(tmp_path / "killed"), options)
+    with pytest.raises(UserInputError, match="seed: 12345 -> 7"):
+        stop_if_other_run(
+            "run_retrieval",
+            dataclasses.replace(run_for(tmp_path / "killed"), seed=7),
+            options,
+        )
 
     reference = DualEncoder.load(tmp_path / "uninterrupted")
     resumed = DualEncoder.load(tmp_path / "killed")
@@ -643,3 +655,81 @@ def test_export_saved_model_retrieval_equals_milvus_flat(
                 assert score == pytest.approx(exact[doc], abs=1e-2)
     top1 = np.mean(rounded_ids.numpy()[:, 0].astype(str) == ids[:, 0])
     assert top1 >= 0.75
+
+
+@pytest.mark.slow
+def test_export_from_a_run_reuses_its_index_vectors(
+    small_beir, tiny_encoders, tmp_path
+):
+    """Issue 49: export_saved_model --model_type=retrieval on a run_retrieval
+    output_dir takes the vectors --do_index stored when the index holds this
+    corpus embedded by this model; the SavedModel answers as one embedded at
+    export (ids equal, scores within 1e-6). An index of another model, or of
+    another corpus, is embedded again, saying why."""
+    import shutil
+
+    import tensorflow as tf
+
+    from bert_tf.options import ExportOptions
+    from bert_tf.options import SavedModelExportOptions
+    from bert_tf.retrieval.indexing import index_corpus
+    from bert_tf.retrieval.indexing import passages_of
+    from bert_tf.retrieval.indexing import towers_at
+    from bert_tf.retrieval.milvus_store import MilvusStore
+    from bert_tf.tasks import saved_model_export
+    from bert_tf.tasks.retrieval import vectors_in_run_index
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_encoders[0], run_dir)
+    towers = towers_at(str(run_dir))
+    passages = passages_of(beir.read_corpus(small_beir), towers, 48, 24)
+    assert vectors_in_run_index(run_dir, towers, passages)[2] == (
+        f"no index.db in {run_dir}"
+    )
+
+    def index(directory, fingerprint, indexed):
+        with MilvusStore(
+            str(directory / "index.db"), "bert_tf", towers.embedding_dim, fingerprint
+        ) as store:
+            index_corpus(towers, indexed, store)
+
+    index(run_dir, towers.fingerprint(), passages)
+    stored, vectors, why_not = vectors_in_run_index(run_dir, towers, passages)
+    assert why_not is None
+    text_of = {p.id: p.text for p in passages}
+    np.testing.assert_allclose(
+        vectors, towers.encode_documents([text_of[s.id] for s in stored]), atol=1e-6
+    )
+
+    def export(init_checkpoint, name):
+        return saved_model_export.run(
+            SavedModelExportOptions(
+                model_type="retrieval",
+                init_checkpoint=str(init_checkpoint),
+                export=ExportOptions(str(tmp_path / name)),
+                data_dir=small_beir,
+                passage_length=48,
+                passage_stride=24,
+            )
+        )
+
+    queries = beir.read_queries(small_beir)
+    texts = [queries[q].text for q in list(beir.read_qrels(small_beir, "test"))[:16]]
+    answers = []
+    for path in (export(run_dir, "reused"), export(tiny_encoders[0], "embedded")):
+        found = tf.saved_model.load(path).signatures["serving_default"](
+            query=tf.constant(texts), top_k=tf.constant(10)
+        )
+        answers.append((found["ids"].numpy(), found["scores"].numpy()))
+    np.testing.assert_array_equal(answers[0][0], answers[1][0])
+    np.testing.assert_allclose(answers[0][1], answers[1][1], atol=1e-6)
+
+    other = tmp_path / "other_model"
+    shutil.copytree(tiny_encoders[0], other)
+    index(other, "another model", passages)
+    assert (
+        "indexed with another model" in vectors_in_run_index(other, towers, passages)[2]
+    )
+    assert vectors_in_run_index(run_dir, towers, passages[:-1])[2].endswith(
+        f"0 of {len(passages) - 1} passages missing or changed, 1 others"
+    )

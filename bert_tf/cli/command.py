@@ -31,6 +31,7 @@ from absl import flags
 from absl import logging
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.run_identity import stop_if_other_run
 from bert_tf.tensorflow_import import import_tensorflow
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
@@ -266,6 +267,9 @@ class Command:
                 args = (flags.FLAGS,)
                 if self.options is not None:
                     args = self.options.build(flags.FLAGS)
+                    # A --do_train rerun with other settings than the run
+                    # its output_dir holds: named now, not after the model.
+                    stop_if_other_run(self.name, *args)
                 if self.arguments:
                     args = (*args, list(argv[1:]))
                 if self.check is not None:

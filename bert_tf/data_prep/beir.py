@@ -20,6 +20,7 @@ import json
 import os
 from typing import NamedTuple
 
+from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 
@@ -189,8 +190,6 @@ def training_fingerprints(data_dir, split):
     """The fingerprints of the files a run trains on (corpus, queries and
     ``qrels/<split>.tsv``): part of the run's identity, so that resuming on
     changed data is refused."""
-    from bert_tf.training.output_dir import file_fingerprint
-
     paths = [os.path.join(data_dir, name) for name in (CORPUS_FILE, QUERIES_FILE)]
     return [file_fingerprint(path) for path in [*paths, qrels_path(data_dir, split)]]
 

@@ -130,13 +130,19 @@ class CRF(keras.layers.Layer):
     @staticmethod
     def _chain(emissions, mask):
         """Compacted float32 emissions [steps, batch, tags] (time major), the
-        in-chain flags [steps, batch] and the lengths [batch]."""
+        in-chain flags [steps, batch] and the lengths [batch].
+
+        The flags are compared time major rather than transposed: oneDNN's
+        Transpose takes floats only, and TensorFlow logs an E-level line
+        ("oneDNN supports DT_BOOL only on platforms with AVX-512") the first
+        time a graph transposes anything else.
+        """
         emissions = tf.cast(emissions, tf.float32)
         mask = tf.cast(mask, tf.bool)
         emissions, lengths = compact(emissions, mask)
         steps = tf.range(tf.shape(emissions)[1])
-        valid = steps[None, :] < lengths[:, None]
-        return tf.transpose(emissions, [1, 0, 2]), tf.transpose(valid), lengths
+        valid = steps[:, None] < lengths[None, :]
+        return tf.transpose(emissions, [1, 0, 2]), valid, lengths
 
     def log_likelihood(self, emissions, tags, mask):
         """log p(tags | emissions) of each sequence [batch], float32 (0 for a
@@ -147,9 +153,10 @@ class CRF(keras.layers.Layer):
         end = tf.convert_to_tensor(self.end_transitions)
         em, valid, lengths = self._chain(emissions, mask)
         tags, _ = compact(tf.cast(tags, tf.int32), tf.cast(mask, tf.bool))
-        tags = tf.where(tf.transpose(valid), tags, 0)  # [batch, steps]
+        in_row = tf.range(tf.shape(tags)[1])[None, :] < lengths[:, None]
+        tags = tf.where(in_row, tags, 0)  # [batch, steps]
         present = lengths > 0
-        weights = tf.cast(tf.transpose(valid), tf.float32)
+        weights = tf.cast(in_row, tf.float32)
 
         # The score of the given tags.
         emitted = tf.gather(tf.transpose(em, [1, 0, 2]), tags, batch_dims=2)
@@ -213,12 +220,14 @@ class CRF(keras.layers.Layer):
         def back(tag, pointer):
             return tf.gather(pointer, tag, batch_dims=1)
 
+        # [compacted steps, batch]: read in place (an int32 Transpose would
+        # log oneDNN's line, see `_chain`).
         path = tf.scan(back, following_pointers, initializer=last, reverse=True)
-        path = tf.transpose(path)  # [batch, compacted steps]
 
-        # Back to the input's positions.
+        # Back to the input's positions: tags[b, s] = path[index[b, s], b].
         index = tf.maximum(tf.cumsum(tf.cast(mask, tf.int32), axis=1) - 1, 0)
-        tags = tf.gather(path, index, batch_dims=1)
+        rows = tf.broadcast_to(tf.range(batch)[:, None], tf.shape(index))
+        tags = tf.gather_nd(path, tf.stack([index, rows], axis=-1))
         return tf.where(mask, tags, 0)
 
     def decode_in_place(self, emissions, mask):
@@ -235,20 +244,21 @@ class CRF(keras.layers.Layer):
         end = tf.convert_to_tensor(self.end_transitions)
         mask = tf.cast(mask, tf.bool)
         em = tf.transpose(tf.cast(emissions, tf.float32), [1, 0, 2])
-        in_chain = tf.transpose(mask)  # [steps, batch]
-        first = in_chain & (tf.cumsum(tf.cast(in_chain, tf.int32), axis=0) == 1)
+        # Batch major, read a step at a time (no bool Transpose, see `_chain`).
+        first = mask & (tf.cumsum(tf.cast(mask, tf.int32), axis=1) == 1)
         steps, batch = tf.shape(em)[0], tf.shape(em)[1]
         identity = tf.range(self.num_tags)[None]
         step_index = tf.range(steps)[:, None, None]
 
         def forward(t, best, pointers):
+            in_chain, first_t = mask[:, t], first[:, t]
             candidates = best[:, :, None] + transitions[None]
             following = tf.reduce_max(candidates, axis=1)
-            following = tf.where(first[t][:, None], start[None], following) + em[t]
+            following = tf.where(first_t[:, None], start[None], following) + em[t]
             pointer = tf.argmax(candidates, axis=1, output_type=tf.int32)
-            keep = (in_chain[t] & ~first[t])[:, None]
+            keep = (in_chain & ~first_t)[:, None]
             pointer = tf.where(keep, pointer, identity)
-            best = tf.where(in_chain[t][:, None], following, best)
+            best = tf.where(in_chain[:, None], following, best)
             pointers = tf.where(step_index == t, pointer[None], pointers)
             return t + 1, best, pointers
 
@@ -262,11 +272,12 @@ class CRF(keras.layers.Layer):
             ),
         )
         last = tf.argmax(best + end[None], axis=1, output_type=tf.int32)
-        tags_index = tf.range(steps)[:, None]
+        tags_index = tf.range(steps)[None, :]
 
-        # Back from the last step: the tag at t is pointers[t + 1][tag at t + 1].
+        # Back from the last step: the tag at t is pointers[t + 1][tag at t + 1];
+        # the path is written batch major ([batch, steps], no Transpose).
         def backward(t, tag, path):
-            path = tf.where(tags_index == t, tag[None], path)
+            path = tf.where(tags_index == t, tag[:, None], path)
             # (At t = 0 the result is not used: any step's pointers do.)
             following = tf.gather(pointers, tf.minimum(tf.maximum(t, 1), steps - 1))
             one_hot = tf.one_hot(tag, self.num_tags, dtype=tf.int32)
@@ -275,9 +286,9 @@ class CRF(keras.layers.Layer):
         _, _, path = tf.while_loop(
             lambda t, *_: t >= 0,
             backward,
-            (steps - 1, last, tf.zeros([steps, batch], tf.int32)),
+            (steps - 1, last, tf.zeros([batch, steps], tf.int32)),
         )
-        return tf.where(mask, tf.transpose(path), 0)
+        return tf.where(mask, path, 0)
 
     def call(self, emissions, mask):
         return self.decode(emissions, mask)

@@ -5,6 +5,7 @@ import os
 
 from bert_tf.data_prep import conll
 from bert_tf.data_prep import tfds_input
+from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import required
@@ -146,6 +147,13 @@ class NerOptions:
         raise UserInputError(
             f"--{SPLIT_RUN_OPTIONS[split]} needs --{split}_file or --data_dir"
         )
+
+    def training_fingerprints(self, run):
+        """What a --do_train run records of its data (the train file's
+        fingerprint); None with --tfds_name (the task writes the file)."""
+        if self.tfds.tfds_name:
+            return None
+        return [file_fingerprint(self.data_file(run, "train"))]
 
     def check(self, run):
         """The checks that need the `RunOptions`, then the input paths; sets

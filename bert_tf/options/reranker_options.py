@@ -3,6 +3,7 @@
 import dataclasses
 import os
 
+from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
@@ -108,6 +109,11 @@ class RerankerOptions:
                 f"{self.rerank_top_k}: the first stage must find the documents "
                 "the cross-encoder re-orders"
             )
+
+    def training_fingerprints(self, run):
+        """What a --do_train run records of its data: the BEIR files it
+        trains on (`bert_tf.data_prep.beir.training_fingerprints`)."""
+        return beir.training_fingerprints(self.data_dir, self.train_split)
 
     def check(self, run):
         """The checks that need the `RunOptions` too (before TensorFlow loads)."""

@@ -10,6 +10,7 @@ combine them with the run.
 import dataclasses
 import os
 
+from bert_tf.data_prep import beir
 from bert_tf.data_prep.beir import CORPUS_FILE
 from bert_tf.errors import UserInputError
 from bert_tf.options.option import option
@@ -43,6 +44,10 @@ __all__ = [
     "check_rerank_checkpoint",
     "check_serving_dtype",
 ]
+
+
+# The Milvus Lite file a run keeps in its output_dir (no --milvus_uri).
+INDEX_FILE = "index.db"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,6 +318,11 @@ class RetrievalOptions:
         if run.export:
             check_serving_dtype(run.export.serving_dtype)
 
+    def training_fingerprints(self, run):
+        """What a --do_train run records of its data: the BEIR files it
+        trains on (`bert_tf.data_prep.beir.training_fingerprints`)."""
+        return beir.training_fingerprints(self.data_dir, self.train_split)
+
     def recall_warning(self, num_passages):
         """The numbers that show --index_type=IVF_FLAT missing passages of
         a corpus of `num_passages`, or None.
@@ -335,7 +345,7 @@ class RetrievalOptions:
 
     def uri(self, output_dir):
         """--milvus_uri, default ``<output_dir>/index.db`` (Milvus Lite)."""
-        return self.milvus_uri or os.path.join(output_dir, "index.db")
+        return self.milvus_uri or os.path.join(output_dir, INDEX_FILE)
 
     def index_params(self):
         """Build parameters of --index_type."""

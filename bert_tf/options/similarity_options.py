@@ -2,8 +2,10 @@
 
 import dataclasses
 
+from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
+from bert_tf.options.checks import run_defining
 from bert_tf.options.option import option
 
 # Losses of scored pairs (STS-B, SICK) and of (anchor, positive[, negative])
@@ -144,6 +146,11 @@ class SimilarityOptions:
         if self.negative_column:
             columns.append(self.negative_column)
         return columns
+
+    def training_fingerprints(self, run):
+        """What a --do_train run records of its data: `train_file`'s
+        fingerprint and these options."""
+        return [file_fingerprint(self.train_file), run_defining(self)]
 
     def check(self, run):
         """The checks that need the `RunOptions`, then the input paths."""

@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.data_prep import tfds_input
+from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.errors import UserInputError
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import required
@@ -141,6 +142,13 @@ class SquadOptions:
             existing_path("train_file", self.train_file)
         if run.do_predict:
             existing_path("predict_file", self.predict_file)
+
+    def training_fingerprints(self, run):
+        """What a --do_train run records of its data (`train_file`'s
+        fingerprint); None with --tfds_name (the task writes the file)."""
+        if self.tfds.tfds_name:
+            return None
+        return [file_fingerprint(self.train_file)]
 
     def span_options(self):
         """The `SpanOptions` of these flags: what run_squad's predictions, the

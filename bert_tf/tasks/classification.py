@@ -24,6 +24,7 @@ from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep import tfds_input
 from bert_tf.data_prep.classifier_records import feature_spec
 from bert_tf.data_prep.classifier_records import file_based_convert_examples_to_features
+from bert_tf.data_prep.fingerprints import examples_fingerprint
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.data_prep.label_list_file import write_label_list
 from bert_tf.metrics.classification import accuracy
@@ -35,7 +36,6 @@ from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.text import tokenization
-from bert_tf.training.output_dir import examples_fingerprint
 from bert_tf.training.progress import batches_with_progress
 from bert_tf.training.train_or_restore import training_steps
 

@@ -36,6 +36,7 @@ from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.name_map import CRF_SCOPE
 from bert_tf.data_prep import conll
 from bert_tf.data_prep import record_pipeline
+from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.data_prep.label_list_file import LABEL_LIST_FILE
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.data_prep.label_list_file import write_label_list
@@ -50,7 +51,6 @@ from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.text import tokenization
-from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.recorded_run import RecordedRun
 from bert_tf.training.train_or_restore import training_steps
 
@@ -440,7 +440,8 @@ class NerTask(Task):
         return TrainingData(
             dataset_fn,
             num_train_steps,
-            [file_fingerprint(self.options.data_file(run, "train"))],
+            self.options.training_fingerprints(run)
+            or [file_fingerprint(self.options.data_file(run, "train"))],
             learning_rate_multipliers=crf_learning_rate_multipliers(self.options),
         )
 

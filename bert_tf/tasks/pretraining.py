@@ -17,6 +17,7 @@ from absl import logging
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep.dynamic_masking import mask_dynamically
 from bert_tf.data_prep.dynamic_masking import special_token_ids
+from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.data_prep.pretraining import expand_input_files
 from bert_tf.data_prep.pretraining import pretraining_feature_spec
 from bert_tf.errors import UserInputError
@@ -26,7 +27,6 @@ from bert_tf.options.checks import check_once
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
-from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.progress import batches_with_progress
 
 MODEL_INPUTS = (*ENCODER_INPUT_NAMES, "masked_lm_positions")

@@ -298,7 +298,7 @@ class RerankingTask(Task):
         return TrainingData(
             dataset_fn,
             num_train_steps,
-            beir.training_fingerprints(options.data_dir, options.train_split),
+            options.training_fingerprints(self.run),
         )
 
     def loss(self, batch, outputs):

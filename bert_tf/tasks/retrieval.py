@@ -60,6 +60,9 @@ from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
 from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.options.checks import check_once
+from bert_tf.options.option import fields_by_name
+from bert_tf.options.retrieval_options import INDEX_FILE
+from bert_tf.options.retrieval_options import RetrievalOptions
 from bert_tf.retrieval.corpus_index import CorpusIndex
 from bert_tf.retrieval.document_search import RUN_FILE
 from bert_tf.retrieval.document_search import rerank_documents
@@ -430,7 +433,7 @@ class RetrievalTask(Task):
         return TrainingData(
             dataset_fn,
             num_steps,
-            beir.training_fingerprints(options.data_dir, options.train_split),
+            options.training_fingerprints(self.run),
         )
 
     def loss(self, batch, outputs):
@@ -602,9 +605,20 @@ def export_from_checkpoint(options):
         options.passage_length,
         options.passage_stride,
     )
-    logging.info("Embedding %d passages", len(passages))
-    vectors = towers.encode_documents([p.text for p in passages])
-    stored = stored_passages_of(passages)
+    stored, vectors, reason = vectors_in_run_index(
+        options.init_checkpoint, towers, passages
+    )
+    if reason is None:
+        logging.info(
+            "Using the %d passage vectors of %s (the same model and passages): "
+            "not embedding the corpus again",
+            len(stored),
+            os.path.join(options.init_checkpoint, INDEX_FILE),
+        )
+    else:
+        logging.info("Embedding %d passages (%s)", len(passages), reason)
+        vectors = towers.encode_documents([p.text for p in passages])
+        stored = stored_passages_of(passages)
     index = CorpusIndex.of_towers(
         towers,
         stored,
@@ -615,6 +629,63 @@ def export_from_checkpoint(options):
         options.rerank_top_k,
     )
     return export_corpus_index(index, options.export)
+
+
+def vectors_in_run_index(output_dir, towers, passages):
+    """The vectors run_retrieval --do_index stored for `passages` in
+    `output_dir`'s Milvus Lite index (its default collection), if they are
+    there: `(stored, vectors, None)` when the collection was embedded by
+    `towers` (the same fingerprint) and holds exactly `passages` (ids and
+    text hashes); else `(None, None, why not)`.
+
+    Example:
+    >>> stored, vectors, why_not = vectors_in_run_index(run_dir, towers, passages)
+    """
+    path = os.path.join(str(output_dir), INDEX_FILE)
+    if not os.path.exists(path):  # Milvus Lite keeps a folder of that name
+        return None, None, f"no {INDEX_FILE} in {output_dir}"
+    try:
+        from pymilvus import MilvusClient
+    except ImportError:
+        return None, None, f"pymilvus (to read {path}) is not installed"
+    from bert_tf.retrieval.milvus_store import MilvusStore
+
+    collection = fields_by_name(RetrievalOptions)["milvus_collection"].default
+    client = MilvusClient(path)
+    try:
+        if not client.has_collection(collection):
+            return None, None, f"{path} has no collection {collection!r}"
+    finally:
+        client.close()
+    try:
+        store = MilvusStore(
+            path,
+            collection,
+            towers.embedding_dim,
+            towers.fingerprint(),
+            dense=None,
+            lexical=None,
+        )
+    except UserInputError as error:
+        return None, None, str(error)
+    with store:
+        if not store.dense:
+            return None, None, f"{path} holds no dense vectors"
+        stored, vectors = store.vectors()
+    kept = {s.id: s.text_hash for s in stored}
+    wanted = {p.id: text_hash(p.text) for p in passages}
+    if kept != wanted:
+        changed = sum(kept.get(i) != h for i, h in wanted.items())
+        extra = len(kept.keys() - wanted.keys())
+        return (
+            None,
+            None,
+            (
+                f"{path} does not hold this corpus: {changed} of {len(wanted)} "
+                f"passages missing or changed, {extra} others"
+            ),
+        )
+    return stored, vectors, None
 
 
 def run(run_options, options):

@@ -17,9 +17,8 @@ from absl import logging
 
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserInputError
-from bert_tf.options.checks import run_defining
+from bert_tf.options import run_identity
 from bert_tf.training.output_dir import OutputDirLock
-from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.recorded_run import RecordedRun
 from bert_tf.training.strategy import create_strategy
 from bert_tf.training.strategy import is_chief
@@ -167,14 +166,9 @@ def run_settings(task, config, fingerprints):
     """What defines a training run: the script, the run-defining options of
     the run and the task, the model config, the vocabulary's fingerprint and
     the training data's `fingerprints`."""
-    run = task.run
-    settings = {"script": task.script, "bert_config": config.to_dict()}
-    settings.update(run_defining(run))
-    settings.update(task.run_settings())
-    if run.vocab_file:
-        settings["vocab"] = file_fingerprint(run.vocab_file)
-    settings["data"] = list(fingerprints)
-    return settings
+    return run_identity.run_settings(
+        task.script, task.run, task.run_settings(), config, fingerprints
+    )
 
 
 def export_model(

@@ -40,13 +40,11 @@ from bert_tf.layers import token_packing
 from bert_tf.metrics.similarity import similarity_metrics
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.options.checks import check_once
-from bert_tf.options.checks import run_defining
 from bert_tf.tasks import similarity_losses
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.tasks.training_data import pipeline_share
-from bert_tf.training.output_dir import file_fingerprint
 
 
 class SimilarityTask(Task):
@@ -144,7 +142,7 @@ class SimilarityTask(Task):
         return TrainingData(
             self.dataset_fn,
             steps,
-            [file_fingerprint(self.options.train_file), run_defining(self.options)],
+            self.options.training_fingerprints(self.run),
         )
 
     def dataset_fn(self, input_context, skip_batches):

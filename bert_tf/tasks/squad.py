@@ -25,6 +25,7 @@ from bert_tf.checkpoints import check_vocab_matches_config
 from bert_tf.data_prep import record_pipeline
 from bert_tf.data_prep import squad as squad_data
 from bert_tf.data_prep import tfds_input
+from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.metrics import squad as squad_postprocessing
 from bert_tf.models import BertSpanLabeler
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
@@ -33,7 +34,6 @@ from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.text import tokenization
-from bert_tf.training.output_dir import file_fingerprint
 from bert_tf.training.progress import batches_with_progress
 from bert_tf.training.train_or_restore import training_steps
 
@@ -238,7 +238,10 @@ class SquadTask(Task):
             self.run.seed,
         )
         return TrainingData(
-            dataset_fn, num_train_steps, [file_fingerprint(self.train_file)]
+            dataset_fn,
+            num_train_steps,
+            self.options.training_fingerprints(self.run)
+            or [file_fingerprint(self.train_file)],
         )
 
     def loss(self, batch, outputs):

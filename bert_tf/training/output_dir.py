@@ -6,23 +6,17 @@ resumes only the run it belongs to.
 """
 
 import errno
-import hashlib
 import json
 import os
 import shutil
 import socket
 
-import tensorflow as tf
 from absl import logging
 
 from bert_tf.errors import UserInputError
 
 LOCK_FILE = "run.lock"
 SETTINGS_FILE = "run_settings.json"
-
-# Bytes hashed at each end of a data file: enough to see any regenerated or
-# edited file in practice without reading gigabytes of records on each start.
-_FINGERPRINT_BYTES = 1 << 20
 
 
 class OutputDirInUseError(UserInputError):
@@ -128,34 +122,6 @@ def _same_file(handle, path):
     return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
-def file_fingerprint(path):
-    """`{"path", "size", "sha256"}` of a file: the hash covers its first and
-    last MiB (all of it when smaller), together with the size."""
-    size = tf.io.gfile.stat(path).length
-    digest = hashlib.sha256()
-    with tf.io.gfile.GFile(path, "rb") as reader:
-        digest.update(reader.read(_FINGERPRINT_BYTES))
-        if size > 2 * _FINGERPRINT_BYTES:
-            reader.seek(size - _FINGERPRINT_BYTES)
-        digest.update(reader.read())
-    return {"path": str(path), "size": size, "sha256": digest.hexdigest()}
-
-
-def examples_fingerprint(examples):
-    """`{"examples", "sha256"}` of training examples (their guid, texts and
-    label): the data a run trains on, whatever file it came from."""
-    digest = hashlib.sha256()
-    for example in examples:
-        fields = (
-            example.guid,
-            example.text_a,
-            getattr(example, "text_b", None),
-            example.label,
-        )
-        digest.update(json.dumps(fields, default=str).encode("utf-8"))
-    return {"examples": len(examples), "sha256": digest.hexdigest()}
-
-
 class RunSettings:
     """The settings that define a training run, kept in `output_dir/run_settings.json`.
 
@@ -189,35 +155,57 @@ class RunSettings:
             if before.get(name) != now.get(name)
         ]
 
+    def recorded(self):
+        """The settings output_dir records (None: no run recorded)."""
+        tf = _tensorflow_for(self.output_dir)
+        if tf is None:
+            if not os.path.isfile(self.path):
+                return None
+            with open(self.path) as reader:
+                return json.load(reader)
+        if not tf.io.gfile.exists(self.path):
+            return None
+        with tf.io.gfile.GFile(self.path) as reader:
+            return json.load(reader)
+
+    def stop_if_changed(self, recorded):
+        """Raises `UserInputError` listing the settings that differ from
+        `recorded` (a run's settings, or the part of them compared)."""
+        changed = self.differences(recorded)
+        if changed:
+            raise UserInputError(
+                f"output_dir={self.output_dir} holds a run with other settings; "
+                "rerun with the same ones to resume it, pass "
+                "overwrite_output_dir to delete it and start over, or choose "
+                "another output_dir. Differences (recorded -> now):\n  "
+                + "\n  ".join(changed),
+                argument=("output_dir", "overwrite_output_dir"),
+            )
+
     def claim(self, overwrite=False):
         """Checks the output_dir holds this run (or none) and records it.
 
         Raises:
-            ValueError: output_dir holds a run with other settings (and
+            UserInputError: output_dir holds a run with other settings (and
                 `overwrite` is off).
         """
+        import tensorflow as tf
+
         if overwrite:
             self._remove_previous_run()
-        elif tf.io.gfile.exists(self.path):
-            with tf.io.gfile.GFile(self.path) as reader:
-                recorded = json.load(reader)
-            changed = self.differences(recorded)
-            if changed:
-                raise UserInputError(
-                    f"output_dir={self.output_dir} holds a run with other settings; "
-                    "rerun with the same ones to resume it, pass "
-                    "overwrite_output_dir to delete it and start over, or choose "
-                    "another output_dir. Differences (recorded -> now):\n  "
-                    + "\n  ".join(changed),
-                    argument=("output_dir", "overwrite_output_dir"),
-                )
-            return
+        else:
+            recorded = self.recorded()
+            if recorded is not None:
+                self.stop_if_changed(recorded)
+                return
         temporary = self.path + ".tmp"
         with tf.io.gfile.GFile(temporary, "w") as writer:
             writer.write(json.dumps(self.settings, indent=2, sort_keys=True) + "\n")
         tf.io.gfile.rename(temporary, self.path, overwrite=True)
 
     def _remove_previous_run(self):
+        import tensorflow as tf
+
         removed = []
         for name in ("checkpoints", "worker_tmp", "tensorboard"):
             path = os.path.join(self.output_dir, name)
@@ -234,6 +222,16 @@ class RunSettings:
                 "--overwrite_output_dir: removed the previous run (%s)",
                 ", ".join(removed),
             )
+
+
+def _tensorflow_for(path):
+    """TensorFlow for a remote `path` (`gs://…`), None for a local one: a
+    local record is read without loading TensorFlow."""
+    if "://" not in str(path):
+        return None
+    import tensorflow as tf
+
+    return tf
 
 
 def _flatten(value, prefix=""):

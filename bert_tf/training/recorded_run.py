@@ -15,10 +15,10 @@ import os
 
 import tensorflow as tf
 
+from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.training.output_dir import SETTINGS_FILE
-from bert_tf.training.output_dir import file_fingerprint
 
 VOCAB_FILE = "vocab.txt"
 
