@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from cpu_flags import cpu_description  # noqa: E402
+
 # (tool, flags, the flag the one-line error names). "{out}" is a scratch
 # folder holding v.txt (two lines) and beir/corpus.jsonl (one document).
 CASES = [
@@ -250,18 +252,8 @@ def installed_command(tool):
     return beside if os.path.exists(beside) else shutil.which(command)
 
 
-def cpu_flags():
-    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return "unknown"
-    return " ".join(flag for flag in wanted if flag in flags) or "none of AVX2+"
-
-
 def main():
-    print(f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores")
+    print(cpu_description())
     with tempfile.TemporaryDirectory() as folder:
         make_scratch(folder)
         for tool, flags, named in CASES:
