@@ -61,7 +61,7 @@ def test_the_same_run_passes_and_a_changed_option_stops_naming_it(similarity):
     with pytest.raises(UserInputError) as error:
         stop_if_other_run("run_similarity", faster, options)
     message = str(error.value)
-    assert f"--output_dir={run.output_dir} holds a run with other settings" in message
+    assert f"output_dir={run.output_dir} holds a run with other settings" in message
     differences = message.split("(recorded -> now):")[1].split("\n")
     assert [line.strip() for line in differences if line.strip()] == [
         f"learning_rate: {run.training.learning_rate!r} -> 0.0001"

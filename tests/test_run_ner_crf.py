@@ -171,7 +171,7 @@ def test_export_reads_the_crf_from_the_run(run_dir, tmp_path):
         )
 
     # A flag that contradicts the checkpoint: one line.
-    with pytest.raises(bert_tf.UserInputError, match="add --use_crf"):
+    with pytest.raises(bert_tf.UserInputError, match="add use_crf"):
         saved_model_export.run(options(use_crf=False))
     # Left out: the run's --use_crf --crf_constrained (run_settings.json).
     path = saved_model_export.run(options())
