@@ -119,18 +119,25 @@ def timed_latencies(embed_one, sentences):
 # sentence-transformers side (runs in the st venv: no bert_tf, no TensorFlow)
 
 
-def st_model(name, model_dir, isa, calibration):
+def st_model(name, model_dir, isa, calibration, cross_encoder=False):
+    """sentence-transformers' model of configuration `name` (ST_CONFIGS),
+    a `CrossEncoder` if `cross_encoder` (its calibration: [query, passage]
+    pairs) else a `SentenceTransformer`."""
     import torch
-    from sentence_transformers import SentenceTransformer
+    import sentence_transformers
 
+    model_class = getattr(
+        sentence_transformers,
+        "CrossEncoder" if cross_encoder else "SentenceTransformer",
+    )
     backend, file_name, threads = ST_CONFIGS[name]
     if backend == "torch":
         torch.set_num_threads(threads)
-        return SentenceTransformer(model_dir, device="cpu")
+        return model_class(model_dir, device="cpu")
     torch.set_num_threads(2)
     file_name = file_name.format(isa=isa)
     if not os.path.exists(os.path.join(model_dir, file_name)):
-        st_export(backend, file_name, model_dir, isa, calibration)
+        st_export(model_class, backend, file_name, model_dir, isa, calibration)
     kwargs = {"file_name": file_name}
     if backend == "onnx":
         import onnxruntime
@@ -140,19 +147,16 @@ def st_model(name, model_dir, isa, calibration):
         kwargs.update(provider="CPUExecutionProvider", session_options=options)
     else:
         kwargs["ov_config"] = {"INFERENCE_NUM_THREADS": threads}
-    return SentenceTransformer(
-        model_dir, device="cpu", backend=backend, model_kwargs=kwargs
-    )
+    return model_class(model_dir, device="cpu", backend=backend, model_kwargs=kwargs)
 
 
-def st_export(backend, file_name, model_dir, isa, calibration):
+def st_export(model_class, backend, file_name, model_dir, isa, calibration):
     """Writes sentence-transformers' `file_name` into `model_dir` as its
     documentation does (export, dynamic int8 ONNX, static int8 OpenVINO),
     calibrating OpenVINO on local sentences instead of a Hub dataset."""
-    from sentence_transformers import SentenceTransformer
     from sentence_transformers.backend import export_dynamic_quantized_onnx_model
 
-    exported = SentenceTransformer(model_dir, device="cpu", backend=backend)
+    exported = model_class(model_dir, device="cpu", backend=backend)
     if file_name in ("onnx/model.onnx", "openvino/openvino_model.xml"):
         exported.save_pretrained(model_dir)
     elif backend == "onnx":
@@ -168,7 +172,8 @@ def st_export(backend, file_name, model_dir, isa, calibration):
 
         config = OVQuantizationConfig(num_samples=len(calibration))
         quantizer = OVQuantizer.from_pretrained(exported.transformers_model)
-        # As export_static_quantized_openvino_model tokenizes its calibration set.
+        # As export_static_quantized_openvino_model tokenizes its calibration
+        # set (texts, or [query, passage] pairs for a CrossEncoder).
         tokens = exported.tokenizer(
             calibration, padding="max_length", max_length=384, truncation=True
         )
