@@ -196,8 +196,7 @@ class LiteRTModel:
         single = isinstance(sentences, (str, bytes))
         # bytes stay bytes (str(b"a") would be the text "b'a'").
         texts = [sentences] if single else list(sentences)
-        for i, text in enumerate(texts):
-            _valid_utf8(text, f"sentences[{i}]")
+        utf8 = [_valid_utf8(text, f"sentences[{i}]") for i, text in enumerate(texts)]
         if isinstance(batch_size, bool) or not isinstance(batch_size, int):
             raise TypeError(f"batch_size={batch_size!r}: must be an integer")
         if batch_size < 1:
@@ -205,7 +204,7 @@ class LiteRTModel:
         output = np.zeros((len(texts), self.embedding_dim), np.float32)
         # One batch is padded to its longest row whatever the order.
         if len(texts) > batch_size and "tokenize" in self.signature_names():
-            ids = self._token_ids(texts)
+            ids = self._token_ids(utf8)
             order = np.argsort([-len(row) for row in ids], kind="stable")
         else:
             ids = None
@@ -222,17 +221,14 @@ class LiteRTModel:
                 progress(min(start + batch_size, len(texts)), len(texts))
         return output[0] if single else output
 
-    def _token_ids(self, texts, chunk=1024):
+    def _token_ids(self, utf8_texts, chunk=1024):
         """Each text's packed ids ([CLS] ... [SEP], int32), from the file's
         `tokenize` signature, `chunk` texts per call (a call pads to its
-        longest text)."""
+        longest text); `utf8_texts`: `_valid_utf8`'s bytes."""
         runner = self._runner("tokenize")
         ids = []
-        for start in range(0, len(texts), chunk):
-            part = texts[start : start + chunk]
-            packed = runner(
-                text=np.array([_valid_utf8(t, "sentences") for t in part], object)
-            )
+        for start in range(0, len(utf8_texts), chunk):
+            packed = runner(text=np.array(utf8_texts[start : start + chunk], object))
             lengths = packed["input_mask"].sum(axis=1)
             ids.extend(
                 row[:length]
