@@ -244,7 +244,7 @@ def index_corpus(
         "kept": kept,
         "removed": len(removed),
         "bm25_rewritten": rewritten,
-        "texts_truncated": getattr(store, "truncated_texts", 0),
+        "texts_truncated": store.truncated_texts,
     }
 
 

@@ -88,6 +88,8 @@ class VectorStore(abc.ABC):
     # Whether rows keep the text and title of `StoredPassage` (a Milvus
     # collection made before they were kept does not).
     stores_text = True
+    # Texts and titles cut to fit the store so far (`upsert`).
+    truncated_texts = 0
 
     @abc.abstractmethod
     def stored_passages(self):
