@@ -18,6 +18,8 @@ from bert_tf.retrieval.bm25 import DEFAULT_B
 from bert_tf.retrieval.bm25 import DEFAULT_K1
 from bert_tf.retrieval.milvus_store import check_milvus_uri
 from bert_tf.retrieval.quantized_vectors import VECTOR_TYPES
+from bert_tf.retrieval.search_index import DEFAULT_COLLECTION
+from bert_tf.retrieval.search_index import DEFAULT_INDEX_FILE
 from bert_tf.retrieval.vector_store import FUSIONS
 from bert_tf.retrieval.vector_store import METRICS
 from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
@@ -44,10 +46,6 @@ __all__ = [
     "check_rerank_checkpoint",
     "check_serving_dtype",
 ]
-
-
-# The Milvus Lite file a run keeps in its output_dir (no --milvus_uri).
-INDEX_FILE = "index.db"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,7 +151,7 @@ class RetrievalOptions:
         "Milvus: a file path ending in .db (Milvus Lite, default "
         "<output_dir>/index.db) or http://host:19530 (a server or cluster).",
     )
-    milvus_collection: str = option("bert_tf", "The Milvus collection.")
+    milvus_collection: str = option(DEFAULT_COLLECTION, "The Milvus collection.")
     index_type: str = option(
         "FLAT",
         "FLAT (exact), HNSW or IVF_FLAT (approximate, for large corpora).",
@@ -345,7 +343,7 @@ class RetrievalOptions:
 
     def uri(self, output_dir):
         """--milvus_uri, default ``<output_dir>/index.db`` (Milvus Lite)."""
-        return self.milvus_uri or os.path.join(output_dir, INDEX_FILE)
+        return self.milvus_uri or os.path.join(output_dir, DEFAULT_INDEX_FILE)
 
     def index_params(self):
         """Build parameters of --index_type."""

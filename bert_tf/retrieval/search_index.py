@@ -23,7 +23,8 @@ from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
 
 # The record run_retrieval --do_index leaves in its output_dir.
 INDEX_SETTINGS_FILE = "index_settings.json"
-# What an output_dir without that record holds (run_retrieval's defaults).
+# The Milvus Lite file and collection run_retrieval keeps in its output_dir
+# without --milvus_uri/--milvus_collection (and a search reads there).
 DEFAULT_INDEX_FILE = "index.db"
 DEFAULT_COLLECTION = "bert_tf"
 

@@ -60,9 +60,6 @@ from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
 from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.options.checks import check_once
-from bert_tf.options.option import fields_by_name
-from bert_tf.options.retrieval_options import INDEX_FILE
-from bert_tf.options.retrieval_options import RetrievalOptions
 from bert_tf.retrieval.corpus_index import CorpusIndex
 from bert_tf.retrieval.document_search import RUN_FILE
 from bert_tf.retrieval.document_search import rerank_documents
@@ -81,6 +78,8 @@ from bert_tf.retrieval.indexing import text_hash
 from bert_tf.retrieval.indexing import towers_at
 from bert_tf.retrieval.mining import mine
 from bert_tf.retrieval.mining import training_pairs
+from bert_tf.retrieval.search_index import DEFAULT_COLLECTION
+from bert_tf.retrieval.search_index import DEFAULT_INDEX_FILE
 from bert_tf.retrieval.search_index import record_index
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
@@ -613,7 +612,7 @@ def export_from_checkpoint(options):
             "Using the %d passage vectors of %s (the same model and passages): "
             "not embedding the corpus again",
             len(stored),
-            os.path.join(options.init_checkpoint, INDEX_FILE),
+            os.path.join(options.init_checkpoint, DEFAULT_INDEX_FILE),
         )
     else:
         logging.info("Embedding %d passages (%s)", len(passages), reason)
@@ -641,16 +640,16 @@ def vectors_in_run_index(output_dir, towers, passages):
     Example:
     >>> stored, vectors, why_not = vectors_in_run_index(run_dir, towers, passages)
     """
-    path = os.path.join(str(output_dir), INDEX_FILE)
+    path = os.path.join(str(output_dir), DEFAULT_INDEX_FILE)
     if not os.path.exists(path):  # Milvus Lite keeps a folder of that name
-        return None, None, f"no {INDEX_FILE} in {output_dir}"
+        return None, None, f"no {DEFAULT_INDEX_FILE} in {output_dir}"
     try:
         from pymilvus import MilvusClient
     except ImportError:
         return None, None, f"pymilvus (to read {path}) is not installed"
     from bert_tf.retrieval.milvus_store import MilvusStore
 
-    collection = fields_by_name(RetrievalOptions)["milvus_collection"].default
+    collection = DEFAULT_COLLECTION
     client = MilvusClient(path)
     try:
         if not client.has_collection(collection):
