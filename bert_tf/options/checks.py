@@ -6,6 +6,7 @@ import os
 
 from bert_tf.errors import UserInputError
 from bert_tf.options.option import metadata
+from bert_tf.serving.families import OWN_LENGTH_MODEL_TYPES
 
 
 def positive(name, value):
@@ -28,9 +29,6 @@ def holds_a_text(name, max_seq_length):
         )
 
 
-# Export types whose checkpoint says its own max_seq_length (a
-# sentence-transformers or cross-encoder directory, a dual encoder's towers).
-OWN_LENGTH_MODEL_TYPES = ("embedding", "reranker", "retrieval")
 # The original's --max_seq_length default for the others.
 DEFAULT_SEQ_LENGTH = 128
 

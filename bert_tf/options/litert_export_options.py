@@ -12,13 +12,13 @@ from bert_tf.options.option import same_as
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
 from bert_tf.options.saved_model_export_options import check_embedding_settings
 from bert_tf.serving.families import LITERT_MODEL_TYPES
+from bert_tf.serving.families import MEDIAPIPE_MODEL_TYPES
 from bert_tf.serving.families import QUANTIZATIONS
 from bert_tf.text import tokenization
 
 # raw_text: our tokenizer in the file (tensorflow-text kernels); mediapipe:
 # MediaPipe Tasks' TextEmbedder/TextClassifier tokenize from the metadata.
 TARGETS = ("raw_text", "mediapipe")
-MEDIAPIPE_MODEL_TYPES = ("classifier", "embedding")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,17 +19,7 @@ TensorFlow; `pipeline` does.
 import os
 
 from bert_tf.errors import UserInputError
-
-# Task name -> the model family that answers it (the SavedModel's "model").
-TASK_FAMILIES = {
-    "text-classification": "classifier",
-    "sentiment-analysis": "classifier",
-    "token-classification": "tagger",
-    "ner": "tagger",
-    "question-answering": "span",
-    "sentence-embedding": "embedding",
-    "feature-extraction": "embedding",
-}
+from bert_tf.serving.families import TASK_FAMILIES
 
 
 def saved_model_version(path):

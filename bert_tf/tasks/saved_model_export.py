@@ -3,13 +3,16 @@
 Reads any checkpoint `from_checkpoint` reads (a run_classifier / run_squad
 output_dir, a Google checkpoint or model directory, a Hugging Face directory),
 builds the family's model (`bert_tf.tasks.export_models`), and writes
-`export_dir/<version>/` with `bert_tf.serving.export_saved_model`.
+`export_dir/<version>/` with `bert_tf.serving.export_saved_model`; a family
+with its own exporter (`Family.exporter`: retrieval) exports itself.
 """
 
 import os
 
 from absl import logging
 
+from bert_tf.serving.families import family_named
+from bert_tf.serving.registry import resolve
 from bert_tf.tasks.export_models import build_for_export
 from bert_tf.tasks.runner import export_model
 
@@ -17,11 +20,9 @@ from bert_tf.tasks.runner import export_model
 def run(options):
     """Exports the checkpoint `SavedModelExportOptions` name; returns the
     version directory."""
-    if options.model_type == "retrieval":
-        # Two towers and a corpus index, not one checkpoint's model.
-        from bert_tf.tasks import retrieval
-
-        return retrieval.export_from_checkpoint(options)
+    family = family_named(options.model_type)
+    if family.exporter:
+        return resolve(family.exporter)(options)
     built = build_for_export(options)
     path = export_model(
         options.export,
