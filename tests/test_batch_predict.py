@@ -314,6 +314,7 @@ def test_every_family_over_jsonl_and_tfrecord(exports, stsb_rows, tmp_path):
     assert tags["tagger"] != tags["tagger_crf"]
 
 
+@pytest.mark.slow  # starts processes
 def test_cli_errors_name_the_flag(exports, tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"a": "x"}\n')

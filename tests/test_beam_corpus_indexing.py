@@ -196,6 +196,7 @@ def test_beam_index_equals_one_process_and_rerun_embeds_changes(
     )
 
 
+@pytest.mark.slow  # starts processes
 def test_runner_flags_are_checked(small_beir, tmp_path):
     base = [
         f"--data_dir={small_beir}",

@@ -123,6 +123,7 @@ def test_one_worker_equals_one_machine(inputs, vocab_file, tmp_path):
     )
 
 
+@pytest.mark.slow  # starts processes
 def test_cli_rejects_one_machine_flags_with_runner(inputs, vocab_file, tmp_path):
     common = [
         f"--input_file={inputs[0]}",

@@ -168,6 +168,7 @@ def test_text_classifier_labels_equal_the_saved_models(python, classifier, share
     assert accuracy > 0.6
 
 
+@pytest.mark.slow  # starts processes
 def test_metadata_reads_back_with_mediapipes_schema(python, tmp_path):
     """The flatbuffer, read by the generated code mediapipe ships."""
     blob = mediapipe_metadata.metadata_flatbuffer(

@@ -265,6 +265,7 @@ def _run_search_in_process(*flags):
     return int(exit_line[1]), errors, exit_line[2] == "True"
 
 
+@pytest.mark.slow  # starts processes
 def test_a_bad_index_is_one_line_before_tensorflow(tmp_path):
     uri = str(tmp_path / "index.db")
     # Written by a child: a Milvus Lite file is open to one process at a time.

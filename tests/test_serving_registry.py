@@ -138,3 +138,22 @@ def test_one_family_table_feeds_the_exporters_the_tools_and_the_pipeline():
         litert_exporter.litert_family(bert_tf.BertPretrainer)
     assert families.SCRIPT_FAMILIES["run_ner"] == "tagger"
     assert families.SCRIPT_FAMILIES["run_pretraining"] == "pretrainer"
+    # Each exported family is built by exactly one function of the table.
+    for family in with_signatures:
+        assert bool(family.builder) != bool(family.exporter), family.name
+        assert callable(registry.resolve(family.builder or family.exporter))
+    # The pipeline's tasks, MediaPipe's targets and the own-length exports
+    # are read from the same entries.
+    assert families.TASK_FAMILIES == {
+        "text-classification": "classifier",
+        "sentiment-analysis": "classifier",
+        "question-answering": "span",
+        "token-classification": "tagger",
+        "ner": "tagger",
+        "sentence-embedding": "embedding",
+        "feature-extraction": "embedding",
+    }
+    with pytest.raises(UserInputError, match="known tasks: feature-extraction, ner"):
+        bert_tf.pipeline("summarization", "/nonexistent")
+    assert families.MEDIAPIPE_MODEL_TYPES == ("classifier", "embedding")
+    assert families.OWN_LENGTH_MODEL_TYPES == ("embedding", "reranker", "retrieval")
