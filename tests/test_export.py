@@ -889,3 +889,62 @@ def test_request_shapes_as_a_model_server_passes_them(exported):
     with open(path) as f:
         metadata = json.load(f)
     assert metadata["max_context_bytes"] > 0 and metadata["max_windows"] == 1000
+
+
+@pytest.mark.slow
+def test_a_pair_tasks_run_exports_pairs_without_its_task_name(shared_data, tmp_path):
+    """An MRPC run exported with neither task_name nor text_pair serves
+    (text_a, text_b), as the run was trained, and answers as the run's
+    checkpoint does through bert_tf.pipeline (the Keras model)."""
+    from cli_script import run_script
+
+    from bert_tf.options.export_options import ExportOptions
+    from bert_tf.options.saved_model_export_options import SavedModelExportOptions
+    from bert_tf.tasks import saved_model_export
+
+    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    config = tmp_path / "bert_config.json"
+    tiny_bert_config(30522).to_json_file(config)
+    output = tmp_path / "mrpc_output"
+    run_script(
+        os.path.join(REPO, "run_classifier.py"),
+        "--task_name=MRPC",
+        "--do_train",
+        f"--data_dir={os.path.join(shared_data, 'glue', 'MRPC')}",
+        f"--vocab_file={vocab}",
+        f"--bert_config_file={config}",
+        f"--max_seq_length={SEQ_LENGTH}",
+        "--train_batch_size=32",
+        "--num_train_epochs=0.02",
+        f"--output_dir={output}",
+    )
+    version = saved_model_export.run(
+        SavedModelExportOptions(
+            "classifier",
+            str(output),
+            ExportOptions(str(tmp_path / "serving")),
+            max_seq_length=SEQ_LENGTH,
+        )
+    )
+    signature = tf.saved_model.load(version).signatures["serving_default"]
+    assert set(signature.structured_input_signature[1]) == {"text_a", "text_b"}
+    rows = [
+        line.split("\t")
+        for line in open(
+            os.path.join(shared_data, "glue", "MRPC", "dev.tsv"), encoding="utf-8"
+        )
+        .read()
+        .splitlines()[1:9]
+    ]
+    texts_a, texts_b = [r[3] for r in rows], [r[4] for r in rows]
+    served = signature(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+    classify = bert_tf.pipeline("text-classification", str(output))
+    answers = classify(texts_a, text_pair=texts_b)
+    np.testing.assert_allclose(
+        served["probabilities"].numpy().max(axis=1),
+        [a["score"] for a in answers],
+        atol=1e-5,
+    )
+    assert [s.decode() for s in served["labels"].numpy()] == [
+        a["label"] for a in answers
+    ]

@@ -119,7 +119,8 @@ class SavedModelExportOptions:
     text_pair: bool | None = option(
         None,
         "classifier/encoder: serving_default takes text_b too (default: from "
-        "--task_name; else false).",
+        "--task_name, else from the task the run in --init_checkpoint trained; "
+        "else false).",
     )
     use_crf: bool | None = option(
         None,

@@ -9,8 +9,8 @@ from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.serving.families import SCRIPT_FAMILIES
 from bert_tf.text.tokenizer_json import read_json_or_empty
+from bert_tf.training.recorded_run import RecordedRun
 
-SETTINGS_FILE = "run_settings.json"
 SPAN_FIELDS = (
     "max_query_length",
     "max_answer_length",
@@ -61,7 +61,8 @@ class CheckpointSource:
             )
         self.path = path
         self.family = family
-        self.settings = read_json_or_empty(os.path.join(path, SETTINGS_FILE))
+        self.recorded = RecordedRun(path)
+        self.settings = self.recorded.settings
         trained = SCRIPT_FAMILIES.get(self.settings.get("script"))
         if trained is not None and trained != family:
             raise UserInputError(
@@ -147,18 +148,7 @@ class CheckpointSource:
             seq_length=self.seq_length,
             **arguments,
         )
-        if self.settings.get("script") == "run_classifier":
-            self.text_pair = self._trained_on_pairs()
-
-    def _trained_on_pairs(self):
-        if self.settings.get("task_name", "").lower() == "custom":
-            return bool(self.settings.get("text_b_column"))
-        from bert_tf.data_prep import glue
-
-        task_name = self.settings.get("task_name", "").lower()
-        if task_name not in glue.PROCESSORS:
-            return None
-        return bool(glue.get_processor(task_name).text_pair)
+        self.text_pair = self.recorded.text_pair
 
     def _load_tagger(self, labels):
         from bert_tf.models import BertTokenClassifier

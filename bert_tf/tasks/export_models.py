@@ -40,6 +40,8 @@ class ExportSource:
       vocab_file: the vocabulary found or given.
       do_lower_case: the run's, the flag's, else True.
       labels: the classifier labels the run recorded, or None.
+      text_pair: whether the run classified text pairs, or None
+        (`RecordedRun.text_pair`).
     """
 
     init_checkpoint: str
@@ -47,6 +49,7 @@ class ExportSource:
     vocab_file: str
     do_lower_case: bool
     labels: list | None
+    text_pair: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,14 +143,14 @@ def checkpoint_files(options):
     return vocab_file, config
 
 
-def recorded_tokenization(options):
+def recorded_tokenization(options, recorded):
     """`(do_lower_case, classifier labels or None)` of an export, checked
-    against the run `--init_checkpoint` names (`RecordedRun`): what the run
-    recorded wins, a flag that contradicts it is a `UserInputError`.
+    against `recorded`, the `RecordedRun` of the run init_checkpoint names:
+    what the run recorded wins, an option that contradicts it is a
+    `UserInputError`.
 
-    `--do_lower_case` left out: the run's (True without a record);
-    classifier labels left out: the run's label_list.json."""
-    recorded = RecordedRun.beside(options.init_checkpoint)
+    do_lower_case left out: the run's (True without a record); classifier
+    labels left out: the run's label_list.json."""
     labels, labels_flag = None, None
     if options.model_type == "classifier" and (options.labels or options.task_name):
         labels = options.classifier_labels()[0]
@@ -180,10 +183,16 @@ def build_for_export(options):
     """The `ExportModel` of the checkpoint `options` name, checked: its
     family's builder (`Family.builder`) over the checked `ExportSource`."""
     vocab_file, config = checkpoint_files(options)
-    # What the run recorded wins over the flags.
-    do_lower_case, recorded_labels = recorded_tokenization(options)
+    # What the run recorded wins over the options.
+    recorded = RecordedRun.beside(options.init_checkpoint)
+    do_lower_case, recorded_labels = recorded_tokenization(options, recorded)
     source = ExportSource(
-        options.init_checkpoint, config, vocab_file, do_lower_case, recorded_labels
+        options.init_checkpoint,
+        config,
+        vocab_file,
+        do_lower_case,
+        recorded_labels,
+        recorded.text_pair,
     )
     built = resolve(family_named(options.model_type).builder)(options, source)
     missing = built.model.checkpoint_load_report.missing_read(built.model)
@@ -229,6 +238,10 @@ def classifier(options, source):
     labels, pair = options.classifier_labels()
     if labels is None:
         labels = source.labels
+    if options.text_pair is None and not options.task_name and source.text_pair:
+        # A pair task's run (MRPC, a custom task with text_b_column) serves
+        # pairs without its task_name given again.
+        pair = True
     regression = glue.is_regression_label_list(labels)
     model = BertClassifier.from_checkpoint(
         source.init_checkpoint,

@@ -15,6 +15,7 @@ import os
 
 import tensorflow as tf
 
+from bert_tf.data_prep import glue
 from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
@@ -68,6 +69,20 @@ class RecordedRun:
     def do_lower_case(self):
         """The recorded `do_lower_case`, or None."""
         return self.settings.get("do_lower_case")
+
+    @property
+    def text_pair(self):
+        """Whether the run classified text pairs (a GLUE task's own; a
+        custom task's text_b_column), or None when the record does not say
+        (no record, a TFDS run, another tool's run)."""
+        if self.settings.get("script") != "run_classifier":
+            return None
+        task = str(self.settings.get("task_name") or "").lower()
+        if task == "custom":
+            return bool(self.settings.get("text_b_column"))
+        if task not in glue.PROCESSORS:
+            return None
+        return bool(glue.get_processor(task).text_pair)
 
     def _vocab_fingerprint(self):
         recorded = self.settings.get("vocab")
