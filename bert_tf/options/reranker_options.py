@@ -5,6 +5,7 @@ import os
 
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
@@ -89,11 +90,7 @@ class RerankerOptions:
         existing_path("data_dir", self.data_dir)
         required("retrieval_checkpoint", self.retrieval_checkpoint)
         existing_path("retrieval_checkpoint", self.retrieval_checkpoint)
-        if self.rerank_loss not in RERANK_LOSSES:
-            raise UserInputError(
-                f"--rerank_loss={self.rerank_loss!r}: expected one of "
-                f"{', '.join(RERANK_LOSSES)}"
-            )
+        check_choices(self)
         for name in (
             "passage_length",
             "passage_stride",

@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import positive
 from bert_tf.options.option import option
 
@@ -122,10 +123,7 @@ class TrainingOptions:
                 f"--train_batch_size={self.train_batch_size} is not divisible by "
                 f"--gradient_accumulation_steps={self.gradient_accumulation_steps}"
             )
-        if self.optimizer not in OPTIMIZERS:
-            raise UserInputError(
-                f"--optimizer={self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}"
-            )
+        check_choices(self)
         warmup = self.warmup_proportion
         if warmup is not None and not 0.0 <= warmup <= 1.0:
             raise UserInputError(
