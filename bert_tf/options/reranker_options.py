@@ -86,10 +86,9 @@ class RerankerOptions:
     encode_batch_size: int = option(64, "Batch of the dual encoder's embedding passes.")
 
     def __post_init__(self):
-        required("data_dir", self.data_dir)
-        existing_path("data_dir", self.data_dir)
-        required("retrieval_checkpoint", self.retrieval_checkpoint)
-        existing_path("retrieval_checkpoint", self.retrieval_checkpoint)
+        for name in ("data_dir", "retrieval_checkpoint"):
+            required(name, getattr(self, name))
+            existing_path(name, getattr(self, name))
         check_choices(self)
         for name in (
             "passage_length",
