@@ -18,6 +18,7 @@ A `Command` wraps a script's flags and its work:
   keeps its traceback.
 """
 
+import dataclasses
 import errno
 import importlib
 import os
@@ -30,6 +31,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf.cli.flags import ORIGINAL_FLAGS
 from bert_tf.errors import UserInputError
 from bert_tf.options.run_identity import stop_if_other_run
 from bert_tf.tensorflow_import import import_tensorflow
@@ -124,8 +126,13 @@ def _flag_text(flag):
     return "\n".join(lines)
 
 
+@dataclasses.dataclass(eq=False)
 class Command:
     """One command-line tool: its flags (defined at once) and its work.
+
+    The flags of the original script of the same name
+    (`bert_tf.cli.flags.ORIGINAL_FLAGS`) are listed first by ``--help``; the
+    rest are listed as added by bert_tf.
 
     Args:
       name: the original script's name without ``.py`` (e.g.
@@ -138,9 +145,6 @@ class Command:
       work: ``work(*options)`` does the job (``work(flags_obj)`` when
         `flags_source` is a function), or ``"module:function"`` naming it,
         imported only when the job starts.
-      original_flags: names of the flags the original script has, in its
-        order (listed first by ``--help``); the rest are listed as added by
-        bert_tf.
       required: flags that must be given.
       uses_tensorflow: import TensorFlow (quietly) before the work starts.
       check: ``check(*options)`` runs before TensorFlow loads and returns
@@ -148,6 +152,7 @@ class Command:
         so a bad file is named in a second).
       arguments: the command line's arguments after the flags (a list) are
         passed last to `check` (or `work`); without it they are ignored.
+      print_result: print what `work` returns (an exporter's path).
 
     Example:
 
@@ -157,43 +162,35 @@ class Command:
         __doc__,
         OptionFlags(RunOptions, SquadOptions),
         "bert_tf.tasks.squad:run",
-        ORIGINAL_FLAGS,
     )
     main = COMMAND.main  # the console command's entry point
     ```
     """
 
-    def __init__(
-        self,
-        name,
-        doc,
-        flags_source,
-        work,
-        original_flags=(),
-        required=(),
-        uses_tensorflow=True,
-        check=None,
-        arguments=False,
-    ):
-        self.name = name
-        self.doc = doc
-        self.work = work
-        self.original_flags = tuple(original_flags)
-        self.required = tuple(required)
-        self.uses_tensorflow = uses_tensorflow
-        self.check = check
-        self.arguments = arguments
+    name: str
+    doc: str
+    flags_source: object
+    work: object
+    required: tuple = ()
+    uses_tensorflow: bool = True
+    check: object = None
+    arguments: bool = False
+    print_result: bool = False
+
+    def __post_init__(self):
+        self.required = tuple(self.required)
+        self.original_flags = ORIGINAL_FLAGS.get(self.name, ())
         self.options = None
         before = set(flags.FLAGS)
-        if callable(flags_source):
-            flags_source()
+        if callable(self.flags_source):
+            self.flags_source()
         else:
-            self.options = flags_source
-            flags_source.define(f"bert_tf.cli.{name}")
+            self.options = self.flags_source
+            self.flags_source.define(f"bert_tf.cli.{self.name}")
         self.defined_flags = [n for n in flags.FLAGS if n not in before]
         unknown = set(self.original_flags) - set(self.defined_flags)
         if unknown:
-            raise AssertionError(f"{name}: original flags not defined: {unknown}")
+            raise AssertionError(f"{self.name}: original flags not defined: {unknown}")
 
     def help_text(self):
         """The script's flags: the original's, then bert_tf's, then logging."""
@@ -276,7 +273,9 @@ class Command:
                     args = tuple(self.check(*args))
                 if self.uses_tensorflow:
                     import_tensorflow(verbosity)
-                work(*args)
+                result = work(*args)
+                if self.print_result:
+                    print(result)
             except Exception as exc:
                 if not is_user_error(exc):
                     raise

@@ -27,20 +27,6 @@ from bert_tf.cli.flags import OptionFlags
 from bert_tf.data_prep import pretraining
 from bert_tf.options.pretraining_data_options import PretrainingDataOptions
 
-ORIGINAL_FLAGS = (
-    "input_file",
-    "output_file",
-    "vocab_file",
-    "do_lower_case",
-    "do_whole_word_mask",
-    "max_seq_length",
-    "max_predictions_per_seq",
-    "random_seed",
-    "dupe_factor",
-    "masked_lm_prob",
-    "short_seq_prob",
-)
-
 
 def run(options):
     """Writes the pre-training records (TensorFlow only for non-local paths)."""
@@ -104,7 +90,6 @@ COMMAND = Command(
     __doc__,
     OptionFlags(PretrainingDataOptions),
     run,
-    ORIGINAL_FLAGS,
     required=("input_file", "output_file", "vocab_file"),
     # TensorFlow is imported only for gs:// and other non-local paths.
     uses_tensorflow=False,

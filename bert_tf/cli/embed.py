@@ -15,6 +15,17 @@ from bert_tf.cli.command import Command
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.embed_options import EmbedOptions
 
+# The options `BertSentenceEncoder.from_checkpoint` takes (None: the model's).
+_ENCODER_SETTINGS = (
+    "pooling",
+    "normalize",
+    "max_seq_length",
+    "vocab_file",
+    "do_lower_case",
+)
+# What an exported .tflite file has fixed (its metadata says which).
+_FIXED_BY_THE_FILE = (*_ENCODER_SETTINGS, "prompt_name", "truncate_dim")
+
 
 def checked_input(options):
     """`(options, rows)`: every input row checked before TensorFlow loads (a
@@ -36,14 +47,8 @@ def run(options, rows):
     else:
         from bert_tf.models import BertSentenceEncoder
 
-        model = BertSentenceEncoder.from_checkpoint(
-            f.init_checkpoint,
-            pooling=f.pooling,
-            normalize=f.normalize,
-            max_seq_length=f.max_seq_length,
-            vocab_file=f.vocab_file,
-            do_lower_case=f.do_lower_case,
-        )
+        settings = {name: getattr(f, name) for name in _ENCODER_SETTINGS}
+        model = BertSentenceEncoder.from_checkpoint(f.init_checkpoint, **settings)
         model.set_defaults(f.prompt_name, f.truncate_dim)
     return embed_file(
         model,
@@ -56,18 +61,6 @@ def run(options, rows):
         output_tfrecord=f.output_tfrecord,
         rows=rows,
     )
-
-
-# What an exported .tflite file has fixed (its metadata says which).
-_FIXED_BY_THE_FILE = (
-    "pooling",
-    "normalize",
-    "max_seq_length",
-    "vocab_file",
-    "do_lower_case",
-    "prompt_name",
-    "truncate_dim",
-)
 
 
 def _litert_model(f):

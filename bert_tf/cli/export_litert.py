@@ -18,14 +18,6 @@ from bert_tf.cli.flags import EXPORT_FLAGS
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.litert_export_options import LiteRTExportOptions
 
-
-def export(options):
-    """Exports, then prints the file's path (TensorFlow imported now)."""
-    from bert_tf.tasks import litert_export
-
-    print(litert_export.run(options))
-
-
 COMMAND = Command(
     "export_litert",
     __doc__,
@@ -36,7 +28,8 @@ COMMAND = Command(
             LiteRTExportOptions,
         ),
     ),
-    export,
+    "bert_tf.tasks.litert_export:run",
+    print_result=True,  # the file's path
 )
 
 

@@ -21,14 +21,6 @@ from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.export_options import ExportOptions
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
 
-
-def export(options):
-    """Exports, then prints the version directory (TensorFlow imported now)."""
-    from bert_tf.tasks import saved_model_export
-
-    print(saved_model_export.run(options))
-
-
 COMMAND = Command(
     "export_saved_model",
     __doc__,
@@ -47,7 +39,8 @@ COMMAND = Command(
             ),
         ),
     ),
-    export,
+    "bert_tf.tasks.saved_model_export:run",
+    print_result=True,  # the version directory
 )
 
 

@@ -13,29 +13,11 @@ from bert_tf.cli.command import Command
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.feature_extraction_options import FeatureExtractionOptions
 
-ORIGINAL_FLAGS = (
-    "input_file",
-    "output_file",
-    "layers",
-    "bert_config_file",
-    "max_seq_length",
-    "init_checkpoint",
-    "vocab_file",
-    "do_lower_case",
-    "batch_size",
-    "use_tpu",
-    "master",
-    "num_tpu_cores",
-    "use_one_hot_embeddings",
-)
-
-
 COMMAND = Command(
     "extract_features",
     __doc__,
     OptionFlags(FeatureExtractionOptions),
     "bert_tf.tasks.feature_extraction:run",
-    ORIGINAL_FLAGS,
     required=("input_file", "vocab_file", "init_checkpoint", "output_file"),
 )
 

@@ -29,16 +29,22 @@ from bert_tf.options.option import nested_options
 from bert_tf.options.option import value_type
 from bert_tf.options.run_options import RunOptions
 
+_TPU = "use_tpu tpu_name tpu_zone gcp_project master num_tpu_cores"
 # The original's TPU flags, shared by run_classifier.py, run_squad.py and
 # run_pretraining.py (`DistributionOptions`).
-ORIGINAL_TPU_FLAGS = (
-    "use_tpu",
-    "tpu_name",
-    "tpu_zone",
-    "gcp_project",
-    "master",
-    "num_tpu_cores",
-)
+ORIGINAL_TPU_FLAGS = tuple(_TPU.split())
+# The flags of each original script, in the order its --help lists them
+# (`Command` lists them first, then those bert_tf adds).
+ORIGINAL_FLAGS = {
+    tool: tuple(names.split())
+    for tool, names in {
+        "run_classifier": f"data_dir bert_config_file task_name vocab_file output_dir init_checkpoint do_lower_case max_seq_length do_train do_eval do_predict train_batch_size eval_batch_size predict_batch_size learning_rate num_train_epochs warmup_proportion save_checkpoints_steps iterations_per_loop {_TPU}",
+        "run_squad": f"bert_config_file vocab_file output_dir train_file predict_file init_checkpoint do_lower_case max_seq_length doc_stride max_query_length do_train do_predict train_batch_size predict_batch_size learning_rate num_train_epochs warmup_proportion save_checkpoints_steps iterations_per_loop n_best_size max_answer_length {_TPU} verbose_logging version_2_with_negative null_score_diff_threshold",
+        "run_pretraining": f"bert_config_file input_file output_dir init_checkpoint max_seq_length max_predictions_per_seq do_train do_eval train_batch_size eval_batch_size learning_rate num_train_steps num_warmup_steps save_checkpoints_steps iterations_per_loop max_eval_steps {_TPU}",
+        "extract_features": "input_file output_file layers bert_config_file max_seq_length init_checkpoint vocab_file do_lower_case batch_size use_tpu master num_tpu_cores use_one_hot_embeddings",
+        "create_pretraining_data": "input_file output_file vocab_file do_lower_case do_whole_word_mask max_seq_length max_predictions_per_seq random_seed dupe_factor masked_lm_prob short_seq_prob",
+    }.items()
+}
 # The flags every run_* tool shares, in the order --help lists them (the
 # original's first, then bert_tf's: strategy, precision, optimizer, export).
 RUN_FLAGS = (

@@ -15,36 +15,11 @@ Installed as `bert-tf-run-classifier`; also `python -m bert_tf.cli.run_classifie
 """
 
 from bert_tf.cli.command import Command
-from bert_tf.cli.flags import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.flags import STEP_SCHEDULE
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.classifier_options import ClassifierOptions
 from bert_tf.options.run_options import RunOptions
 from bert_tf.options.tfds_options import TfdsOptions
-
-ORIGINAL_FLAGS = (
-    "data_dir",
-    "bert_config_file",
-    "task_name",
-    "vocab_file",
-    "output_dir",
-    "init_checkpoint",
-    "do_lower_case",
-    "max_seq_length",
-    "do_train",
-    "do_eval",
-    "do_predict",
-    "train_batch_size",
-    "eval_batch_size",
-    "predict_batch_size",
-    "learning_rate",
-    "num_train_epochs",
-    "warmup_proportion",
-    "save_checkpoints_steps",
-    "iterations_per_loop",
-    *ORIGINAL_TPU_FLAGS,
-)
-
 
 COMMAND = Command(
     "run_classifier",
@@ -62,7 +37,6 @@ COMMAND = Command(
         without=STEP_SCHEDULE,
     ),
     "bert_tf.tasks.classification:run",
-    ORIGINAL_FLAGS,
     # --task_name is required unless --tfds_name names the task (checked in run).
     required=("output_dir",),
 )

@@ -18,32 +18,10 @@ Installed as `bert-tf-run-pretraining`; also `python -m bert_tf.cli.run_pretrain
 from bert_tf.cli.command import Command
 from bert_tf.cli.flags import BATCHING
 from bert_tf.cli.flags import EPOCH_SCHEDULE
-from bert_tf.cli.flags import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.flags import Flag
 from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.pretraining_options import PretrainingOptions
 from bert_tf.options.run_options import RunOptions
-
-ORIGINAL_FLAGS = (
-    "bert_config_file",
-    "input_file",
-    "output_dir",
-    "init_checkpoint",
-    "max_seq_length",
-    "max_predictions_per_seq",
-    "do_train",
-    "do_eval",
-    "train_batch_size",
-    "eval_batch_size",
-    "learning_rate",
-    "num_train_steps",
-    "num_warmup_steps",
-    "save_checkpoints_steps",
-    "iterations_per_loop",
-    "max_eval_steps",
-    *ORIGINAL_TPU_FLAGS,
-)
-
 
 COMMAND = Command(
     "run_pretraining",
@@ -70,7 +48,6 @@ COMMAND = Command(
         ),
     ),
     "bert_tf.tasks.pretraining:run",
-    ORIGINAL_FLAGS,
     required=("input_file", "bert_config_file", "output_dir"),
 )
 

@@ -18,7 +18,6 @@ Installed as `bert-tf-run-squad`; also `python -m bert_tf.cli.run_squad` and `py
 
 from bert_tf.cli.command import Command
 from bert_tf.cli.flags import BATCHING
-from bert_tf.cli.flags import ORIGINAL_TPU_FLAGS
 from bert_tf.cli.flags import STEP_SCHEDULE
 from bert_tf.cli.flags import TFDS_TEXT_FEATURES
 from bert_tf.cli.flags import Flag
@@ -26,35 +25,6 @@ from bert_tf.cli.flags import OptionFlags
 from bert_tf.options.run_options import RunOptions
 from bert_tf.options.squad_options import SquadOptions
 from bert_tf.options.tfds_options import TfdsOptions
-
-ORIGINAL_FLAGS = (
-    "bert_config_file",
-    "vocab_file",
-    "output_dir",
-    "train_file",
-    "predict_file",
-    "init_checkpoint",
-    "do_lower_case",
-    "max_seq_length",
-    "doc_stride",
-    "max_query_length",
-    "do_train",
-    "do_predict",
-    "train_batch_size",
-    "predict_batch_size",
-    "learning_rate",
-    "num_train_epochs",
-    "warmup_proportion",
-    "save_checkpoints_steps",
-    "iterations_per_loop",
-    "n_best_size",
-    "max_answer_length",
-    *ORIGINAL_TPU_FLAGS,
-    "verbose_logging",
-    "version_2_with_negative",
-    "null_score_diff_threshold",
-)
-
 
 COMMAND = Command(
     "run_squad",
@@ -84,7 +54,6 @@ COMMAND = Command(
         changed=(Flag("max_seq_length", default=384),),
     ),
     "bert_tf.tasks.squad:run",
-    ORIGINAL_FLAGS,
     required=("vocab_file", "output_dir"),
 )
 

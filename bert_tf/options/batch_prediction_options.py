@@ -4,6 +4,7 @@ import dataclasses
 
 from bert_tf.errors import UserInputError
 from bert_tf.options.beam_options import BeamOptions
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
@@ -69,11 +70,7 @@ class BatchPredictionOptions:
         for name in ("saved_model", "input_file", "output_file", "text_column"):
             required(name, getattr(self, name))
         existing_path("saved_model", self.saved_model)
-        if self.input_format not in BATCH_INPUT_FORMATS:
-            raise UserInputError(
-                f"--input_format={self.input_format!r} is not one of "
-                f"{', '.join(BATCH_INPUT_FORMATS)}"
-            )
+        check_choices(self)
         positive("batch_size", self.batch_size)
         if not self.beam.uses_beam:
             raise UserInputError("--runner: batch prediction runs on a Beam runner")

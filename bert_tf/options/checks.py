@@ -48,6 +48,27 @@ def export_seq_length(model_type, max_seq_length):
     return max_seq_length
 
 
+def check_choices(options):
+    """`--name=value: expected one of a, b` for the first field of `options`
+    whose value is not one of the choices it declares (``option(choices=)``;
+    None passes where it is the field's default). The fields of the options
+    it holds are theirs to check.
+
+    The flags' enums check the command line; this checks a library caller's
+    arguments.
+    """
+    for field in dataclasses.fields(options):
+        meta = metadata(field)
+        choices = meta and meta["choices"]
+        value = getattr(options, field.name)
+        if not choices or (value is None and field.default is None):
+            continue
+        if value not in choices:
+            raise UserInputError(
+                f"--{field.name}={value}: expected one of {', '.join(choices)}"
+            )
+
+
 def existing_path(name, path, what="does not exist"):
     """`--name: path does not exist` for a local path that is missing.
 

@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.option import option
 
 # bert_tf.training.strategy.STRATEGIES, written out: options import no
@@ -60,11 +61,7 @@ class DistributionOptions:
     )
 
     def __post_init__(self):
-        name = self.distribution_strategy
-        if name is not None and name not in STRATEGIES:
-            raise UserInputError(
-                f"--distribution_strategy={name!r} is not one of {', '.join(STRATEGIES)}"
-            )
+        check_choices(self)
         if self.num_gpus is not None and self.num_gpus < 0:
             raise UserInputError(f"--num_gpus: must be ≥ 0, got {self.num_gpus}")
 

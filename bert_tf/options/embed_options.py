@@ -3,6 +3,7 @@
 import dataclasses
 import os
 
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import holds_a_text
@@ -89,6 +90,7 @@ class EmbedOptions:
 
     def __post_init__(self):
         existing_checkpoint("init_checkpoint", self.init_checkpoint)
+        check_choices(self)
         positive("batch_size", self.batch_size)
         positive("truncate_dim", self.truncate_dim)
         holds_a_text("max_seq_length", self.max_seq_length)

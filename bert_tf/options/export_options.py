@@ -4,6 +4,7 @@ import dataclasses
 import os
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.option import option
 
 SERVING_TOKENIZERS = ("bert", "fast_bert")
@@ -53,14 +54,7 @@ class ExportOptions:
     )
 
     def __post_init__(self):
-        for name, allowed in (
-            ("serving_tokenizer", SERVING_TOKENIZERS),
-            ("serving_dtype", SERVING_DTYPES),
-        ):
-            if getattr(self, name) not in allowed:
-                raise UserInputError(
-                    f"--{name}={getattr(self, name)!r} is not one of {', '.join(allowed)}"
-                )
+        check_choices(self)
         if self.export_version is not None and self.export_version < 1:
             raise UserInputError(
                 f"--export_version={self.export_version}: must be positive (TF "

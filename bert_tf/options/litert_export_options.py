@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
@@ -112,20 +113,7 @@ class LiteRTExportOptions:
         required("init_checkpoint", self.init_checkpoint)
         existing_checkpoint("init_checkpoint", self.init_checkpoint)
         required("output_file", self.output_file)
-        if self.model_type not in LITERT_MODEL_TYPES:
-            raise UserInputError(
-                f"--model_type={self.model_type}: expected one of "
-                f"{list(LITERT_MODEL_TYPES)}"
-            )
-        if self.quantization not in QUANTIZATIONS:
-            raise UserInputError(
-                f"--quantization={self.quantization}: expected one of "
-                f"{list(QUANTIZATIONS)}"
-            )
-        if self.target not in TARGETS:
-            raise UserInputError(
-                f"--target={self.target}: expected one of {list(TARGETS)}"
-            )
+        check_choices(self)
         if self.target == "mediapipe":
             self._check_mediapipe()
         positive("max_query_length", self.max_query_length)

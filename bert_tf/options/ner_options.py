@@ -7,6 +7,7 @@ from bert_tf.data_prep import conll
 from bert_tf.data_prep import tfds_input
 from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import required
 from bert_tf.options.option import option
@@ -126,11 +127,7 @@ class NerOptions:
             object.__setattr__(
                 self, "crf_learning_rate_multiplier", CRF_LEARNING_RATE_MULTIPLIER
             )
-        if self.tag_scheme not in conll.TAG_SCHEMES:
-            raise UserInputError(
-                f"--tag_scheme={self.tag_scheme!r} is not one of "
-                f"{', '.join(conll.TAG_SCHEMES)}"
-            )
+        check_choices(self)
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
 

@@ -5,6 +5,7 @@ import os
 
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
@@ -85,15 +86,10 @@ class RerankerOptions:
     encode_batch_size: int = option(64, "Batch of the dual encoder's embedding passes.")
 
     def __post_init__(self):
-        required("data_dir", self.data_dir)
-        existing_path("data_dir", self.data_dir)
-        required("retrieval_checkpoint", self.retrieval_checkpoint)
-        existing_path("retrieval_checkpoint", self.retrieval_checkpoint)
-        if self.rerank_loss not in RERANK_LOSSES:
-            raise UserInputError(
-                f"--rerank_loss={self.rerank_loss!r}: expected one of "
-                f"{', '.join(RERANK_LOSSES)}"
-            )
+        for name in ("data_dir", "retrieval_checkpoint"):
+            required(name, getattr(self, name))
+            existing_path(name, getattr(self, name))
+        check_choices(self)
         for name in (
             "passage_length",
             "passage_stride",

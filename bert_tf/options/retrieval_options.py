@@ -13,6 +13,7 @@ import os
 from bert_tf.data_prep import beir
 from bert_tf.data_prep.beir import CORPUS_FILE
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.option import option
 from bert_tf.retrieval.bm25 import DEFAULT_B
 from bert_tf.retrieval.bm25 import DEFAULT_K1
@@ -238,24 +239,8 @@ class RetrievalOptions:
             raise UserInputError(
                 f"--hard_negatives={self.hard_negatives}: must be >= 0"
             )
-        if self.index_type not in INDEX_TYPES:
-            raise UserInputError(
-                f"--index_type={self.index_type}: expected one of {', '.join(INDEX_TYPES)}"
-            )
-        if self.metric_type not in METRICS:
-            raise UserInputError(
-                f"--metric_type={self.metric_type}: expected one of {', '.join(METRICS)}"
-            )
+        check_choices(self)
         check_rerank_checkpoint(self.rerank_checkpoint)
-        for name, value, choices in (
-            ("retrieval_mode", self.retrieval_mode, RETRIEVAL_MODES),
-            ("fusion", self.fusion, FUSIONS),
-            ("vector_type", self.vector_type, VECTOR_TYPES),
-        ):
-            if value not in choices:
-                raise UserInputError(
-                    f"--{name}={value}: expected one of {', '.join(choices)}"
-                )
         if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
             raise UserInputError(
                 f"--bm25_k1={self.bm25_k1} --bm25_b={self.bm25_b}: k1 must be "

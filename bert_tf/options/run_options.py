@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import holds_a_text
@@ -114,10 +115,7 @@ class RunOptions:
         for name in ("eval_batch_size", "predict_batch_size", "max_seq_length"):
             positive(name, getattr(self, name))
         holds_a_text("max_seq_length", self.max_seq_length)
-        if self.dtype not in DTYPES:
-            raise UserInputError(
-                f"--dtype={self.dtype!r} is not one of {', '.join(DTYPES)}"
-            )
+        check_choices(self)
         if self.do_train:
             self.training.check_trainable()
         if self.do_lower_case is not None:

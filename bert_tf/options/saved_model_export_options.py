@@ -5,6 +5,7 @@ import os
 
 from bert_tf.data_prep import glue
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_checkpoint
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import export_seq_length
@@ -207,12 +208,8 @@ class SavedModelExportOptions:
         required("init_checkpoint", self.init_checkpoint)
         required("export_dir", self.export.export_dir)
         existing_checkpoint("init_checkpoint", self.init_checkpoint)
-        if self.model_type not in MODEL_TYPES:
-            # Library callers skip the CLI's enum check; an unknown type must
-            # not fall through to the encoder export.
-            raise UserInputError(
-                f"--model_type={self.model_type}: expected one of {list(MODEL_TYPES)}"
-            )
+        # An unknown --model_type must not fall through to the encoder export.
+        check_choices(self)
         self._settle_model_fields()
         self.span_options()  # its checks: positive sizes
         if self.do_lower_case is not None:
@@ -275,10 +272,6 @@ class SavedModelExportOptions:
         check_rerank_checkpoint(self.rerank_checkpoint)
         check_serving_dtype(self.export.serving_dtype)
         positive("rerank_top_k", self.rerank_top_k)
-        if self.metric_type not in METRICS:
-            raise UserInputError(
-                f"--metric_type={self.metric_type}: expected one of {', '.join(METRICS)}"
-            )
 
     def classifier_labels(self):
         """(label_list, text_pair) from --labels / --task_name / --text_pair;

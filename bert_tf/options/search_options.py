@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import positive
 from bert_tf.options.option import option
@@ -81,14 +82,7 @@ class SearchOptions:
         positive("rerank_top_k", self.rerank_top_k)
         existing_path("model", self.model)
         check_rerank_checkpoint(self.rerank_checkpoint)
-        for name, value, choices in (
-            ("retrieval_mode", self.retrieval_mode, RETRIEVAL_MODES),
-            ("output_format", self.output_format, OUTPUT_FORMATS),
-        ):
-            if value is not None and value not in choices:
-                raise UserInputError(
-                    f"--{name}={value}: expected one of {', '.join(choices)}"
-                )
+        check_choices(self)
 
     @property
     def candidates(self):

@@ -4,6 +4,7 @@ import dataclasses
 
 from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import run_defining
 from bert_tf.options.option import option
@@ -104,8 +105,7 @@ class SimilarityOptions:
                 object.__setattr__(self, name, None)
         if self.group_by_length is None:
             object.__setattr__(self, "group_by_length", self.loss in SCORED_LOSSES)
-        if self.loss not in LOSSES:
-            raise UserInputError(f"--loss={self.loss!r} is not one of {LOSSES}")
+        check_choices(self)
         if self.score_scale <= 0:
             raise UserInputError(
                 f"--score_scale must be positive, got {self.score_scale}"

@@ -5,6 +5,7 @@ import dataclasses
 from bert_tf.data_prep import tfds_input
 from bert_tf.data_prep.fingerprints import file_fingerprint
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import existing_path
 from bert_tf.options.checks import required
 from bert_tf.options.option import option
@@ -92,11 +93,7 @@ class SquadOptions:
 
     def __post_init__(self):
         self.span_options()  # its checks: positive sizes
-        if self.train_answer not in TRAIN_ANSWERS:
-            raise UserInputError(
-                f"--train_answer={self.train_answer!r} is not one of "
-                f"{', '.join(TRAIN_ANSWERS)}"
-            )
+        check_choices(self)
         self._check_tfds()
 
     def _check_tfds(self):

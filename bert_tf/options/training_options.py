@@ -3,10 +3,17 @@
 import dataclasses
 
 from bert_tf.errors import UserInputError
+from bert_tf.options.checks import check_choices
 from bert_tf.options.checks import positive
 from bert_tf.options.option import option
 
 OPTIMIZERS = ("adamw_original", "adamw", "lamb")
+
+
+def _schedule_option(default, help, **changes):  # noqa: A002  (absl's name for it)
+    """An option of one schedule: it defines the run, and is None (no such
+    flag) in a tool that trains on the other schedule."""
+    return option(default, help, run_defining=True, absent_when_none=True, **changes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,32 +51,19 @@ class TrainingOptions:
     learning_rate: float = option(
         5e-5, "The initial learning rate for Adam.", run_defining=True
     )
-    num_train_epochs: float | None = option(
-        3.0,
-        "Total number of training epochs to perform.",
-        run_defining=True,
-        absent_when_none=True,
+    num_train_epochs: float | None = _schedule_option(
+        3.0, "Total number of training epochs to perform."
     )
-    warmup_proportion: float | None = option(
+    warmup_proportion: float | None = _schedule_option(
         0.1,
         "Proportion of training to perform linear learning rate warmup for. "
         "E.g., 0.1 = 10% of training.",
-        run_defining=True,
-        absent_when_none=True,
     )
-    num_train_steps: int | None = option(
-        None,
-        "Number of training steps.",
-        run_defining=True,
-        absent_when_none=True,
-        flag_default=100000,
+    num_train_steps: int | None = _schedule_option(
+        None, "Number of training steps.", flag_default=100000
     )
-    num_warmup_steps: int | None = option(
-        None,
-        "Number of warmup steps.",
-        run_defining=True,
-        absent_when_none=True,
-        flag_default=10000,
+    num_warmup_steps: int | None = _schedule_option(
+        None, "Number of warmup steps.", flag_default=10000
     )
     optimizer: str = option(
         "adamw_original",
@@ -122,10 +116,7 @@ class TrainingOptions:
                 f"--train_batch_size={self.train_batch_size} is not divisible by "
                 f"--gradient_accumulation_steps={self.gradient_accumulation_steps}"
             )
-        if self.optimizer not in OPTIMIZERS:
-            raise UserInputError(
-                f"--optimizer={self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}"
-            )
+        check_choices(self)
         warmup = self.warmup_proportion
         if warmup is not None and not 0.0 <= warmup <= 1.0:
             raise UserInputError(
