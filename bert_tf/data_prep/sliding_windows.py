@@ -40,7 +40,8 @@ def check_window_and_stride(window, stride, window_name, stride_name, argument):
 
 
 def window_starts(num_tokens, window, stride):
-    """Starts of the windows covering `num_tokens` tokens (run_squad's loop).
+    """Starts of the windows covering `num_tokens` tokens (run_squad's loop;
+    one window, at 0, for no tokens).
 
     Example:
 

@@ -53,6 +53,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.data_prep.local_files import check_not_a_pipe
+from bert_tf.data_prep.sliding_windows import window_starts
 from bert_tf.errors import UserInputError
 from bert_tf.text import tokenization
 
@@ -461,16 +462,14 @@ def _check_is_max_context(doc_spans, cur_span_index, position):
 
 
 def _doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
-    """The sliding windows over `num_tokens` document tokens."""
-    doc_spans = []
-    start_offset = 0
-    while start_offset < num_tokens:
-        length = min(num_tokens - start_offset, max_tokens_for_doc)
-        doc_spans.append(DocSpan(start=start_offset, length=length))
-        if start_offset + length == num_tokens:
-            break
-        start_offset += min(length, doc_stride)
-    return doc_spans
+    """The sliding windows over `num_tokens` document tokens (none without
+    tokens, as in the original)."""
+    if not num_tokens:
+        return []
+    return [
+        DocSpan(start=start, length=min(num_tokens - start, max_tokens_for_doc))
+        for start in window_starts(num_tokens, max_tokens_for_doc, doc_stride)
+    ]
 
 
 def generate_features(
