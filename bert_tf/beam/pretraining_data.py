@@ -19,13 +19,12 @@ import dataclasses
 
 from bert_tf.beam.runner_options import import_beam
 from bert_tf.beam.runner_options import pipeline_options
-from bert_tf.data_prep.pretraining.documents import check_vocab
+from bert_tf.data_prep.pretraining.documents import checked_tokenizer
 from bert_tf.data_prep.pretraining.documents import iter_shard_spans
 from bert_tf.data_prep.pretraining.sharded import DEFAULT_SHARD_SIZE_MB
 from bert_tf.data_prep.pretraining.sharded import ShardProcessor
 from bert_tf.errors import UserInputError
 from bert_tf.options.input_overwrite_check import check_outputs_are_not_inputs
-from bert_tf.text import tokenization
 
 beam = import_beam()
 
@@ -152,9 +151,7 @@ def run_pipeline(
         [("output_file", output_file)],
         [("input_file", input_files), ("vocab_file", [vocab_file])],
     )
-    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
-    check_vocab(tokenizer)
-    tokenization.validate_case_matches_vocab(do_lower_case, tokenizer.vocab, vocab_file)
+    checked_tokenizer(vocab_file, do_lower_case)  # the workers build their own
     pipeline = beam.Pipeline(options=pipeline_options(runner, beam_options))
     build(
         pipeline,

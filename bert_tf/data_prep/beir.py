@@ -21,6 +21,7 @@ import os
 from typing import NamedTuple
 
 from bert_tf.data_prep.fingerprints import file_fingerprint
+from bert_tf.data_prep.sliding_windows import check_window_and_stride
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 
@@ -310,17 +311,13 @@ def split_passages(corpus, count_pieces, passage_length, passage_stride, taken=(
     >>> [p.text for p in split_passages(corpus, lambda w: 1, 3, 2)]
     ['a b c', 'c d e']
     """
-    if passage_length < 1:
-        raise UserInputError(
-            f"passage_length: must be >= 1, got {passage_length}",
-            argument="passage_length",
-        )
-    if not 1 <= passage_stride <= passage_length:
-        raise UserInputError(
-            f"passage_stride: must be between 1 and passage_length "
-            f"({passage_length}), got {passage_stride}",
-            argument=("passage_stride", "passage_length"),
-        )
+    check_window_and_stride(
+        passage_length,
+        passage_stride,
+        "passage_length",
+        "passage_stride",
+        {"window": "passage_length", "stride": ("passage_stride", "passage_length")},
+    )
     passages = []
     # Ids in use: every document's (a one-passage document's passage has
     # it) and every passage's so far.

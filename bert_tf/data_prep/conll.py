@@ -37,6 +37,8 @@ import numpy as np
 from absl import logging
 
 from bert_tf.data_prep.local_files import open_input_file
+from bert_tf.data_prep.sliding_windows import check_window_and_stride
+from bert_tf.data_prep.sliding_windows import window_starts
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 
@@ -275,33 +277,19 @@ class TaggingFeatures:
         }
 
 
-def window_starts(num_tokens, window, doc_stride):
-    """Starts of the windows covering `num_tokens` tokens (run_squad's loop)."""
-    starts, start = [], 0
-    while True:
-        starts.append(start)
-        if start + window >= num_tokens:
-            return starts
-        start += min(window, doc_stride)
-
-
 def convert_sentences_to_features(
     sentences, label_list, max_seq_length, tokenizer, doc_stride
 ):
     """`TaggingFeatures` of `sentences`; logs how many words were split, empty,
     and how many sentences needed more than one window."""
-    window = max_seq_length - 2
-    if window < 1:
-        raise UserInputError(
-            f"max_seq_length={max_seq_length} leaves no room for words",
-            argument="max_seq_length",
-        )
-    if not 1 <= doc_stride <= window:
-        raise UserInputError(
-            f"doc_stride={doc_stride} must be between 1 and max_seq_length - 2 "
-            f"= {window}, or windows would skip tokens",
-            argument="doc_stride",
-        )
+    window = max_seq_length - 2  # [CLS] and [SEP]
+    check_window_and_stride(
+        window,
+        doc_stride,
+        "max_seq_length - 2",
+        "doc_stride",
+        {"window": "max_seq_length", "stride": ("doc_stride", "max_seq_length")},
+    )
     label_map = {label: i for i, label in enumerate(label_list)}
     cls_id, sep_id = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
     rows = collections.defaultdict(list)

@@ -201,8 +201,7 @@ def training_dataset_fn(
     if check:
         check_record_files(files, feature_spec)
 
-    def dataset_fn(context, skip_batches):
-        per_replica = context.get_per_replica_batch_size(batch_size)
+    def records():
         if interleave_files:
             dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files))
             dataset = dataset.shuffle(
@@ -224,19 +223,16 @@ def training_dataset_fn(
                 max(1, shuffle_buffer), seed=seed, reshuffle_each_iteration=True
             )
             dataset = dataset.repeat()
-        dataset = _parsed(dataset, feature_spec)
-        return _training_batches(
-            dataset,
-            per_replica,
-            seed,
-            context,
-            skip_batches,
-            indexed_map=indexed_map,
-            bucket_pool_batches=bucket_pool_batches,
-            pad_to_longest=pad_to_longest,
-        )
+        return _parsed(dataset, feature_spec)
 
-    return dataset_fn
+    return _stream_dataset_fn(
+        records,
+        batch_size,
+        seed,
+        indexed_map=indexed_map,
+        bucket_pool_batches=bucket_pool_batches,
+        pad_to_longest=pad_to_longest,
+    )
 
 
 def in_memory_training_dataset_fn(
@@ -258,22 +254,32 @@ def in_memory_training_dataset_fn(
     """
     num_examples = len(next(iter(arrays.values())))
 
-    def dataset_fn(context, skip_batches):
-        per_replica = context.get_per_replica_batch_size(batch_size)
+    def examples():
         dataset = tf.data.Dataset.from_tensor_slices(arrays)
         dataset = dataset.shuffle(
             num_examples, seed=seed, reshuffle_each_iteration=True
         )
-        dataset = dataset.repeat()
+        return dataset.repeat()
+
+    return _stream_dataset_fn(
+        examples,
+        batch_size,
+        seed,
+        bucket_pool_batches=bucket_pool_batches,
+        pad_to_longest=pad_to_longest,
+        sequence_features=sequence_features,
+    )
+
+
+def _stream_dataset_fn(stream, batch_size, seed, **batching):
+    """The Trainer's `dataset_fn(context, skip_batches)`: the batches
+    (`_training_batches`, `batching` its options) of the endless, shuffled
+    stream of examples that `stream()` makes for each input pipeline."""
+
+    def dataset_fn(context, skip_batches):
+        per_replica = context.get_per_replica_batch_size(batch_size)
         return _training_batches(
-            dataset,
-            per_replica,
-            seed,
-            context,
-            skip_batches,
-            bucket_pool_batches=bucket_pool_batches,
-            pad_to_longest=pad_to_longest,
-            sequence_features=sequence_features,
+            stream(), per_replica, seed, context, skip_batches, **batching
         )
 
     return dataset_fn

@@ -53,6 +53,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.data_prep.local_files import check_not_a_pipe
+from bert_tf.data_prep.sliding_windows import window_starts
 from bert_tf.errors import UserInputError
 from bert_tf.text import tokenization
 
@@ -461,16 +462,14 @@ def _check_is_max_context(doc_spans, cur_span_index, position):
 
 
 def _doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
-    """The sliding windows over `num_tokens` document tokens."""
-    doc_spans = []
-    start_offset = 0
-    while start_offset < num_tokens:
-        length = min(num_tokens - start_offset, max_tokens_for_doc)
-        doc_spans.append(DocSpan(start=start_offset, length=length))
-        if start_offset + length == num_tokens:
-            break
-        start_offset += min(length, doc_stride)
-    return doc_spans
+    """The sliding windows over `num_tokens` document tokens (none without
+    tokens, as in the original)."""
+    if not num_tokens:
+        return []
+    return [
+        DocSpan(start=start, length=min(num_tokens - start, max_tokens_for_doc))
+        for start in window_starts(num_tokens, max_tokens_for_doc, doc_stride)
+    ]
 
 
 def generate_features(
@@ -493,6 +492,17 @@ def generate_features(
       is_training: compute start/end targets (0/0 when the answer is not
         entirely in the window, which is still kept, or is impossible).
     """
+    for feature in _windowed_features(
+        examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
+    ):
+        if feature.example_index < _NUM_LOGGED_EXAMPLES:
+            _log_feature(feature, logs_answer=is_training)
+        yield feature
+
+
+def _windowed_features(
+    examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
+):
     unique_id = FIRST_UNIQUE_ID
     cached_doc = (None, None)
     for example_index, example in enumerate(examples):
@@ -594,22 +604,6 @@ def generate_features(
                 start_position = 0
                 end_position = 0
 
-            if example_index < _NUM_LOGGED_EXAMPLES:
-                _log_feature(
-                    unique_id,
-                    example_index,
-                    doc_span_index,
-                    tokens,
-                    token_to_orig_map,
-                    token_is_max_context,
-                    input_ids,
-                    input_mask,
-                    segment_ids,
-                    example if is_training else None,
-                    start_position,
-                    end_position,
-                )
-
             yield InputFeatures(
                 unique_id=unique_id,
                 example_index=example_index,
@@ -688,47 +682,35 @@ def write_features(
     return writer.num_features, kept
 
 
-def _log_feature(
-    unique_id,
-    example_index,
-    doc_span_index,
-    tokens,
-    token_to_orig_map,
-    token_is_max_context,
-    input_ids,
-    input_mask,
-    segment_ids,
-    training_example,
-    start_position,
-    end_position,
-):
+def _log_feature(feature, logs_answer):
     # Only the first examples reach here; skip the string building entirely
     # when INFO is not shown.
     if logging.get_verbosity() < logging.INFO:
         return
     logging.info("*** Example ***")
-    logging.info("unique_id: %s", unique_id)
-    logging.info("example_index: %s", example_index)
-    logging.info("doc_span_index: %s", doc_span_index)
-    logging.info("tokens: %s", " ".join(tokens))
+    logging.info("unique_id: %s", feature.unique_id)
+    logging.info("example_index: %s", feature.example_index)
+    logging.info("doc_span_index: %s", feature.doc_span_index)
+    logging.info("tokens: %s", " ".join(feature.tokens))
     logging.info(
         "token_to_orig_map: %s",
-        " ".join(f"{x}:{y}" for x, y in token_to_orig_map.items()),
+        " ".join(f"{x}:{y}" for x, y in feature.token_to_orig_map.items()),
     )
     logging.info(
         "token_is_max_context: %s",
-        " ".join(f"{x}:{y}" for x, y in token_is_max_context.items()),
+        " ".join(f"{x}:{y}" for x, y in feature.token_is_max_context.items()),
     )
-    logging.info("input_ids: %s", " ".join(str(x) for x in input_ids))
-    logging.info("input_mask: %s", " ".join(str(x) for x in input_mask))
-    logging.info("segment_ids: %s", " ".join(str(x) for x in segment_ids))
-    if training_example is not None:
-        if training_example.is_impossible:
+    logging.info("input_ids: %s", " ".join(str(x) for x in feature.input_ids))
+    logging.info("input_mask: %s", " ".join(str(x) for x in feature.input_mask))
+    logging.info("segment_ids: %s", " ".join(str(x) for x in feature.segment_ids))
+    if logs_answer:
+        if feature.is_impossible:
             logging.info("impossible example")
         else:
-            answer_text = " ".join(tokens[start_position : end_position + 1])
-            logging.info("start_position: %d", start_position)
-            logging.info("end_position: %d", end_position)
+            start, end = feature.start_position, feature.end_position
+            answer_text = " ".join(feature.tokens[start : end + 1])
+            logging.info("start_position: %d", start)
+            logging.info("end_position: %d", end)
             logging.info("answer: %s", tokenization.printable_text(answer_text))
 
 

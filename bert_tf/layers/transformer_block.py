@@ -235,19 +235,14 @@ class TransformerBlock(keras.layers.Layer):
         # LayerNorm; bias + GELU) as single XLA kernels each way, which also
         # return the bias gradients; inference keeps the plain ops, which
         # oneDNN / cuBLASLt fuse into the matmuls.
-        if training:
-            attention = fused_elementwise.dropout_residual_layer_norm(
-                matmul(context, self.attention_output),
-                x_query,
-                self.attention_layer_norm,
-                *self._rate_and_seed(self.attention_dropout),
-                bias=self.attention_output.bias,
-            )
-        else:
-            attention = dense(context, self.attention_output)
-            attention = ops.cast(
-                self.attention_layer_norm(attention + x_query), x.dtype
-            )
+        attention = self._residual_layer_norm(
+            context,
+            self.attention_output,
+            self.attention_dropout,
+            x_query,
+            self.attention_layer_norm,
+            training,
+        )
 
         # === Feed-forward ===
         fused_gelu = {
@@ -260,17 +255,14 @@ class TransformerBlock(keras.layers.Layer):
             )
         else:
             intermediate = dense(attention, self.intermediate, self._activation)
-        if training:
-            output = fused_elementwise.dropout_residual_layer_norm(
-                matmul(intermediate, self.output_dense),
-                attention,
-                self.output_layer_norm,
-                *self._rate_and_seed(self.output_dropout),
-                bias=self.output_dense.bias,
-            )
-        else:
-            output = dense(intermediate, self.output_dense)
-            output = ops.cast(self.output_layer_norm(output + attention), x.dtype)
+        output = self._residual_layer_norm(
+            intermediate,
+            self.output_dense,
+            self.output_dropout,
+            attention,
+            self.output_layer_norm,
+            training,
+        )
         if packing is not None:
             return output
         return ops.reshape(output, (batch_size, query_length, self.hidden_size))
@@ -290,6 +282,24 @@ class TransformerBlock(keras.layers.Layer):
             qkv, (batch_size, seq_length, 3 * self.num_attention_heads, self.head_size)
         )
         return tf.split(tf.transpose(qkv, (2, 0, 1, 3)), 3, axis=0)
+
+    def _residual_layer_norm(
+        self, x, dense_layer, dropout, residual, layer_norm, training
+    ):
+        """`layer_norm(dropout(dense_layer(x)) + residual)`: the tail of the
+        attention and of the feed-forward sub-layer."""
+        if training:
+            return fused_elementwise.dropout_residual_layer_norm(
+                matmul(x, dense_layer),
+                residual,
+                layer_norm,
+                *self._rate_and_seed(dropout),
+                bias=dense_layer.bias,
+            )
+        # The residual has the block input's dtype here (the LayerNorm may
+        # compute in float32).
+        y = dense(x, dense_layer)
+        return ops.cast(layer_norm(y + residual), residual.dtype)
 
     @staticmethod
     def _rate_and_seed(dropout):

@@ -32,6 +32,8 @@ class BertPretrainer(BertTaskModel):
     >>> outputs = pretrainer({**features, "masked_lm_positions": positions})
     """
 
+    default_name = "bert_pretrainer"
+
     def __init__(self, encoder, **kwargs):
         with global_dtype_policy(kwargs.get("dtype")):
             encoder = build_encoder(encoder)
@@ -77,11 +79,9 @@ class BertPretrainer(BertTaskModel):
                 "mlm_logits": masked_lm(last[:, 1:, :], in_order),
                 "nsp_logits": next_sentence(encoder.pooler(last[:, 0, :])),
             }
-            kwargs.setdefault("name", "bert_pretrainer")
-            super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+            self._init_graph(encoder, inputs, outputs, **kwargs)
 
         # === Config ===
-        self.encoder = encoder
         self.masked_lm = masked_lm
         self.next_sentence = next_sentence
 

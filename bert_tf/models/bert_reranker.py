@@ -122,30 +122,14 @@ class BertReranker(BertTextTask, BertClassifier):
 
     default_name = "bert_reranker"
 
-    def __init__(
-        self,
-        encoder,
-        preprocessor=None,
-        activation="sigmoid",
-        dropout_rate=0.1,
-        initializer_range=0.02,
-        **kwargs,
-    ):
-        if preprocessor is None:
-            raise ValueError("BertReranker needs a preprocessor")
+    def __init__(self, encoder, preprocessor=None, activation="sigmoid", **kwargs):
         if activation not in ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {ACTIVATIONS}, got {activation!r}"
             )
         kwargs.pop("num_labels", None)  # always one
-        super().__init__(
-            encoder,
-            1,
-            dropout_rate=dropout_rate,
-            initializer_range=initializer_range,
-            **kwargs,
-        )
-        self.preprocessor = preprocessor
+        # dropout_rate and initializer_range go on to BertClassifier.
+        super().__init__(encoder, 1, preprocessor, **kwargs)
         self.activation = activation
 
     @staticmethod

@@ -32,7 +32,6 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
-from bert_tf.models.task_model import freeze_unread_pooler
 from bert_tf.text.preprocessing import BertPreprocessor
 
 # sentence-transformers' default batch size for encode().
@@ -131,11 +130,8 @@ class BertSentenceEncoder(BertTaskModel):
             if dense is not None:
                 embeddings = dense(embeddings)
             outputs = last(embeddings)
-            kwargs.setdefault("name", self.default_name)
-            super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+            self._init_graph(encoder, inputs, outputs, **kwargs)
         # === Config ===
-        self.encoder = encoder
-        freeze_unread_pooler(self)
         self.preprocessor = preprocessor
         self.pooling = modes
         self.pooling_layer = pooling_layer

@@ -8,7 +8,6 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode
-from bert_tf.models.task_model import freeze_unread_pooler
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -32,6 +31,7 @@ class BertSpanLabeler(BertTaskModel):
     """
 
     reads_pooled_output = False
+    default_name = "bert_span_labeler"
 
     def __init__(self, encoder, initializer_range=0.02, **kwargs):
         with global_dtype_policy(kwargs.get("dtype")):
@@ -47,11 +47,8 @@ class BertSpanLabeler(BertTaskModel):
             inputs, encoded = encode(encoder)
             logits = head(encoded["sequence_output"])
             outputs = {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
-            kwargs.setdefault("name", "bert_span_labeler")
-            super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+            self._init_graph(encoder, inputs, outputs, **kwargs)
         # === Config ===
-        self.encoder = encoder
-        freeze_unread_pooler(self)
         self.span = head
         self.initializer_range = initializer_range
 

@@ -46,14 +46,7 @@ class BertTextClassifier(BertTextTask, BertClassifier):
     default_name = "bert_text_classifier"
 
     def __init__(
-        self,
-        encoder,
-        num_labels=None,
-        preprocessor=None,
-        labels=None,
-        dropout_rate=0.1,
-        initializer_range=0.02,
-        **kwargs,
+        self, encoder, num_labels=None, preprocessor=None, labels=None, **kwargs
     ):
         if num_labels is None:
             if labels is None:
@@ -65,16 +58,8 @@ class BertTextClassifier(BertTextTask, BertClassifier):
                 raise ValueError(
                     f"{len(labels)} labels {labels} for num_labels={num_labels}"
                 )
-        if preprocessor is None:
-            raise ValueError("BertTextClassifier needs a preprocessor")
-        super().__init__(
-            encoder,
-            num_labels,
-            dropout_rate=dropout_rate,
-            initializer_range=initializer_range,
-            **kwargs,
-        )
-        self.preprocessor = preprocessor
+        # dropout_rate and initializer_range go on to BertClassifier.
+        super().__init__(encoder, num_labels, preprocessor, **kwargs)
         self.labels = labels
 
     @staticmethod

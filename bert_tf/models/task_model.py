@@ -15,14 +15,24 @@ class BertTaskModel(CheckpointMixin, keras.Model):
     """Base of the task models: an `encoder` plus heads, built functionally.
 
     Subclasses build their graph in `__init__` (inside
-    `global_dtype_policy(dtype)`, so heads get the model's dtype policy), set
-    `self.encoder`, and list their own constructor arguments in
-    `task_arguments()`; serialization and `from_checkpoint` come from here.
+    `global_dtype_policy(dtype)`, so heads get the model's dtype policy) and
+    end it with `_init_graph` (the functional model, named `default_name`
+    unless `name` is given, and `self.encoder`); they list their own
+    constructor arguments in `task_arguments()`. Serialization and
+    `from_checkpoint` come from here.
     """
 
     # Whether the heads read the encoder's pooled output; when they don't, a
     # checkpoint without the pooler (e.g. an HF tagging model) still loads.
     reads_pooled_output = True
+
+    def _init_graph(self, encoder, inputs, outputs, **kwargs):
+        """Initialises the functional model `inputs` -> `outputs` on top of
+        `encoder` (named the class's `default_name` unless `name` is given)."""
+        kwargs.setdefault("name", self.default_name)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.encoder = encoder
+        freeze_unread_pooler(self)
 
     def task_arguments(self):
         return {}
@@ -75,11 +85,8 @@ class BertLogitsTaskModel(BertTaskModel):
             # === Functional model ===
             inputs, encoded = encode(encoder)
             outputs = self.outputs_from_logits(head(encoded[self.encoder_output]))
-            kwargs.setdefault("name", self.default_name)
-            super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+            self._init_graph(encoder, inputs, outputs, **kwargs)
         # === Config ===
-        self.encoder = encoder
-        freeze_unread_pooler(self)
         self.head = head
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate

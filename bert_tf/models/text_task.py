@@ -80,6 +80,12 @@ class BertTextTask:
     `tf.data.Dataset` of any of these (with labels, batched or not).
     """
 
+    def __init__(self, encoder, num_labels, preprocessor=None, **kwargs):
+        if preprocessor is None:
+            raise ValueError(f"{type(self).__name__} needs a preprocessor")
+        super().__init__(encoder, num_labels, **kwargs)
+        self.preprocessor = preprocessor
+
     def preprocess_samples(self, x, y=None, sample_weight=None):
         if not isinstance(x, dict):
             x = self.preprocessor(x)

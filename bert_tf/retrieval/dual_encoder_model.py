@@ -19,9 +19,7 @@ class DualEncoderModel(keras.Model):
     gives the towers back as a `DualEncoder` (to embed, save, index).
 
     Args:
-      query_encoder: `BertSentenceEncoder` of the queries.
-      document_encoder: `BertSentenceEncoder` of the passages; None (or the
-        same object) for shared towers.
+      query_encoder, document_encoder: the towers, as in `DualEncoder`.
 
     Example:
 

@@ -17,11 +17,8 @@ import tensorflow as tf
 import tensorflow_text as text
 
 from bert_tf.text import tokenization
+from bert_tf.text.preprocessing import FAST_WORDPIECE_ARGUMENTS
 from bert_tf.text.preprocessing import truncated_pair_lengths
-
-# The original's WordpieceTokenizer turns words longer than 200 characters
-# into [UNK]; FastBertTokenizer's limit counts bytes, the nearest it has.
-_MAX_BYTES_PER_WORD = 200
 
 
 class LiteRTPreprocessor(tf.Module):
@@ -97,11 +94,7 @@ class LiteRTPreprocessor(tf.Module):
             lower_case_nfd_strip_accents=self.do_lower_case
         )
         self._wordpiece = text.FastWordpieceTokenizer(
-            vocab=tokens,
-            suffix_indicator="##",
-            max_bytes_per_word=_MAX_BYTES_PER_WORD,
-            token_out_type=tf.int64,
-            unknown_token="[UNK]",
+            vocab=tokens, **FAST_WORDPIECE_ARGUMENTS
         )
 
     def tokenize(self, texts):

@@ -40,11 +40,32 @@ _PUNCTUATION_TOKEN = rf"[{_ASCII_SYMBOLS}\p{{P}}]"
 # rule is applied before it and its byte limit is set out of the way.
 _MAX_INPUT_CHARS_PER_WORD = 200
 _MAX_BYTES_PER_WORD = 4 * _MAX_INPUT_CHARS_PER_WORD + 1
+# The arguments of tensorflow-text's fast WordPiece tokenizers
+# (`FastBertTokenizer` here, `FastWordpieceTokenizer` in the LiteRT
+# preprocessor): their byte limit is the nearest they have to the original's
+# 200-character one.
+FAST_WORDPIECE_ARGUMENTS = {
+    "suffix_indicator": "##",
+    "max_bytes_per_word": _MAX_INPUT_CHARS_PER_WORD,
+    "token_out_type": tf.int64,
+    "unknown_token": "[UNK]",
+}
 
 TOKENIZERS = ("bert", "fast_bert")
 # The vocabulary's file name among a `.keras` file's assets.
 _VOCAB_ASSET = "vocab.txt"
 PADDINGS = ("max_length", "longest")
+
+
+def _vocabulary_entry(key, doc):
+    """A read-only `BertPreprocessor` property: an entry of its vocabulary's
+    ids, read once the vocabulary is loaded (a deferred one is loaded first)."""
+
+    def entry(self):
+        self._require_vocabulary()
+        return self._ids[key]
+
+    return property(entry, doc=doc)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -205,11 +226,8 @@ class BertPreprocessor(keras.layers.Layer):
                 )
             self._fast = text.FastBertTokenizer(
                 vocab=tokens,
-                suffix_indicator="##",
-                max_bytes_per_word=_MAX_INPUT_CHARS_PER_WORD,
-                token_out_type=tf.int64,
-                unknown_token="[UNK]",
                 lower_case_nfd_strip_accents=self.do_lower_case,
+                **FAST_WORDPIECE_ARGUMENTS,
             )
 
     def save_assets(self, dir_path):
@@ -231,29 +249,12 @@ class BertPreprocessor(keras.layers.Layer):
             )
         return self._vocab_bytes
 
-    @property
-    def cls_id(self):
-        """The id of [CLS]."""
-        self._require_vocabulary()
-        return self._ids["cls"]
-
-    @property
-    def sep_id(self):
-        """The id of [SEP]."""
-        self._require_vocabulary()
-        return self._ids["sep"]
-
-    @property
-    def unk_id(self):
-        """The id of [UNK]."""
-        self._require_vocabulary()
-        return self._ids["unk"]
-
-    @property
-    def vocab_size(self):
-        """The number of distinct tokens of the vocabulary."""
-        self._require_vocabulary()
-        return self._ids["size"]
+    cls_id = _vocabulary_entry("cls", "The id of [CLS].")
+    sep_id = _vocabulary_entry("sep", "The id of [SEP].")
+    unk_id = _vocabulary_entry("unk", "The id of [UNK].")
+    vocab_size = _vocabulary_entry(
+        "size", "The number of distinct tokens of the vocabulary."
+    )
 
     # --- tokenization -------------------------------------------------------
 

@@ -188,17 +188,22 @@ class _BertOptimizer(keras.optimizers.Optimizer):
     `weight_decay_rate * param` to the update themselves.
     """
 
+    # The defaults are the original's `create_optimizer` values; the default
+    # name is the class's (`AdamWeightDecay`, `Lamb`). Arguments after
+    # `exclude_from_weight_decay` are keyword-only, so a positional call
+    # cannot bind a subclass's own argument to `variable_names`.
     def __init__(
         self,
         learning_rate,
-        weight_decay_rate,
-        beta_1,
-        beta_2,
-        epsilon,
-        exclude_from_weight_decay,
-        variable_names,
-        name,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+        *,
+        variable_names=None,
         learning_rate_multipliers=None,
+        name=None,
         **kwargs,
     ):
         if kwargs.pop("weight_decay", None) is not None:
@@ -209,6 +214,8 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         if isinstance(learning_rate, int):
             # Keras accepts only floats, schedules and callables.
             learning_rate = float(learning_rate)
+        if name is None:
+            name = type(self).__name__
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.weight_decay_rate = float(weight_decay_rate)
         self.beta_1 = float(beta_1)
@@ -410,32 +417,8 @@ class AdamWeightDecay(_BertOptimizer):
     >>> optimizer.apply_gradients(zip(grads, classifier.trainable_variables))
     """
 
-    def __init__(
-        self,
-        learning_rate,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-        bias_correction=False,
-        variable_names=None,
-        learning_rate_multipliers=None,
-        name="AdamWeightDecay",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate=learning_rate,
-            weight_decay_rate=weight_decay_rate,
-            beta_1=beta_1,
-            beta_2=beta_2,
-            epsilon=epsilon,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            variable_names=variable_names,
-            learning_rate_multipliers=learning_rate_multipliers,
-            name=name,
-            **kwargs,
-        )
+    def __init__(self, learning_rate, *args, bias_correction=False, **kwargs):
+        super().__init__(learning_rate, *args, **kwargs)
         self.bias_correction = bool(bias_correction)
 
     def update_step(self, gradient, variable, learning_rate):
@@ -537,33 +520,11 @@ class Lamb(_BertOptimizer):
     """
 
     def __init__(
-        self,
-        learning_rate,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-        exclude_from_layer_adaptation=None,
-        variable_names=None,
-        learning_rate_multipliers=None,
-        name="Lamb",
-        **kwargs,
+        self, learning_rate, *args, exclude_from_layer_adaptation=None, **kwargs
     ):
-        super().__init__(
-            learning_rate=learning_rate,
-            weight_decay_rate=weight_decay_rate,
-            beta_1=beta_1,
-            beta_2=beta_2,
-            epsilon=epsilon,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            variable_names=variable_names,
-            learning_rate_multipliers=learning_rate_multipliers,
-            name=name,
-            **kwargs,
-        )
+        super().__init__(learning_rate, *args, **kwargs)
         if exclude_from_layer_adaptation is None:
-            exclude_from_layer_adaptation = exclude_from_weight_decay
+            exclude_from_layer_adaptation = self._weight_decay_patterns
         self._adaptation_patterns = tuple(exclude_from_layer_adaptation or ())
         self._adapt_flags = ()
 
@@ -657,12 +618,9 @@ def create_optimizer(
         )
     schedule = LinearWarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
     variable_names = original_variable_names(model) if model is not None else None
+    # The betas, epsilon and exclusions are the optimizers' defaults.
     common = dict(
         weight_decay_rate=weight_decay_rate,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
         variable_names=variable_names,
         learning_rate_multipliers=learning_rate_multipliers,
     )

@@ -37,6 +37,7 @@ import random
 from absl import logging
 
 from bert_tf.data_prep.pretraining.documents import check_vocab
+from bert_tf.data_prep.pretraining.documents import checked_tokenizer
 from bert_tf.data_prep.pretraining.documents import expand_input_files
 from bert_tf.data_prep.pretraining.documents import iter_shards
 from bert_tf.data_prep.pretraining.documents import read_documents
@@ -63,7 +64,6 @@ from bert_tf.data_prep.tfrecord_files import frame_records
 from bert_tf.data_prep.tfrecord_files import masked_crc32c
 from bert_tf.errors import UserInputError
 from bert_tf.options.input_overwrite_check import check_outputs_are_not_inputs
-from bert_tf.text import tokenization
 
 __all__ = [
     "DEFAULT_SHARD_SIZE_MB",
@@ -73,6 +73,7 @@ __all__ = [
     "TaskSplit",
     "TrainingInstance",
     "check_vocab",
+    "checked_tokenizer",
     "create_masked_lm_predictions",
     "create_pretraining_data",
     "create_training_instances",
@@ -163,9 +164,7 @@ def create_pretraining_data(
         [("output_file", path) for path in output_files],
         [("input_file", input_files), ("vocab_file", [vocab_file])],
     )
-    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
-    check_vocab(tokenizer)
-    tokenization.validate_case_matches_vocab(do_lower_case, tokenizer.vocab, vocab_file)
+    tokenizer = checked_tokenizer(vocab_file, do_lower_case)
 
     logging.info("*** Reading from input files ***")
     for path in input_files:

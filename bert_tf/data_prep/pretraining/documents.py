@@ -204,6 +204,16 @@ def iter_shard_spans(input_files, shard_size_mb):
         file_start = offset
 
 
+def checked_tokenizer(vocab_file, do_lower_case):
+    """The `FullTokenizer` of `vocab_file`, checked for pre-training data: the
+    special tokens (`check_vocab`) and `do_lower_case` against the vocabulary
+    (`validate_case_matches_vocab`)."""
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+    check_vocab(tokenizer)
+    tokenization.validate_case_matches_vocab(do_lower_case, tokenizer.vocab, vocab_file)
+    return tokenizer
+
+
 def check_vocab(tokenizer):
     """Raises ValueError (naming the vocab file) if a special token is missing."""
     missing = [token for token in SPECIAL_TOKENS if token not in tokenizer.vocab]
