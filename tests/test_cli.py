@@ -128,6 +128,13 @@ def test_help_lists_the_tools_own_flags_without_importing_tensorflow(tool):
     # absl's own flags (logging, testing) stay under --helpfull.
     assert "logtostderr" not in out
     assert "--verbosity" in out
+    # The commands that start it: setup.py's console command, python -m, and
+    # the checkout's script where there is one.
+    (command,) = [c for c, t in COMMANDS.items() if t == f"bert_tf.cli.{tool}:main"]
+    started = " ".join(out.split())
+    assert f"Installed as `{command}`; also `python -m bert_tf.cli.{tool}`" in started
+    has_script = os.path.exists(os.path.join(REPO, f"{tool}.py"))
+    assert (f"and `python {tool}.py`." in started) == has_script
 
 
 @pytest.mark.slow  # starts a process

@@ -13,9 +13,6 @@ reason, to ``<output_file>.malformed-SSSSS-of-NNNNN`` and are counted.
       --text_column=sentence1 --text_pair_column=sentence2 \
       --output_file=/tmp/stsb_predictions \
       --beam_options='--direct_num_workers=2 --direct_running_mode=multi_processing'
-
-Installed as `bert-tf-batch-predict`; also `python -m bert_tf.cli.batch_predict`
-and `python batch_predict.py`.
 """
 
 from bert_tf.cli.command import Command

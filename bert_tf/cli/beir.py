@@ -6,8 +6,6 @@ queries.jsonl, qrels/<split>.tsv); this writes one:
     bert-tf-beir --squad_file=$SQUAD_DIR/dev-v1.1.json --output_dir=/tmp/squad_beir
     bert-tf-beir --pairs_file=faq.tsv --query_column=question \
       --passage_column=answer --output_dir=/tmp/faq_beir
-
-Installed as `bert-tf-beir`; also `python -m bert_tf.cli.beir`.
 """
 
 from bert_tf.cli.command import Command
@@ -38,6 +36,7 @@ COMMAND = Command(
     OptionFlags(BeirOptions),
     convert,
     uses_tensorflow=False,
+    checkout_script=False,
 )
 
 

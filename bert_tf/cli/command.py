@@ -126,6 +126,12 @@ def _flag_text(flag):
     return "\n".join(lines)
 
 
+def console_command(name):
+    """The installed command of tool `name` (setup.py's scheme):
+    ``run_classifier`` -> ``bert-tf-run-classifier``."""
+    return "bert-tf-" + name.replace("_", "-")
+
+
 @dataclasses.dataclass(eq=False)
 class Command:
     """One command-line tool: its flags (defined at once) and its work.
@@ -137,8 +143,9 @@ class Command:
     Args:
       name: the original script's name without ``.py`` (e.g.
         ``"run_classifier"``); the console command is ``bert-tf-`` + name
-        with dashes.
-      doc: the usage text shown first by ``--help``.
+        with dashes (`console_command`).
+      doc: the usage text shown first by ``--help`` (followed by the line
+        naming the commands that start the tool).
       flags_source: the `bert_tf.cli.flags.OptionFlags` the tool's flags
         are generated from (they build the typed options, checked before
         TensorFlow loads), or a function defining the flags by hand.
@@ -153,6 +160,7 @@ class Command:
       arguments: the command line's arguments after the flags (a list) are
         passed last to `check` (or `work`); without it they are ignored.
       print_result: print what `work` returns (an exporter's path).
+      checkout_script: the checkout has a top-level ``<name>.py`` too.
 
     Example:
 
@@ -176,6 +184,7 @@ class Command:
     check: object = None
     arguments: bool = False
     print_result: bool = False
+    checkout_script: bool = True
 
     def __post_init__(self):
         self.required = tuple(self.required)
@@ -192,6 +201,22 @@ class Command:
         if unknown:
             raise AssertionError(f"{self.name}: original flags not defined: {unknown}")
 
+    def started_as(self):
+        """The --help line naming the commands that start the tool (wrapped
+        at 88 columns between, not inside, the commands)."""
+        pieces = ["Installed", "as", f"`{console_command(self.name)}`;", "also"]
+        pieces.append(f"`python -m bert_tf.cli.{self.name}`")
+        if self.checkout_script:
+            pieces += ["and", f"`python {self.name}.py`"]
+        pieces[-1] += "."
+        lines = [pieces[0]]
+        for piece in pieces[1:]:
+            if len(lines[-1]) + 1 + len(piece) > 88:
+                lines.append(piece)
+            else:
+                lines[-1] += " " + piece
+        return "\n".join(lines)
+
     def help_text(self):
         """The script's flags: the original's, then bert_tf's, then logging."""
         registry = flags.FLAGS
@@ -200,7 +225,7 @@ class Command:
             for n in self.defined_flags
             if n not in self.original_flags and registry[n].name == n
         ]
-        sections = [(self.doc or "").strip()]
+        sections = [(self.doc or "").strip(), self.started_as()]
         if self.original_flags:
             sections.append(
                 f"Flags of the original {self.name}.py:\n"

@@ -15,9 +15,6 @@ for local files.
       --vocab_file=$BERT_BASE_DIR/vocab.txt --do_lower_case=True \
       --max_seq_length=128 --max_predictions_per_seq=20 --masked_lm_prob=0.15 \
       --random_seed=12345 --dupe_factor=5
-
-Installed as `bert-tf-create-pretraining-data`; also
-`python -m bert_tf.cli.create_pretraining_data` and `python create_pretraining_data.py`.
 """
 
 import dataclasses

@@ -7,8 +7,6 @@ One text per line (.txt), or a column of a .tsv/.csv (with a header) or a
 .jsonl file (--text_column, --id_column). Writes output_file (float32 [rows,
 dim]) and <output_file without .npy>.ids.txt (the id column, else line
 numbers), streaming: files larger than memory work.
-
-Installed as `bert-tf-embed`; also `python -m bert_tf.cli.embed` and `python embed.py`.
 """
 
 from bert_tf.cli.command import Command

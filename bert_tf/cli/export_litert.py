@@ -8,9 +8,7 @@ int8 by default. See README.md ("LiteRT").
       --init_checkpoint=/tmp/mrpc_output --do_lower_case=True \
       --max_seq_length=128 --output_file=/tmp/mrpc.tflite
 
-Installed as `bert-tf-export-litert` (needs `pip install ".[litert]"` to run
-the file); also `python -m bert_tf.cli.export_litert` and
-`python export_litert.py`.
+Running the file needs `pip install ".[litert]"`.
 """
 
 from bert_tf.cli.command import Command

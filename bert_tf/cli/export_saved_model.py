@@ -10,8 +10,6 @@ int32 ids. See README.md ("Serving with TF Serving").
     python export_saved_model.py --model_type=retrieval \
       --init_checkpoint=/tmp/retrieval_output --data_dir=/tmp/squad_beir \
       --export_dir=/tmp/serving/retrieval
-
-Installed as `bert-tf-export-saved-model`; also `python -m bert_tf.cli.export_saved_model` and `python export_saved_model.py`.
 """
 
 from bert_tf.cli.command import Command

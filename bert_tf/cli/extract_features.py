@@ -5,8 +5,6 @@ r"""Extract pre-computed feature vectors from BERT: the original extract_feature
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --layers=-1,-2,-3,-4 \
       --max_seq_length=128 --batch_size=8
-
-Installed as `bert-tf-extract-features`; also `python -m bert_tf.cli.extract_features` and `python extract_features.py`.
 """
 
 from bert_tf.cli.command import Command

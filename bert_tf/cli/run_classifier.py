@@ -10,8 +10,6 @@ gradient accumulation, export) and `--task_name=custom` for your own files.
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
       --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0 \
       --output_dir=/tmp/mrpc_output/
-
-Installed as `bert-tf-run-classifier`; also `python -m bert_tf.cli.run_classifier` and `python run_classifier.py`.
 """
 
 from bert_tf.cli.command import Command

@@ -10,9 +10,6 @@ the formats and tag schemes it reads.
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
       --do_train --do_eval --do_predict --train_batch_size=32 \
       --learning_rate=5e-5 --num_train_epochs=3.0 --output_dir=/tmp/ner_output/
-
-Installed as `bert-tf-run-ner`; also `python -m bert_tf.cli.run_ner` and
-`python run_ner.py`.
 """
 
 from bert_tf.cli.command import Command

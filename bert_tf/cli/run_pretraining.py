@@ -11,8 +11,6 @@ gradient accumulation). Records come from create_pretraining_data.py.
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
       --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
       --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
-
-Installed as `bert-tf-run-pretraining`; also `python -m bert_tf.cli.run_pretraining` and `python run_pretraining.py`.
 """
 
 from bert_tf.cli.command import Command

@@ -11,9 +11,6 @@ qrels/<eval_split>.tsv query and writes both stages' metrics side by side.
       --retrieval_checkpoint=$MINILM_DIR --init_checkpoint=$MINILM_DIR \
       --do_train --do_eval --rerank_top_k=20 \
       --output_dir=/tmp/reranker_output
-
-Installed as `bert-tf-run-reranker`; also `python -m bert_tf.cli.run_reranker`
-and `python run_reranker.py`.
 """
 
 from bert_tf.cli.command import Command

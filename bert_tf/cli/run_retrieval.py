@@ -15,9 +15,6 @@ same command resumes from its last checkpoint); --do_index embeds the corpus int
 
 --milvus_uri defaults to <output_dir>/index.db (Milvus Lite, embedded); give
 http://host:19530 for a Milvus server. Needs the extra: pip install '.[retrieval]'.
-
-Installed as `bert-tf-run-retrieval`; also `python -m bert_tf.cli.run_retrieval`
-and `python run_retrieval.py`.
 """
 
 from bert_tf.cli.command import Command

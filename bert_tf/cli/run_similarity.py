@@ -12,9 +12,6 @@ correlation of cosine and score to eval_results.txt.
       --score_scale=5 --loss=cosine --do_train --do_eval \
       --train_batch_size=16 --learning_rate=2e-5 --num_train_epochs=4 \
       --output_dir=/tmp/stsb_output/
-
-Installed as `bert-tf-run-similarity`; also `python -m bert_tf.cli.run_similarity`
-and `python run_similarity.py`.
 """
 
 from bert_tf.cli.command import Command

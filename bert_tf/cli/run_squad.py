@@ -12,8 +12,6 @@ evaluate-v1.1.py / evaluate-v2.0.py do (eval_results.json).
       --predict_file=$SQUAD_DIR/dev-v1.1.json --train_batch_size=12 \
       --learning_rate=3e-5 --num_train_epochs=2.0 --max_seq_length=384 \
       --doc_stride=128 --output_dir=/tmp/squad_base/
-
-Installed as `bert-tf-run-squad`; also `python -m bert_tf.cli.run_squad` and `python run_squad.py`.
 """
 
 from bert_tf.cli.command import Command

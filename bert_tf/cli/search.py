@@ -12,9 +12,6 @@ URI with --collection (the collection records its model). Prints, per query,
 the rank, score, passage id (and its document's), title and text of the
 --top_k best passages; --rerank_checkpoint re-orders them by a
 cross-encoder's scores. Needs the extra: pip install '.[retrieval]'.
-
-Installed as `bert-tf-search`; also `python -m bert_tf.cli.search` and
-`python search.py`.
 """
 
 import sys
