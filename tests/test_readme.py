@@ -136,6 +136,11 @@ BLOCKS = [
     ("python", "BertTextClassifier.from_checkpoint", "run"),
     ("python", 'bert_tf.pipeline("text-classification"', "run"),
     ("", "the library, floors bottom up", "the layout: files exist"),
+    (
+        "python",
+        "label_smoothing: float = option(",
+        "static: tests/test_option_flags.py turns such a field into its flag",
+    ),
 ]
 
 
