@@ -37,8 +37,9 @@ STATE_FILE = "checkpoint"
 
 
 def unpack(commit, target):
-    """The tree of `commit` in `target` (bert_tf.data_prep linked in place, as
-    the installed package has it, so nothing is imported from this checkout)."""
+    """The tree of `commit` in `target` (a commit from before data_prep/
+    moved under bert_tf/ gets it linked in place, as the installed package
+    has it, so nothing is imported from this checkout)."""
     if os.path.exists(target):
         shutil.rmtree(target)
     os.makedirs(target)
@@ -49,9 +50,11 @@ def unpack(commit, target):
     ).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(target, filter="data")
-    os.symlink(
-        os.path.join(target, "data_prep"), os.path.join(target, "bert_tf", "data_prep")
-    )
+    if not os.path.exists(os.path.join(target, "bert_tf", "data_prep")):
+        os.symlink(
+            os.path.join(target, "data_prep"),
+            os.path.join(target, "bert_tf", "data_prep"),
+        )
     return target
 
 
