@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 from cross_encoder_fixtures import cross_encoder_dir  # noqa: F401  (fixture)
+from tokenizer_torture import documented_difference
 
 from bert_tf.errors import UserInputError
 
@@ -24,7 +25,12 @@ FLOAT32_TOLERANCE = 1e-4
 
 def squad_candidates(shared_data, num_queries=NUM_QUERIES):
     """(question, [passages]) per query: the question's own paragraph, the
-    next two paragraphs of its article and a paragraph of another article."""
+    next two paragraphs of its article and a paragraph of another article.
+
+    Queries whose texts hold a character the LiteRT tokenizer is documented
+    to split differently (README.md, "Tokenizer differences"; SQuAD's `½`
+    is one) are left out: the file's float32 scores then differ only by
+    the arithmetic."""
     with open(os.path.join(shared_data, "squad/dev-v1.1.json"), encoding="utf-8") as f:
         articles = json.load(f)["data"]
     queries = []
@@ -34,7 +40,10 @@ def squad_candidates(shared_data, num_queries=NUM_QUERIES):
         for position, paragraph in enumerate(paragraphs[: len(paragraphs) - 2]):
             neighbours = [paragraphs[position + k]["context"] for k in (1, 2)]
             question = paragraph["qas"][0]["question"]
-            queries.append((question, [paragraph["context"], *neighbours, other]))
+            texts = [question, paragraph["context"], *neighbours, other]
+            if any(documented_difference(c, True) for t in texts for c in t):
+                continue
+            queries.append((question, texts[1:]))
             if len(queries) == num_queries:
                 return queries
     raise AssertionError("SQuAD dev has fewer queries than asked for")
@@ -98,6 +107,7 @@ def test_float32_scores_equal_cross_encoder_predict(float32_file, reference):
 
     scores = model.score_pairs([q for q, _ in pairs], [p for _, p in pairs])
     assert scores.dtype == np.float32 and scores.shape == (len(pairs),)
+    print(f"float32: max |d| {np.abs(scores - expected).max():.2e}")
     np.testing.assert_allclose(scores, expected, atol=FLOAT32_TOLERANCE, rtol=0)
     # serving_default itself: sigmoid of its logits.
     out = model(query=[q for q, _ in pairs[:8]], passage=[p for _, p in pairs[:8]])
