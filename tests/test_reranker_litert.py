@@ -136,11 +136,15 @@ def test_float32_scores_equal_cross_encoder_predict(float32_file, reference):
         model.rank(query, passages, top_k=0)
 
 
-# Measured 2026-11-28 on 60 queries x 4 candidates: top-1 agreement 60/60,
-# mean Spearman 0.99, max |score - CrossEncoder's| 0.0x (see the report).
+# The dynamic_int8 file against CrossEncoder.predict, measured 2026-11-28 on
+# the 60 queries x 4 candidates: the same best candidate for 57 of 60
+# queries, mean Spearman of the 4 candidates' scores 0.937, max |score
+# difference| 0.091 (the fixture's random head, normal(0, 2) over 384
+# dims, magnifies the int8 error of the pooled vector). The bounds leave a
+# margin for the int8 kernels of other CPUs.
 INT8_MIN_TOP1 = 0.9
-INT8_MIN_SPEARMAN = 0.9
-INT8_MAX_DELTA = 0.1
+INT8_MIN_SPEARMAN = 0.88
+INT8_MAX_DELTA = 0.15
 
 
 @pytest.mark.slow
