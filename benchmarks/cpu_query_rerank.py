@@ -73,7 +73,7 @@ RERANK_OURS = (
     "bert_tf reranker litert int8",
     "bert_tf reranker litert int8 1 thread",
 )
-# A LiteRT row's quantization (its name's third word).
+# A LiteRT row's quantization (the fourth word of its name).
 LITERT_QUANTIZATIONS = {"fp32": "none", "int8": "dynamic_int8"}
 
 
