@@ -63,6 +63,23 @@ def custom_ops(path):
     return names
 
 
+def export_litert_cli(directory, path, *flags, check=True):
+    """export_litert.py --model_type=reranker of the cross-encoder `directory` to
+    `path`."""
+    from cli_script import REPO
+    from cli_script import run_script
+
+    return run_script(
+        os.path.join(REPO, "export_litert.py"),
+        "--model_type=reranker",
+        f"--init_checkpoint={directory}",
+        f"--output_file={path}",
+        *flags,
+        check=check,
+        timeout=600,
+    )
+
+
 @pytest.fixture(scope="module")
 def reference(cross_encoder_dir, shared_data):  # noqa: F811
     """CrossEncoder.predict's scores of every (query, candidate) pair."""
@@ -151,21 +168,13 @@ INT8_MAX_DELTA = 0.15
 def test_cli_int8_file_ranks_as_cross_encoder(cross_encoder_dir, reference, tmp_path):  # noqa: F811
     """export_litert.py --model_type=reranker (dynamic_int8, the default) end
     to end; its order of each query's candidates is CrossEncoder's nearly."""
-    from cli_script import REPO
-    from cli_script import run_script
     from scipy.stats import spearmanr
 
     from bert_tf.serving.litert_exporter import TFTEXT_KERNELS
     from bert_tf.serving.litert_model import LiteRTModel
 
     path = str(tmp_path / "reranker-int8.tflite")
-    run_script(
-        os.path.join(REPO, "export_litert.py"),
-        "--model_type=reranker",
-        f"--init_checkpoint={cross_encoder_dir}",
-        f"--output_file={path}",
-        timeout=600,
-    )
+    export_litert_cli(cross_encoder_dir, path)
     model = LiteRTModel(path)
     assert model.metadata["quantization"] == "dynamic_int8"
     assert custom_ops(path) <= set(TFTEXT_KERNELS)
@@ -199,22 +208,14 @@ def test_mediapipe_target_refuses_a_reranker(cross_encoder_dir, tmp_path):  # no
 
 @pytest.mark.slow
 def test_cli_mediapipe_target_is_one_line_and_exit_2(cross_encoder_dir, tmp_path):  # noqa: F811
-    from cli_script import REPO
-    from cli_script import run_script
-
-    result = run_script(
-        os.path.join(REPO, "export_litert.py"),
-        "--model_type=reranker",
-        f"--init_checkpoint={cross_encoder_dir}",
-        f"--output_file={tmp_path / 'reranker.tflite'}",
-        "--target=mediapipe",
-        check=False,
-        timeout=300,
+    path = tmp_path / "reranker.tflite"
+    result = export_litert_cli(
+        cross_encoder_dir, path, "--target=mediapipe", check=False
     )
     assert result.returncode == 2, result.stderr[-3000:]
     (line,) = result.stderr.strip().splitlines()
     assert "--target=mediapipe" in line and "--model_type=reranker" in line, line
-    assert not os.path.exists(tmp_path / "reranker.tflite")
+    assert not os.path.exists(path)
 
 
 @pytest.mark.slow
