@@ -95,7 +95,9 @@ class LiteRTModel:
 
     Calling it runs `serving_default` on raw strings; `tokenized(...)` runs
     `serve_tokenized`; `metadata` holds what the export stored (model type,
-    labels, seq_length, quantization, ...).
+    labels, seq_length, quantization, ...). A family's own methods:
+    `encode` (embedding), `entities` (tagger), `score_pairs` and `rank`
+    (reranker).
 
     Args:
         path: the `.tflite` file.
