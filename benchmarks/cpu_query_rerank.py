@@ -19,8 +19,10 @@ on SQuAD v1.1 dev ($BERT_TF_DATA/squad/dev-v1.1.json):
 * ``--suite=reranker``: a cross-encoder built from the same MiniLM by
   ``CrossEncoder(minilm, num_labels=1).save(dir)`` (no cross-encoder can be
   downloaded here; its one-score head is random, which changes no cost),
-  loaded by bert_tf as `BertReranker` (predict, and its SavedModel in fp32
-  and bf16: the reranker family has no LiteRT export) and by
+  loaded by bert_tf as `BertReranker` (predict, its SavedModel in fp32
+  and bf16, and its LiteRT file, ``export_litert.py --model_type=reranker``,
+  float32 and dynamic_int8, run by `LiteRTModel.score_pairs` with 2
+  threads, int8 also with 1) and by
   sentence-transformers as `CrossEncoder` with backend torch fp32, ONNX
   dynamic int8 (the CPU's config) and OpenVINO static int8 (calibrated on
   local pairs, as cpu_backends does). Pairs: each paragraph's first question
@@ -67,7 +69,12 @@ RERANK_OURS = (
     "bert_tf reranker predict fp32",
     "bert_tf reranker savedmodel fp32",
     "bert_tf reranker savedmodel bf16",
+    "bert_tf reranker litert fp32",
+    "bert_tf reranker litert int8",
+    "bert_tf reranker litert int8 1 thread",
 )
+# A LiteRT row's quantization (the fourth word of its name).
+LITERT_QUANTIZATIONS = {"fp32": "none", "int8": "dynamic_int8"}
 
 
 def pair_texts(pairs):
@@ -189,6 +196,9 @@ def our_rerankers(names, ce_dir, work_dir):
                 lambda pair: model.predict([pair]),
             )
             continue
+        if " litert " in name:
+            runners[name] = litert_reranker(name, ce_dir, work_dir)
+            continue
         dtype = "bfloat16" if name.endswith("bf16") else "float32"
         serve = cached_saved_model(
             model, os.path.join(work_dir, f"reranker_{dtype}"), dtype, SEQ_LENGTH
@@ -208,6 +218,34 @@ def our_rerankers(names, ce_dir, work_dir):
 
         runners[name] = (score_all, lambda pair, score=score: score([pair]))
     return runners
+
+
+def litert_reranker(name, ce_dir, work_dir):
+    """(score_all, score_one) of a LiteRT row: the cross-encoder exported
+    as export_litert.py does (cached in work_dir), run by `LiteRTModel`."""
+    from bert_tf.options.litert_export_options import LiteRTExportOptions
+    from bert_tf.serving.litert_model import LiteRTModel
+    from bert_tf.tasks import litert_export
+
+    quantization = LITERT_QUANTIZATIONS[name.split()[3]]
+    path = os.path.join(work_dir, f"reranker-{quantization}-{SEQ_LENGTH}.tflite")
+    if not os.path.exists(path):
+        litert_export.run(
+            LiteRTExportOptions(
+                model_type="reranker",
+                init_checkpoint=ce_dir,
+                output_file=path,
+                max_seq_length=SEQ_LENGTH,
+                quantization=quantization,
+            )
+        )
+    lite = LiteRTModel(path, num_threads=1 if name.endswith("1 thread") else 2)
+    return (
+        lambda pairs: lite.score_pairs(
+            [q for q, _ in pairs], [p for _, p in pairs], batch_size=BATCH
+        ),
+        lambda pair: lite.score_pairs([pair[0]], [pair[1]]),
+    )
 
 
 # ---------------------------------------------------------------------------

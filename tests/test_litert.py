@@ -13,13 +13,13 @@ import os
 import subprocess
 import sys
 import textwrap
-import unicodedata
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from tiny_models import tiny_bert_config
+from tokenizer_torture import documented_difference
 from tokenizer_torture import generate_torture_strings
 
 import bert_tf
@@ -97,22 +97,6 @@ def _mismatches(vocab, lower, strings):
             if row[:length].tolist() != want:
                 bad.append(text)
     return bad
-
-
-def documented_difference(char, lower):
-    """Whether `char` is one the fast tokenizer is documented to treat
-    differently from the original (README.md, "LiteRT"): control, format,
-    private-use, unassigned and line/paragraph-separator characters, and when
-    lower-casing, characters whose compatibility decomposition or full case
-    folding (ß -> ss, final sigma, ligatures, ´ °) differ from the original's
-    lower() + NFD."""
-    if unicodedata.category(char) in ("Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"):
-        return True
-    if not lower:
-        return False
-    return unicodedata.normalize("NFKD", char.casefold()) != unicodedata.normalize(
-        "NFD", char.lower()
-    )
 
 
 @pytest.mark.slow

@@ -493,6 +493,22 @@ def generate_torture_strings(n=6000, seed=0, data_dir=None):
     return out
 
 
+def documented_difference(char, lower):
+    """Whether `char` is one the fast tokenizer is documented to treat
+    differently from the original (README.md, "LiteRT"): control, format,
+    private-use, unassigned and line/paragraph-separator characters, and when
+    lower-casing, characters whose compatibility decomposition or full case
+    folding (ß -> ss, final sigma, ligatures, ´ °) differ from the original's
+    lower() + NFD."""
+    if unicodedata.category(char) in ("Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"):
+        return True
+    if not lower:
+        return False
+    return unicodedata.normalize("NFKD", char.casefold()) != unicodedata.normalize(
+        "NFD", char.lower()
+    )
+
+
 if __name__ == "__main__":
     import collections
     import sys

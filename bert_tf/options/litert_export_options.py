@@ -55,7 +55,9 @@ class LiteRTExportOptions:
     model_type: str = option(
         help="classifier (run_classifier output), tagger (run_ner output), span "
         "(run_squad output, one window per question/context), embedding "
-        "(run_similarity output or a sentence-transformers directory) or encoder.",
+        "(run_similarity output or a sentence-transformers directory), encoder or "
+        "reranker (run_reranker output or a cross-encoder directory; query and "
+        "passage in, scores out).",
         choices=LITERT_MODEL_TYPES,
     )
     init_checkpoint: str = same_as(SavedModelExportOptions, "init_checkpoint")
@@ -133,7 +135,8 @@ class LiteRTExportOptions:
         if self.model_type not in MEDIAPIPE_MODEL_TYPES:
             raise UserInputError(
                 f"--target=mediapipe exports --model_type=classifier (TextClassifier) "
-                f"or embedding (TextEmbedder), got --model_type={self.model_type}"
+                f"or embedding (TextEmbedder), got --model_type={self.model_type}: "
+                "MediaPipe Tasks has no task that runs it (use --target=raw_text)"
             )
         if self.do_lower_case is False:
             raise UserInputError(

@@ -119,6 +119,7 @@ FAMILIES = (
         "reranker",
         "bert_tf.models.bert_reranker:BertReranker",
         "bert_tf.serving.reranker_signatures:RerankerSignatures",
+        litert=True,
         script="run_reranker",
         builder=f"{_BUILD}:reranker",
         own_tokenizer=True,

@@ -28,6 +28,9 @@ Encoder`                                    two texts: their unit vectors' dot)
                                             `token_start`, `token_end` [B, L]
                                             (byte offsets in the context, -1
                                             outside it): one window per row
+`BertReranker`      `query`, `passage`      `scores` [B] (the activation of the
+                                            logit, as `CrossEncoder.predict`),
+                                            `logits` [B]: one pair per row
 ==================  ======================  ====================================
 
 The SavedModel export's outputs, minus what needs string or ragged ops LiteRT
@@ -94,7 +97,7 @@ def export_litert(
 
     Args:
         model: a `BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`,
-            `BertSentenceEncoder` or `BertEncoder`.
+            `BertSentenceEncoder`, `BertEncoder` or `BertReranker`.
         path: the `.tflite` file to write (replaced atomically).
         vocab_file, do_lower_case: the tokenization the model was trained with.
         seq_length: the longest packed input (the span model's window).

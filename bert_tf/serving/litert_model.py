@@ -65,6 +65,20 @@ def read_metadata(model_content):
     return None
 
 
+def _check_batch_size(batch_size):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise TypeError(f"batch_size={batch_size!r}: must be an integer")
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size}: must be positive")
+
+
+def _batches(lengths, batch_size):
+    """Row indices per batch of `batch_size`, longest `lengths` first (one
+    call is padded to its longest row whatever the order)."""
+    order = np.argsort([-length for length in lengths], kind="stable")
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
 def _padded(rows):
     """`serve_tokenized`'s inputs of packed id rows: padded to the longest,
     one segment."""
@@ -81,7 +95,9 @@ class LiteRTModel:
 
     Calling it runs `serving_default` on raw strings; `tokenized(...)` runs
     `serve_tokenized`; `metadata` holds what the export stored (model type,
-    labels, seq_length, quantization, ...).
+    labels, seq_length, quantization, ...). A family's own methods:
+    `encode` (embedding), `entities` (tagger), `score_pairs` and `rank`
+    (reranker).
 
     Args:
         path: the `.tflite` file.
@@ -197,29 +213,83 @@ class LiteRTModel:
         # bytes stay bytes (str(b"a") would be the text "b'a'").
         texts = [sentences] if single else list(sentences)
         utf8 = [_valid_utf8(text, f"sentences[{i}]") for i, text in enumerate(texts)]
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-            raise TypeError(f"batch_size={batch_size!r}: must be an integer")
-        if batch_size < 1:
-            raise ValueError(f"batch_size={batch_size}: must be positive")
+        _check_batch_size(batch_size)
         output = np.zeros((len(texts), self.embedding_dim), np.float32)
-        # One batch is padded to its longest row whatever the order.
         if len(texts) > batch_size and "tokenize" in self.signature_names():
             ids = self._token_ids(utf8)
-            order = np.argsort([-len(row) for row in ids], kind="stable")
+            batches = _batches([len(row) for row in ids], batch_size)
         else:
             ids = None
-            order = np.argsort([-len(t) for t in texts], kind="stable")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
+            batches = _batches([len(t) for t in texts], batch_size)
+        done = 0
+        for rows in batches:
             if ids is None:
                 output[rows] = self(text=[texts[i] for i in rows])["embeddings"]
             else:
                 output[rows] = self.tokenized(*_padded([ids[i] for i in rows]))[
                     "embeddings"
                 ]
+            done += len(rows)
             if progress is not None:
-                progress(min(start + batch_size, len(texts)), len(texts))
+                progress(done, len(texts))
         return output[0] if single else output
+
+    def score_pairs(self, queries, passages, batch_size=32, progress=None):
+        """A reranker export's scores of (query, passage) pairs: float32
+        numpy [len(queries)] in their order, as `CrossEncoder.predict` gives
+        them (the activation of the logit; the metadata's `activation`).
+
+        As `CrossEncoder.predict`, pairs are sorted by length (characters,
+        longest first) and cut into batches of `batch_size`, each padded to
+        its own longest pair.
+
+        Args:
+            queries, passages: equally long lists of str or UTF-8 bytes.
+            batch_size: int. Pairs per call of the file.
+            progress: optional callable(done, total) called after each batch.
+        """
+        self.require_model("reranker")
+        _check_batch_size(batch_size)
+        queries, passages = list(queries), list(passages)
+        if len(queries) != len(passages):
+            raise ValueError(
+                f"queries and passages must be as long: {len(queries)} queries, "
+                f"{len(passages)} passages"
+            )
+        query = [_valid_utf8(t, f"queries[{i}]") for i, t in enumerate(queries)]
+        passage = [_valid_utf8(t, f"passages[{i}]") for i, t in enumerate(passages)]
+        scores = np.zeros(len(query), np.float32)
+        lengths = [len(q) + len(p) for q, p in zip(query, passage, strict=True)]
+        done = 0
+        for rows in _batches(lengths, batch_size):
+            scores[rows] = self(
+                query=[query[i] for i in rows], passage=[passage[i] for i in rows]
+            )["scores"]
+            done += len(rows)
+            if progress is not None:
+                progress(done, len(query))
+        return scores
+
+    def rank(self, query, passages, top_k=None, batch_size=32):
+        """A reranker export's order of `passages` for `query`, best first,
+        as `CrossEncoder.rank`: `[{"corpus_id": index, "score": score}]`
+        (ties in index order), the first `top_k` only when given.
+
+        Example:
+        >>> LiteRTModel("/tmp/reranker.tflite").rank(
+        ...     "who wrote it?", ["The sky is blue.", "Ann wrote it."])
+        [{'corpus_id': 1, 'score': 0.98}, {'corpus_id': 0, 'score': 0.01}]
+        """
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0
+        ):
+            raise ValueError(f"top_k must be None or a positive int, got {top_k!r}")
+        if not isinstance(query, (str, bytes)):
+            raise TypeError(f"query: expected str or bytes, got {type(query).__name__}")
+        passages = list(passages)
+        scores = self.score_pairs([query] * len(passages), passages, batch_size)
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [{"corpus_id": int(i), "score": float(scores[i])} for i in order]
 
     def _token_ids(self, utf8_texts, chunk=1024):
         """Each text's packed ids ([CLS] ... [SEP], int32), from the file's

@@ -23,6 +23,8 @@ class RerankerSignatures(SignatureModule):
       scored, get the lowest float32 as score and logit, and rank last. The
       B×N real pairs are scored in one batch, padded to the longest pair.
     * `serve_tokenized`: packed pairs [P, L] → `scores`, `logits` [P].
+    * a LiteRT file's `serving_default` (`litert_text_endpoint`): flat
+      pairs, `query` [P] and `passage` [P] → `scores`, `logits` [P].
 
     Args:
         model: a `BertReranker`.
@@ -93,14 +95,37 @@ class RerankerSignatures(SignatureModule):
 
         return serve_text, specs
 
-    def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        logits = tf.cast(
-            self.model(
-                model_inputs(input_ids, input_mask, segment_ids), training=False
-            ),
-            tf.float32,
-        )
+    def _pair_outputs(self, inputs):
+        """`scores` and `logits` [P] of packed pairs `inputs`."""
+        logits = tf.cast(self.model(inputs, training=False), tf.float32)
         return {"scores": self._scores(logits), "logits": logits}
+
+    def serve_tokenized(self, input_ids, input_mask, segment_ids):
+        return self._pair_outputs(model_inputs(input_ids, input_mask, segment_ids))
+
+    def litert_text_endpoint(self):
+        """A LiteRT file's `serving_default` over a `LiteRTPreprocessor`:
+        `query` [P] and `passage` [P] strings, one pair per row → `scores`
+        [P] float32 (as `CrossEncoder.predict`: the activation of the logit)
+        and `logits` [P]. Flat pairs, not the SavedModel's [B, N] padded
+        candidate lists: LiteRT's converter and runtime handle plain [P]
+        string vectors best (no string comparisons, scatters or a data-
+        dependent branch over padding); `LiteRTModel.rank` gives one query's
+        candidates as pairs and orders them."""
+        specs = [
+            tf.TensorSpec([None], tf.string, "query"),
+            tf.TensorSpec([None], tf.string, "passage"),
+        ]
+
+        def serve_text(query, passage):
+            return self._pair_outputs(self.preprocessor.pack_texts((query, passage)))
+
+        return serve_text, specs
+
+    def litert_metadata(self):
+        """The family's entries of a LiteRT file's metadata: the activation
+        (`scores` = sigmoid of `logits`, or the logits: "linear")."""
+        return {"activation": self.model.activation}
 
     def _warmup_text(self, texts):
         texts = list(texts)
