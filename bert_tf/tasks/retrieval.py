@@ -643,31 +643,23 @@ def vectors_in_run_index(output_dir, towers, passages):
     path = os.path.join(str(output_dir), DEFAULT_INDEX_FILE)
     if not os.path.exists(path):  # Milvus Lite keeps a folder of that name
         return None, None, f"no {DEFAULT_INDEX_FILE} in {output_dir}"
-    try:
-        from pymilvus import MilvusClient
-    except ImportError:
-        return None, None, f"pymilvus (to read {path}) is not installed"
     from bert_tf.retrieval.milvus_store import MilvusStore
 
-    collection = DEFAULT_COLLECTION
-    client = MilvusClient(path)
     try:
-        if not client.has_collection(collection):
-            return None, None, f"{path} has no collection {collection!r}"
-    finally:
-        client.close()
-    try:
-        store = MilvusStore(
-            path,
-            collection,
-            towers.embedding_dim,
-            towers.fingerprint(),
-            dense=None,
-            lexical=None,
-        )
+        # As it is: a missing collection (or pymilvus) is a reason, not an
+        # error, and no collection is made.
+        store = MilvusStore.existing(path, DEFAULT_COLLECTION)
     except UserInputError as error:
         return None, None, str(error)
     with store:
+        if store.fingerprint != towers.fingerprint():
+            return (
+                None,
+                None,
+                f"{path} collection {DEFAULT_COLLECTION!r} was indexed with another "
+                f"model (fingerprint {store.fingerprint}, these towers "
+                f"{towers.fingerprint()})",
+            )
         if not store.dense:
             return None, None, f"{path} holds no dense vectors"
         stored, vectors = store.vectors()
