@@ -62,10 +62,8 @@ def is_milvus_uri(index):
 
 
 def _relative(path, output_dir):
-    """`path` relative to `output_dir` when inside it (the directory can
-    move), else absolute; a server URI as it is."""
-    if is_milvus_uri(path) and "://" in path:
-        return path
+    """Local `path` relative to `output_dir` when inside it (the directory
+    can move), else absolute."""
     path, output_dir = os.path.abspath(path), os.path.abspath(output_dir)
     if path == output_dir or path.startswith(output_dir + os.sep):
         return os.path.relpath(path, output_dir)
@@ -86,19 +84,17 @@ def record_index(output_dir, settings, store):
         "search_params", ...). Paths inside `output_dir` are kept relative
         to it in the file.
     """
-    settings = dict(settings)
+    # The file's paths relative to output_dir; the collection's own copy's
+    # as seen from where it was filled (absolute). URIs stay as they are.
+    settings, absolute = dict(settings), dict(settings)
     for name in ("model", "milvus_uri"):
-        if settings.get(name):
-            settings[name] = _relative(settings[name], output_dir)
+        value = settings.get(name)
+        if value and "://" not in value:
+            settings[name] = _relative(value, output_dir)
+            absolute[name] = os.path.abspath(value)
     if "://" not in output_dir:  # (a bucket's run is searched by its URI)
         with open(os.path.join(output_dir, INDEX_SETTINGS_FILE), "w") as f:
             json.dump(settings, f, indent=2, sort_keys=True)
-    # The collection's own copy: paths as seen from where it was filled.
-    absolute = dict(settings)
-    for name in ("model", "milvus_uri"):
-        value = absolute.get(name)
-        if value and "://" not in value and not os.path.isabs(value):
-            absolute[name] = os.path.abspath(os.path.join(output_dir, value))
     store.set_index_settings(absolute)
 
 
