@@ -256,9 +256,14 @@ class MilvusStore(VectorStore):
             if overwrite and self._client.has_collection(collection):
                 self._client.drop_collection(collection)
             if self._client.has_collection(collection):
+                info = self._call(
+                    "describing the collection",
+                    self._client.describe_collection,
+                    collection,
+                )
                 if as_it_is:
-                    self._take_existing()
-                self._check_existing()
+                    self._take_existing(info)
+                self._check_existing(info)
                 # A collection whose writer was killed is left released.
                 self._load_collection()
             elif as_it_is:
@@ -485,12 +490,9 @@ class MilvusStore(VectorStore):
             },
         )
 
-    def _check_existing(self):
-        info = self._call(
-            "describing the collection",
-            self._client.describe_collection,
-            self.collection,
-        )
+    def _check_existing(self, info):
+        """Checks the collection `info` describes against this store's
+        settings (model, fields, vector type, dimension, metric, index)."""
         fields = {field["name"]: field for field in info["fields"]}
         if "doc_id" not in fields:
             raise self._error(
@@ -553,14 +555,9 @@ class MilvusStore(VectorStore):
                 "use those or overwrite=True"
             )
 
-    def _take_existing(self):
+    def _take_existing(self, info):
         """Takes the model, dimension, metric, index type and fields of the
-        collection as they are (`existing`)."""
-        info = self._call(
-            "describing the collection",
-            self._client.describe_collection,
-            self.collection,
-        )
+        collection `info` describes as they are (`existing`)."""
         fields = {field["name"]: field for field in info["fields"]}
         properties = info.get("properties", {})
         self.fingerprint = properties.get(FINGERPRINT_PROPERTY)
