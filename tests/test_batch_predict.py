@@ -205,10 +205,9 @@ def test_every_family_over_jsonl_and_tfrecord(exports, stsb_rows, tmp_path):
     """One in-process pipeline, a branch per export: taggers and span run
     row by row (exact), the embedding over TFRecord with an id column, the
     reranker over lists of passages of two sizes."""
-    import apache_beam as beam
 
     from bert_tf.beam import batch_prediction
-    from bert_tf.beam.runner_options import pipeline_options
+    from bert_tf.beam.runner_options import new_pipeline
 
     jsonl = tmp_path / "rows.jsonl"
     lines = [
@@ -251,7 +250,7 @@ def test_every_family_over_jsonl_and_tfrecord(exports, stsb_rows, tmp_path):
         "reranker": (jsonl, "jsonl", "sentence1", "passages", "id", False),
         "embedding": (tfrecord, "tfrecord", "sentence1", None, "index", False),
     }
-    pipeline = beam.Pipeline(options=pipeline_options("DirectRunner"))
+    pipeline = new_pipeline("DirectRunner")
     for kind, (path, fmt, text, pair, key, _) in branches.items():
         inputs = batch_prediction.signature_inputs(exports[kind])
         columns = batch_prediction.columns_for(inputs, text, pair, key)

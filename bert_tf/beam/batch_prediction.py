@@ -15,12 +15,16 @@ to ``text``, ``text_a``, ``question`` or ``query``; the pair column to
 list of strings, or one string, per row).
 """
 
+import codecs
 import dataclasses
 import json
 import os
 
 from bert_tf.beam.runner_options import import_beam
-from bert_tf.beam.runner_options import pipeline_options
+from bert_tf.beam.runner_options import new_pipeline
+from bert_tf.beam.runner_options import run_to_end
+from bert_tf.beam.sharded_output import ReplaceShards
+from bert_tf.beam.sharded_output import check_writable
 from bert_tf.data_prep.strict_utf8 import describe_invalid_byte
 from bert_tf.errors import UserInputError
 from bert_tf.options.batch_prediction_options import BATCH_INPUT_FORMATS
@@ -158,10 +162,15 @@ def _example(fields, columns, default_key):
 
 
 def _lines(path):
+    """(line number, raw line) of `path`, a UTF-8 BOM before the first line
+    removed (as the TSV/CSV readers of `bert_tf.data_prep.table_reader`)."""
     import tensorflow as tf
 
     with tf.io.gfile.GFile(path, "rb") as f:
-        yield from enumerate(f, start=1)
+        for number, raw in enumerate(f, start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            yield number, raw
 
 
 def _decoded(raw):
@@ -262,7 +271,24 @@ class _ReadRows(beam.DoFn):
                 )
                 continue
             self._rows.inc()
-            yield key, example
+            yield key, (default_key, example)
+
+
+def _unique_key(grouped, id_column):
+    """(key, [(row, example), ...]) → (key, example); two rows with one
+    key are refused (their predictions could not be told apart)."""
+    key, rows = grouped
+    rows = sorted(rows)
+    if len(rows) > 1:
+        where = ", ".join(row for row, _ in rows[:3])
+        more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+        raise UserInputError(
+            f"id_column={id_column}: the value {key!r} keys {len(rows)} rows "
+            f"({where}{more}); its values must be unique (without id_column= "
+            "each row is keyed by file:line)",
+            argument="id_column",
+        )
+    return key, rows[0][1]
 
 
 def _prediction_line(keyed):
@@ -314,17 +340,35 @@ def build(
     handler = KeyedModelHandler(
         SavedModelHandler(version, min_batch_size=batch_size, max_batch_size=batch_size)
     )
+    if columns.id_column:
+        # Grouped by key (which spreads one file's rows over the workers):
+        # a key given to two rows is refused before any prediction is
+        # written.
+        keyed = (
+            rows.rows
+            | f"{label}/GroupByKey" >> beam.GroupByKey()
+            | f"{label}/UniqueKeys" >> beam.Map(_unique_key, columns.id_column)
+        )
+    else:
+        # file:line keys are unique. One file's rows come from one reader:
+        # spread them over the workers.
+        keyed = (
+            rows.rows
+            | f"{label}/SpreadRows" >> beam.Reshuffle()
+            | f"{label}/DropRow" >> beam.MapTuple(lambda key, row: (key, row[1]))
+        )
     predictions = (
-        rows.rows
-        # One file's rows come from one reader: spread them over the workers.
-        | f"{label}/SpreadRows" >> beam.Reshuffle()
+        keyed
         | f"{label}/Predict" >> RunInference(handler)
         | f"{label}/ToJson" >> beam.Map(_prediction_line)
         | f"{label}/WritePredictions" >> beam.io.WriteToText(output_file)
     )
+    predictions | f"{label}/OnlyTheseShards" >> ReplaceShards(output_file)
+    malformed_prefix = f"{output_file}.malformed"
     malformed = rows[_MALFORMED] | f"{label}/WriteMalformed" >> beam.io.WriteToText(
-        f"{output_file}.malformed"
+        malformed_prefix
     )
+    malformed | f"{label}/OnlyTheseMalformed" >> ReplaceShards(malformed_prefix)
     return predictions, malformed
 
 
@@ -373,12 +417,12 @@ def run_pipeline(
             input_files.extend(matches)
     if not input_files:
         raise UserInputError("input_file= names no file")
-    pipeline = beam.Pipeline(options=pipeline_options(runner, beam_options))
+    check_writable("output_file", output_file)
+    pipeline = new_pipeline(runner, beam_options)
     build(
         pipeline, input_files, input_format, columns, version, output_file, batch_size
     )
-    result = pipeline.run()
-    result.wait_until_finish()
+    result = run_to_end(pipeline, output_file)
     from apache_beam.metrics.metric import MetricsFilter
 
     stats = PredictionStats(malformed_prefix=f"{output_file}.malformed")
@@ -386,4 +430,25 @@ def run_pipeline(
     for counter in query["counters"]:
         name = counter.key.metric.name
         setattr(stats, name, getattr(stats, name) + (counter.committed or 0))
+    if stats.malformed and not stats.rows:
+        raise UserInputError(
+            f"input_file={input_file}: none of its {stats.malformed} rows could "
+            f"be read (first: {_first_malformed(stats.malformed_prefix)}); the "
+            f"reasons are in {stats.malformed_prefix}-*",
+            argument="input_file",
+        )
     return stats
+
+
+def _first_malformed(prefix):
+    """'<key>: <reason>' of the first line of the malformed shards."""
+    from apache_beam.io.filesystems import FileSystems
+
+    paths = sorted(m.path for m in FileSystems.match([prefix + "-*"])[0].metadata_list)
+    for path in paths:
+        with FileSystems.open(path, compression_type="uncompressed") as f:
+            line = f.readline()
+        if line.strip():
+            row = json.loads(line)
+            return f"{row['key']}: {row['error']}"
+    return "no reason written"

@@ -28,11 +28,14 @@ import gzip
 import importlib
 import multiprocessing
 import os
+import zlib
 
 from bert_tf.beam import staging
 from bert_tf.beam.dual_encoder_handler import DualEncoderHandler
 from bert_tf.beam.runner_options import import_beam
-from bert_tf.beam.runner_options import pipeline_options
+from bert_tf.beam.runner_options import new_pipeline
+from bert_tf.beam.runner_options import run_to_end
+from bert_tf.beam.sharded_output import check_writable
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
 from bert_tf.retrieval.indexing import INDEX_CHUNK
@@ -86,12 +89,19 @@ def _documents(path):
     from apache_beam.io.filesystems import FileSystems
 
     raw = FileSystems.open(path, compression_type="uncompressed")
-    with gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw as f:
-        for number, obj in beir.json_objects(f, path):
-            document = beir.corpus_document(obj, f"{path}:{number}")
-            if not document.id:
-                raise UserInputError(f"{path}:{number}: empty '_id'")
-            yield document
+    number = 0
+    try:
+        with gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw as f:
+            for number, obj in beir.json_objects(f, path):
+                document = beir.corpus_document(obj, f"{path}:{number}")
+                if not document.id:
+                    raise UserInputError(f"{path}:{number}: empty '_id'")
+                yield document
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise UserInputError(
+            f"{path}: not a whole gzip file, cut or corrupt after line {number} "
+            f"({error})"
+        ) from None
 
 
 class _Passages(beam.DoFn):
@@ -112,7 +122,8 @@ class _Changes(beam.DoFn):
     embed; the id to delete (tagged "removed"); the row to store from a
     staging file (tagged "staged"). Unchanged passages are only counted."""
 
-    def __init__(self):
+    def __init__(self, corpus):
+        self._corpus = corpus
         self._kept = _counter("kept")
         self._removed = _counter("removed")
         self._staged = _counter("staged")
@@ -122,8 +133,8 @@ class _Changes(beam.DoFn):
         passages, stored = list(groups["corpus"]), list(groups["stored"])
         if len(passages) > 1:
             raise UserInputError(
-                f"corpus: passage id {passage_id!r} comes from {len(passages)} "
-                "documents (a document id given twice?)"
+                f"{self._corpus}: passage id {passage_id!r} comes from "
+                f"{len(passages)} documents (a document id given twice?)"
             )
         if not passages:
             if stored:
@@ -274,7 +285,9 @@ def build(pipeline, files, run, options, facts, stored, split, staged=()):
         {"corpus": passages, "stored": rows, "staged": staged_rows}
         | "JoinById" >> beam.CoGroupByKey()
         | "Changes"
-        >> beam.ParDo(_Changes()).with_outputs("removed", "staged", main="embed")
+        >> beam.ParDo(_Changes(",".join(files))).with_outputs(
+            "removed", "staged", main="embed"
+        )
     )
     embedded = changes.embed | "Embed" >> RunInference(DualEncoderHandler(run, options))
     deletes = changes.removed | "Deletes" >> beam.Map(lambda pid: ("delete", pid))
@@ -332,6 +345,7 @@ def run_pipeline(run, options, runner, beam_options=""):
     from bert_tf.retrieval.milvus_store import _is_server
     from bert_tf.tasks.retrieval import load_dual_encoder
 
+    check_writable("output_dir", os.path.join(run.output_dir, "index"))
     uri = options.uri(run.output_dir)
     # A new Lite file has nothing to read or check: the writer creates it.
     lite = not _is_server(uri)
@@ -367,10 +381,9 @@ def run_pipeline(run, options, runner, beam_options=""):
             stored = _prepare_store(options, facts, run.output_dir)
         if lite:
             staged = staging.staged_passages(_staging_dir(run, options, facts))
-    pipeline = beam.Pipeline(options=pipeline_options(runner, beam_options))
+    pipeline = new_pipeline(runner, beam_options)
     build(pipeline, files, run, options, facts, stored, split, staged)
-    result = pipeline.run()
-    result.wait_until_finish()
+    result = run_to_end(pipeline, run.output_dir)
     from apache_beam.metrics.metric import MetricsFilter
 
     counts = dict.fromkeys(_COUNTERS, 0)

@@ -18,7 +18,10 @@ redistributed over the workers, turned into records, and written as
 import dataclasses
 
 from bert_tf.beam.runner_options import import_beam
-from bert_tf.beam.runner_options import pipeline_options
+from bert_tf.beam.runner_options import new_pipeline
+from bert_tf.beam.runner_options import run_to_end
+from bert_tf.beam.sharded_output import ReplaceShards
+from bert_tf.beam.sharded_output import check_writable
 from bert_tf.data_prep.pretraining.documents import checked_tokenizer
 from bert_tf.data_prep.pretraining.documents import iter_shard_spans
 from bert_tf.data_prep.pretraining.sharded import DEFAULT_SHARD_SIZE_MB
@@ -107,11 +110,13 @@ def build(
         # One file's shards come from one reader: spread them over the workers.
         | "SpreadShards" >> beam.Reshuffle()
     )
-    return (
+    written = (
         shards
         | "Records" >> beam.ParDo(_ShardRecords(vocab_file, do_lower_case, options))
         | "Write" >> beam.io.WriteToTFRecord(output_file, num_shards=num_output_shards)
     )
+    written | "OnlyTheseShards" >> ReplaceShards(output_file)
+    return written
 
 
 def run_pipeline(
@@ -152,7 +157,8 @@ def run_pipeline(
         [("input_file", input_files), ("vocab_file", [vocab_file])],
     )
     checked_tokenizer(vocab_file, do_lower_case)  # the workers build their own
-    pipeline = beam.Pipeline(options=pipeline_options(runner, beam_options))
+    check_writable("output_file", output_file)
+    pipeline = new_pipeline(runner, beam_options)
     build(
         pipeline,
         input_files,
@@ -163,8 +169,7 @@ def run_pipeline(
         shard_size_mb,
         num_output_shards,
     )
-    result = pipeline.run()
-    result.wait_until_finish()
+    result = run_to_end(pipeline, output_file)
     stats = PipelineStats(**_counter_values(result))
     if stats.documents == 0:
         raise UserInputError(
