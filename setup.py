@@ -26,6 +26,14 @@ COMMANDS = (
     "search",
 )
 
+# The docs site's tools (the docs extra; the test extra builds the site too).
+DOCS = [
+    "mkdocs>=1.6,<2",
+    "mkdocs-material>=9.5,<10",
+    "mkdocstrings[python]>=0.26",
+    "matplotlib",
+]
+
 setup(
     name="bert_tf",
     version="0.1.0",
@@ -69,6 +77,9 @@ setup(
         # The Apache Beam pipelines (bert_tf/beam/: --runner on
         # create_pretraining_data, batch_predict and run_retrieval --do_index).
         "beam": ["apache-beam>=2.77,<3"],
+        # The docs site (mkdocs.yml, docs/): `pip install -e ".[docs]" && mkdocs
+        # serve`; matplotlib draws the benchmark scripts' --plot charts.
+        "docs": DOCS,
         # Hugging Face references (transformers + torch, CPU build from the
         # PyTorch CPU index named in the README's test command).
         "test": [
@@ -99,6 +110,9 @@ setup(
             # moves TensorFlow's pins.
             "mediapipe==1.2.3",
             "apache-beam>=2.77,<3",
+            # The site builds with warnings as errors in the slow tier
+            # (tests/test_docs_site.py).
+            *DOCS,
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.
