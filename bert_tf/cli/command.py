@@ -217,24 +217,32 @@ class Command:
                 lines[-1] += " " + piece
         return "\n".join(lines)
 
-    def help_text(self):
-        """The script's flags: the original's, then bert_tf's, then logging."""
+    def flag_groups(self):
+        """[(title, [flag names])]: the groups --help lists, in order (the
+        original's flags, then those bert_tf adds)."""
         registry = flags.FLAGS
         added = [
             n
             for n in self.defined_flags
             if n not in self.original_flags and registry[n].name == n
         ]
-        sections = [(self.doc or "").strip(), self.started_as()]
+        groups = []
         if self.original_flags:
-            sections.append(
-                f"Flags of the original {self.name}.py:\n"
-                + "\n".join(_flag_text(registry[n]) for n in self.original_flags)
+            groups.append(
+                (f"Flags of the original {self.name}.py", self.original_flags)
             )
         if added:
-            title = "Flags added by bert_tf:" if self.original_flags else "Flags:"
+            title = "Flags added by bert_tf" if self.original_flags else "Flags"
+            groups.append((title, added))
+        return groups
+
+    def help_text(self):
+        """The script's flags: the original's, then bert_tf's, then logging."""
+        registry = flags.FLAGS
+        sections = [(self.doc or "").strip(), self.started_as()]
+        for title, names in self.flag_groups():
             sections.append(
-                title + "\n" + "\n".join(_flag_text(registry[n]) for n in added)
+                f"{title}:\n" + "\n".join(_flag_text(registry[n]) for n in names)
             )
         sections.append(
             "Logging and help:\n"
