@@ -24,7 +24,15 @@ COMMANDS = (
     "beir",
     "batch_predict",
     "search",
+    "prepare_corpus",
 )
+
+CORPUS = [
+    "wikiextractor==3.1.0",
+    "blingfire>=0.1.8",
+    "datasketch>=1.6",
+    "pyarrow>=14",
+]
 
 setup(
     name="bert_tf",
@@ -69,6 +77,11 @@ setup(
         # The Apache Beam pipelines (bert_tf/beam/: --runner on
         # create_pretraining_data, batch_predict and run_retrieval --do_index).
         "beam": ["apache-beam>=2.77,<3"],
+        # data_prep/prepare_corpus.py: wikitext -> text (WikiExtractor, the
+        # extractor the original README names; AGPL, so optional), sentence
+        # splitting (Bling Fire), MinHash near duplicates (datasketch),
+        # Parquet input (pyarrow).
+        "corpus": CORPUS,
         # Hugging Face references (transformers + torch, CPU build from the
         # PyTorch CPU index named in the README's test command).
         "test": [
@@ -99,6 +112,7 @@ setup(
             # moves TensorFlow's pins.
             "mediapipe==1.2.3",
             "apache-beam>=2.77,<3",
+            *CORPUS,
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.
