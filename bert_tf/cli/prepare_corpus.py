@@ -25,8 +25,10 @@ from bert_tf.options.corpus_options import CorpusOptions
 
 def run(options):
     """Writes the shards and the summary; prints the summary."""
+    from bert_tf.data_prep.corpus.extra import check_extra
     from bert_tf.data_prep.corpus.readers import expand_input_patterns
 
+    check_extra()
     arguments = dict(
         input_files=expand_input_patterns(options.input_file),
         output_dir=options.output_dir,

@@ -17,6 +17,7 @@ import unicodedata
 
 import numpy as np
 
+from bert_tf.data_prep.corpus.extra import import_extra
 from bert_tf.errors import UserInputError
 
 NUM_PERM = 128
@@ -24,16 +25,6 @@ SHINGLE_WORDS = 5
 # MinHash permutations are seeded by this, not by --random_seed: which
 # documents are duplicates does not depend on the shuffle's seed.
 MINHASH_SEED = 1
-
-
-def _datasketch():
-    try:
-        import datasketch
-    except ImportError as error:
-        raise UserInputError(
-            'prepare_corpus needs datasketch: pip install "bert_tf[corpus]"'
-        ) from error
-    return datasketch
 
 
 def normalised(text):
@@ -58,7 +49,7 @@ def _shingles(text):
 
 def signature(text):
     """The MinHash signature (uint64 array of `NUM_PERM`) of the text's shingles."""
-    minhash = _datasketch().MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED)
+    minhash = import_extra("datasketch").MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED)
     minhash.update_batch(_shingles(text))
     return np.asarray(minhash.hashvalues, dtype=np.uint64)
 
@@ -90,7 +81,9 @@ class NearDuplicateBands:
                 argument="dedup_threshold",
             )
         self.threshold = threshold
-        lsh = _datasketch().MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+        lsh = import_extra("datasketch").MinHashLSH(
+            threshold=threshold, num_perm=NUM_PERM
+        )
         self.bands, self.rows = lsh.b, lsh.r
 
     def buckets(self, hashvalues):

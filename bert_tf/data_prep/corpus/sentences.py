@@ -9,17 +9,7 @@ splits at semicolons inside lists and after "Ft."); Bling Fire's own misses
 are abbreviations such as "lit." and "Św.".
 """
 
-from bert_tf.errors import UserInputError
-
-
-def _blingfire():
-    try:
-        import blingfire
-    except ImportError as error:
-        raise UserInputError(
-            'prepare_corpus needs Bling Fire: pip install "bert_tf[corpus]"'
-        ) from error
-    return blingfire
+from bert_tf.data_prep.corpus.extra import import_extra
 
 
 def split_sentences(paragraph):
@@ -32,5 +22,5 @@ def split_sentences(paragraph):
     """
     if not paragraph.strip():
         return []
-    text = _blingfire().text_to_sentences(paragraph)
+    text = import_extra("blingfire").text_to_sentences(paragraph)
     return [sentence.strip() for sentence in text.split("\n") if sentence.strip()]

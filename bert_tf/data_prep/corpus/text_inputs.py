@@ -11,6 +11,7 @@ import json
 from bert_tf.data_prep.corpus.compressed_files import decompression_error
 from bert_tf.data_prep.corpus.compressed_files import open_decompressed
 from bert_tf.data_prep.corpus.documents import RawDocument
+from bert_tf.data_prep.corpus.extra import import_extra
 from bert_tf.data_prep.strict_utf8 import decode_line
 from bert_tf.errors import UserInputError
 
@@ -76,12 +77,7 @@ def iter_parquet_documents(path, name, text_column="text"):
       UserInputError: pyarrow is missing, the file is not Parquet, or it has
         no string column `text_column`.
     """
-    try:
-        import pyarrow.parquet as parquet
-    except ImportError as error:
-        raise UserInputError(
-            'input_format=parquet needs pyarrow: pip install "bert_tf[corpus]"'
-        ) from error
+    parquet = import_extra("pyarrow.parquet")
     import pyarrow
 
     try:

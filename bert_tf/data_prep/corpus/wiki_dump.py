@@ -9,6 +9,7 @@ is refused at its first element.
 """
 
 import dataclasses
+import re
 import xml.etree.ElementTree as ElementTree
 
 from bert_tf.data_prep.corpus.compressed_files import decompression_error
@@ -67,10 +68,10 @@ def iter_wiki_pages(path):
             yield from _pages(path, stream)
     except ElementTree.ParseError as error:
         line, column = error.position
+        reason = re.sub(r": line \d+, column \d+$", "", str(error))
         raise UserInputError(
             f"{path}:{line}: not well-formed XML at column {column + 1} "
-            f"({error.msg if hasattr(error, 'msg') else error}); a MediaWiki "
-            "XML dump was expected"
+            f"({reason}); a MediaWiki XML dump was expected"
         ) from None
     except (EOFError, OSError) as error:
         user_error = decompression_error(path, error)

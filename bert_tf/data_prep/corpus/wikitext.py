@@ -15,12 +15,14 @@ The extractor runs as its own command line does with ``--no-templates``
 a first pass over the whole dump, and their output, infoboxes and navboxes,
 is not prose), except that HTML entities are left decoded (``html_safe``
 off) and section headings are marked so that the cleaning stage can drop
-them (a heading is not a sentence).
+them (a heading is not a sentence). The brackets that held only a dropped
+template (a pronunciation, a date) are removed: "Schopenhauer (; 22 February
+1788 - ...)" becomes "Schopenhauer (22 February 1788 - ...)", "()" goes.
 """
 
 import re
 
-from bert_tf.errors import UserInputError
+from bert_tf.data_prep.corpus.extra import import_extra
 
 # The mark WikiExtractor puts before a heading paragraph (mark_headers).
 HEADING_MARK = "## "
@@ -33,16 +35,10 @@ _DISAMBIGUATION = re.compile(
     re.IGNORECASE,
 )
 
-
-def import_wikiextractor():
-    """``wikiextractor.extract``, or a UserInputError naming the extra."""
-    try:
-        from wikiextractor import extract
-    except ImportError as error:
-        raise UserInputError(
-            'input_format=wikipedia needs WikiExtractor: pip install "bert_tf[corpus]"'
-        ) from error
-    return extract
+# Brackets left with nothing but punctuation once their templates are gone,
+# and the separator left at the start of a bracket.
+_EMPTY_BRACKETS = re.compile(r" ?\((?:[\s,;:.\-\u2013]|\"\")*\)")
+_LEADING_SEPARATOR = re.compile(r"\(\s*[,;:]\s*")
 
 
 def is_disambiguation(page):
@@ -64,7 +60,7 @@ def article_paragraphs(page):
     prose = [p for p in paragraphs if not p.startswith(HEADING_MARK)]
     ```
     """
-    extract = import_wikiextractor()
+    extract = import_extra("wikiextractor.extract")
     extractor = extract.Extractor(page.page_id, 0, "", page.title, [])
     # expand_templates=True with no templates is what the command line does
     # under --no-templates: magic words and parser functions are evaluated,
@@ -74,8 +70,17 @@ def article_paragraphs(page):
     )
 
 
+def without_template_leftovers(paragraph):
+    """`paragraph` without the brackets that only held dropped templates."""
+    paragraph = _EMPTY_BRACKETS.sub("", paragraph)
+    return _LEADING_SEPARATOR.sub("(", paragraph)
+
+
 def article_text(page):
-    """The page's prose: its paragraphs without headings, one per line."""
+    """The page's prose: its paragraphs without headings (and without
+    template leftovers), one per line."""
     return "\n".join(
-        p for p in article_paragraphs(page) if not p.startswith(HEADING_MARK)
+        without_template_leftovers(p)
+        for p in article_paragraphs(page)
+        if not p.startswith(HEADING_MARK)
     )
