@@ -30,7 +30,7 @@ COMMANDS = (
 CORPUS = [
     "wikiextractor==3.1.0",
     "blingfire>=0.1.8",
-    "datasketch>=1.6",
+    "datasketch>=2.0",
     "pyarrow>=14",
 ]
 

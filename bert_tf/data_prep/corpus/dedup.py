@@ -25,6 +25,9 @@ SHINGLE_WORDS = 5
 # MinHash permutations are seeded by this, not by --random_seed: which
 # documents are duplicates does not depend on the shuffle's seed.
 MINHASH_SEED = 1
+# Named, not datasketch's default (which 2.0 changed): the same signatures
+# whatever datasketch version computes them.
+MINHASH_SCHEME = "affine32"
 
 
 def normalised(text):
@@ -49,7 +52,9 @@ def _shingles(text):
 
 def signature(text):
     """The MinHash signature (uint64 array of `NUM_PERM`) of the text's shingles."""
-    minhash = import_extra("datasketch").MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED)
+    minhash = import_extra("datasketch").MinHash(
+        num_perm=NUM_PERM, seed=MINHASH_SEED, scheme=MINHASH_SCHEME
+    )
     minhash.update_batch(_shingles(text))
     return np.asarray(minhash.hashvalues, dtype=np.uint64)
 
