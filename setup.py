@@ -33,6 +33,13 @@ CORPUS = [
     "datasketch>=2.0",
     "pyarrow>=14",
 ]
+# The docs site's tools (the docs extra; the test extra builds the site too).
+DOCS = [
+    "mkdocs>=1.6,<2",
+    "mkdocs-material>=9.5,<10",
+    "mkdocstrings[python]>=0.26",
+    "matplotlib",
+]
 
 setup(
     name="bert_tf",
@@ -82,6 +89,9 @@ setup(
         # splitting (Bling Fire), MinHash near duplicates (datasketch),
         # Parquet input (pyarrow).
         "corpus": CORPUS,
+        # The docs site (mkdocs.yml, docs/): `pip install -e ".[docs]" && mkdocs
+        # serve`; matplotlib draws the benchmark scripts' --plot charts.
+        "docs": DOCS,
         # Hugging Face references (transformers + torch, CPU build from the
         # PyTorch CPU index named in the README's test command).
         "test": [
@@ -113,6 +123,9 @@ setup(
             "mediapipe==1.2.3",
             "apache-beam>=2.77,<3",
             *CORPUS,
+            # The site builds with warnings as errors in the slow tier
+            # (tests/test_docs_site.py).
+            *DOCS,
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.

@@ -21,7 +21,7 @@ from bert_tf.tensorflow_import import ONEDNN_VARIABLE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# console command -> module:function: the names the README documents, checked
+# console command -> module:function: the names docs/reference/commands.md documents, checked
 # against what setup.py declares (test_console_commands_are_in_the_installed_metadata).
 COMMANDS = {
     "bert-tf-run-classifier": "bert_tf.cli.run_classifier:main",
