@@ -22,20 +22,17 @@ import re
 
 from bert_tf.beam.runner_options import import_beam
 from bert_tf.beam.runner_options import pipeline_options
-from bert_tf.data_prep.corpus.cleaning import CleaningRules
-from bert_tf.data_prep.corpus.dedup import NearDuplicateBands
 from bert_tf.data_prep.corpus.document_stage import prepare_document
-from bert_tf.data_prep.corpus.preparation import check_output_dir
 from bert_tf.data_prep.corpus.preparation import empty_corpus_error
 from bert_tf.data_prep.corpus.preparation import finish
 from bert_tf.data_prep.corpus.preparation import input_jobs
+from bert_tf.data_prep.corpus.preparation import start_run
 from bert_tf.data_prep.corpus.readers import iter_raw_documents
 from bert_tf.data_prep.corpus.shards import order_in_shard
 from bert_tf.data_prep.corpus.shards import shard_of
 from bert_tf.data_prep.corpus.shards import shard_paths
 from bert_tf.data_prep.corpus.shards import write_atomically
 from bert_tf.data_prep.corpus.summary import COUNTERS
-from bert_tf.data_prep.corpus.summary import CorpusSummary
 from bert_tf.errors import UserInputError
 
 beam = import_beam()
@@ -215,20 +212,10 @@ def run_pipeline(
                            "--direct_num_workers=2", num_shards=10)
     ```
     """
-    if num_shards < 1:
-        raise UserInputError(
-            f"num_shards must be >= 1, got {num_shards}", argument="num_shards"
-        )
-    rules = rules or CleaningRules()
-    bands = NearDuplicateBands(dedup_threshold)
-    check_output_dir(output_dir, input_files, num_shards)
-    os.makedirs(output_dir, exist_ok=True)
-    summary = CorpusSummary(
-        {
-            "input_files": len(input_files),
-            "input_bytes": sum(os.path.getsize(p) for p in input_files),
-        }
+    rules, bands, summary = start_run(
+        input_files, output_dir, num_shards, rules, dedup_threshold
     )
+    os.makedirs(output_dir, exist_ok=True)
     pipeline = beam.Pipeline(options=pipeline_options(runner, beam_options))
     build(
         pipeline,

@@ -54,6 +54,24 @@ def check_output_dir(output_dir, input_files, num_shards):
         )
 
 
+def start_run(input_files, output_dir, num_shards, rules, dedup_threshold):
+    """The checks before a run (one process or Beam): returns the rules (the
+    defaults for None), the `NearDuplicateBands` and the summary so far."""
+    if num_shards < 1:
+        raise UserInputError(
+            f"num_shards must be >= 1, got {num_shards}", argument="num_shards"
+        )
+    bands = NearDuplicateBands(dedup_threshold)
+    check_output_dir(output_dir, input_files, num_shards)
+    summary = CorpusSummary(
+        {
+            "input_files": len(input_files),
+            "input_bytes": sum(os.path.getsize(p) for p in input_files),
+        }
+    )
+    return rules or CleaningRules(), bands, summary
+
+
 def input_jobs(input_files, input_format="auto"):
     """(path, name in keys, resolved format) of each input file."""
     names = input_names(input_files)
@@ -124,18 +142,8 @@ def prepare_corpus(
                              num_shards=10)
     ```
     """
-    if num_shards < 1:
-        raise UserInputError(
-            f"num_shards must be >= 1, got {num_shards}", argument="num_shards"
-        )
-    rules = rules or CleaningRules()
-    bands = NearDuplicateBands(dedup_threshold)
-    check_output_dir(output_dir, input_files, num_shards)
-    summary = CorpusSummary(
-        {
-            "input_files": len(input_files),
-            "input_bytes": sum(os.path.getsize(p) for p in input_files),
-        }
+    rules, bands, summary = start_run(
+        input_files, output_dir, num_shards, rules, dedup_threshold
     )
     progress = _Progress()
     documents = []
