@@ -104,6 +104,12 @@ BLOCKS = {
         ("bash", "python run_ner.py", "run"),
     ],
     "docs/guides/pretraining.md": [
+        (
+            "bash",
+            "--text_column=content",
+            "static: flags checked; tests/test_prepare_corpus.py runs the tool on "
+            "10 pages of the shared dump, into create_pretraining_data.py",
+        ),
         ("bash", "--output_file=/tmp/tf_examples.tfrecord", "run"),
         ("bash", "SLURM_ARRAY_TASK_ID", "static: a Slurm array job"),
         ("bash", "--output_dir=/tmp/pretraining_output", "static: flags checked"),
@@ -808,6 +814,8 @@ def test_install_blocks_run_the_documented_commands(page):
     [
         ("--tfds_name=glue/mrpc", "run_classifier"),
         ("SLURM_ARRAY_TASK_ID", "create_pretraining_data"),
+        ("--text_column=content", "prepare_corpus"),
+        ("--text_column=content", "create_pretraining_data"),
         ("TF_CONFIG=", "run_pretraining"),
         ("--output_dir=/tmp/pretraining_output", "run_pretraining"),
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),

@@ -160,7 +160,9 @@ class Command:
       arguments: the command line's arguments after the flags (a list) are
         passed last to `check` (or `work`); without it they are ignored.
       print_result: print what `work` returns (an exporter's path).
-      checkout_script: the checkout has a top-level ``<name>.py`` too.
+      checkout_script: the checkout's script of the tool: True, a top-level
+        ``<name>.py``; a folder name (``"data_prep"``), ``<folder>/<name>.py``
+        (the data-preparation tools); False, none.
 
     Example:
 
@@ -184,7 +186,7 @@ class Command:
     check: object = None
     arguments: bool = False
     print_result: bool = False
-    checkout_script: bool = True
+    checkout_script: bool | str = True
 
     def __post_init__(self):
         self.required = tuple(self.required)
@@ -207,7 +209,7 @@ class Command:
         pieces = ["Installed", "as", f"`{console_command(self.name)}`;", "also"]
         pieces.append(f"`python -m bert_tf.cli.{self.name}`")
         if self.checkout_script:
-            pieces += ["and", f"`python {self.name}.py`"]
+            pieces += ["and", f"`python {self.script_path()}`"]
         pieces[-1] += "."
         lines = [pieces[0]]
         for piece in pieces[1:]:
@@ -216,6 +218,15 @@ class Command:
             else:
                 lines[-1] += " " + piece
         return "\n".join(lines)
+
+    def script_path(self):
+        """The checkout's script, relative to the checkout (None if none)."""
+        if not self.checkout_script:
+            return None
+        script = f"{self.name}.py"
+        if isinstance(self.checkout_script, str):
+            return f"{self.checkout_script}/{script}"
+        return script
 
     def flag_groups(self):
         """[(title, [flag names])]: the groups --help lists, in order (the
