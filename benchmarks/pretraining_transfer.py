@@ -121,7 +121,7 @@ def prepare(args, work):
 def records(work, vocab, name):
     """(train, held-out) records of the corpus under `vocab`."""
     paths = []
-    for which, dupe in (("train", 5), ("heldout", 1)):
+    for which, dupe in (("train", 5), ("heldout", 3)):
         path = os.path.join(work, f"{name}_{which}.tfrecord")
         if not os.path.exists(path):
             tool(
