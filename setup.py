@@ -24,7 +24,22 @@ COMMANDS = (
     "beir",
     "batch_predict",
     "search",
+    "prepare_corpus",
 )
+
+CORPUS = [
+    "wikiextractor==3.1.0",
+    "blingfire>=0.1.8",
+    "datasketch>=2.0",
+    "pyarrow>=14",
+]
+# The docs site's tools (the docs extra; the test extra builds the site too).
+DOCS = [
+    "mkdocs>=1.6,<2",
+    "mkdocs-material>=9.5,<10",
+    "mkdocstrings[python]>=0.26",
+    "matplotlib",
+]
 
 setup(
     name="bert_tf",
@@ -69,6 +84,14 @@ setup(
         # The Apache Beam pipelines (bert_tf/beam/: --runner on
         # create_pretraining_data, batch_predict and run_retrieval --do_index).
         "beam": ["apache-beam>=2.77,<3"],
+        # data_prep/prepare_corpus.py: wikitext -> text (WikiExtractor, the
+        # extractor the original README names; AGPL, so optional), sentence
+        # splitting (Bling Fire), MinHash near duplicates (datasketch),
+        # Parquet input (pyarrow).
+        "corpus": CORPUS,
+        # The docs site (mkdocs.yml, docs/): `pip install -e ".[docs]" && mkdocs
+        # serve`; matplotlib draws the benchmark scripts' --plot charts.
+        "docs": DOCS,
         # Hugging Face references (transformers + torch, CPU build from the
         # PyTorch CPU index named in the README's test command).
         "test": [
@@ -99,6 +122,10 @@ setup(
             # moves TensorFlow's pins.
             "mediapipe==1.2.3",
             "apache-beam>=2.77,<3",
+            *CORPUS,
+            # The site builds with warnings as errors in the slow tier
+            # (tests/test_docs_site.py).
+            *DOCS,
         ],
     },
     # One scheme: bert-tf-<the original script's name, with dashes>.

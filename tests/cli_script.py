@@ -68,9 +68,16 @@ def script_in_background(script, *flags, log_path, timeout=900):
 
 
 def script_flag_defaults(module):
-    """{flag name: default} of a CLI script (e.g. "run_squad"), read in a fresh process."""
+    """{flag name: default} of a CLI script (e.g. "run_squad", or a
+    data-preparation tool of data_prep/), read in a fresh process."""
+    folder = (
+        "data_prep"
+        if os.path.exists(os.path.join(REPO, "data_prep", f"{module}.py"))
+        else ""
+    )
     code = (
-        f"import json, sys; sys.argv=['{module}.py']; import {module}; "
+        f"import json, sys; sys.path.insert(0, {os.path.join(REPO, folder)!r}); "
+        f"sys.argv=['{module}.py']; import {module}; "
         "from absl import flags; flags.FLAGS(['x']); "
         "print(json.dumps({k: flags.FLAGS[k].default for k in flags.FLAGS}))"
     )

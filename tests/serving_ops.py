@@ -1,7 +1,7 @@
 """Which ops of a SavedModel core TensorFlow (without tensorflow-text) lacks.
 
 Stock TF Serving links in an old tensorflow-text: only its classic ops are
-safe (README.md, "Serving"). The check runs in a fresh process that imports
+safe (docs/guides/serving.md). The check runs in a fresh process that imports
 TensorFlow alone, so no tensorflow-text op is registered by accident.
 """
 

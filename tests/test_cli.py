@@ -21,7 +21,7 @@ from bert_tf.tensorflow_import import ONEDNN_VARIABLE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# console command -> module:function: the names the README documents, checked
+# console command -> module:function: the names docs/reference/commands.md documents, checked
 # against what setup.py declares (test_console_commands_are_in_the_installed_metadata).
 COMMANDS = {
     "bert-tf-run-classifier": "bert_tf.cli.run_classifier:main",
@@ -39,6 +39,7 @@ COMMANDS = {
     "bert-tf-beir": "bert_tf.cli.beir:main",
     "bert-tf-batch-predict": "bert_tf.cli.batch_predict:main",
     "bert-tf-search": "bert_tf.cli.search:main",
+    "bert-tf-prepare-corpus": "bert_tf.cli.prepare_corpus:main",
     "bert-tf-demo": "bert_tf.cli.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
@@ -64,6 +65,7 @@ ORIGINAL_AND_ADDED = {
     "beir": (None, "--pairs_file"),
     "batch_predict": (None, "--input_format"),
     "search": (None, "--rerank_checkpoint"),
+    "prepare_corpus": (None, "--dedup_threshold"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 
@@ -133,8 +135,15 @@ def test_help_lists_the_tools_own_flags_without_importing_tensorflow(tool):
     (command,) = [c for c, t in COMMANDS.items() if t == f"bert_tf.cli.{tool}:main"]
     started = " ".join(out.split())
     assert f"Installed as `{command}`; also `python -m bert_tf.cli.{tool}`" in started
-    has_script = os.path.exists(os.path.join(REPO, f"{tool}.py"))
-    assert (f"and `python {tool}.py`." in started) == has_script
+    # (top-level, or in data_prep/ for the data-preparation tools)
+    scripts = [
+        s
+        for s in (f"{tool}.py", f"data_prep/{tool}.py")
+        if os.path.exists(os.path.join(REPO, s))
+    ]
+    assert len(scripts) <= 1, scripts
+    for script in (f"{tool}.py", f"data_prep/{tool}.py"):
+        assert (f"and `python {script}`." in started) == (script in scripts)
 
 
 @pytest.mark.slow  # starts a process
@@ -142,6 +151,13 @@ def test_checkout_scripts_and_python_m_work():
     script = run_python("run_squad.py", "--help")
     assert script.returncode == 0, script.stderr[-2000:]
     assert "--train_answer" in script.stdout
+    # A data-preparation tool's script, started from another folder: the
+    # checkout's bert_tf is imported, not an installed one.
+    data_prep = run_python(
+        os.path.join(REPO, "data_prep", "prepare_corpus.py"), "--help", cwd="/"
+    )
+    assert data_prep.returncode == 0, data_prep.stderr[-2000:]
+    assert "--dedup_threshold" in data_prep.stdout
     module = run_python("-m", "bert_tf.cli.extract_features", "--helpfull")
     assert module.returncode == 0
     assert "logtostderr" in module.stdout  # everything, absl's too

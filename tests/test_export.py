@@ -323,7 +323,7 @@ def _parse_saved_model_cli_show(text):
 
 @pytest.mark.slow
 def test_saved_model_cli_run_on_raw_strings(exported, models, vocab_file, tmp_path):
-    """The README's saved_model_cli command (with tensorflow-text's ops loaded,
+    """The serving guide's saved_model_cli command (with tensorflow-text's ops loaded,
     as the model server has them) returns the Keras model's probabilities."""
     texts_a = ["The cat sat on the mat.", "Ünïcödé and 中文"]
     texts_b = ["A cat was sitting.", ""]
@@ -607,13 +607,14 @@ def _add_with_dependencies(pool, file_descriptor):
 
 @pytest.mark.slow
 def test_readme_rest_request_matches_the_signature(exported, models, vocab_file):
-    """The README's TF Serving request bodies use our signature and input
+    """The serving guide's TF Serving request bodies use our signature and input
     names; each row answers the same as the Keras model."""
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    bodies = re.findall(r"```json\n(.*?)```", readme, flags=re.S)
+    guide = os.path.join(REPO, "docs", "guides", "serving.md")
+    with open(guide, encoding="utf-8") as f:
+        text = f.read()
+    bodies = re.findall(r"```json\n(.*?)```", text, flags=re.S)
     requests = [json.loads(b) for b in bodies if '"signature_name"' in b]
-    assert requests, "README.md documents no TF Serving request JSON"
+    assert requests, "docs/guides/serving.md documents no TF Serving request JSON"
     classifier = tf.saved_model.load(exported["classifier"])
     for body in requests:
         signature = classifier.signatures[body["signature_name"]]

@@ -94,7 +94,7 @@ def test_writes_the_original_jsonl_with_the_encoder_values(tmp_path):
 
 @pytest.mark.slow
 def test_a_hugging_face_directory_needs_no_config_flag(minilm_dir, tmp_path):
-    """README's command on the real MiniLM: no --bert_config_file; the last
+    """The embeddings guide's command on the real MiniLM: no --bert_config_file; the last
     layer equals Hugging Face's BertModel on the same ids."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")

@@ -1,7 +1,8 @@
 """The fault suite: hostile inputs and faults replayed against every command-line tool.
 
 Each probe runs a tool (run_classifier, run_squad, run_pretraining, run_ner,
-create_pretraining_data, extract_features, export_saved_model) on one bad input
+create_pretraining_data, extract_features, export_saved_model, prepare_corpus)
+on one bad input
 and checks it ends in one of two ways, never a third:
 
 * a clear error: exit status 2, no traceback, and exactly one
@@ -21,6 +22,10 @@ The probes, by category:
   header read as data (--has_header=false), labels with stray spaces;
 * SQuAD JSON: duplicate question ids, a v2.0 file under v1.1 flags, broken JSON;
 * CoNLL: unknown tags in strict mode, tab and space columns mixed, extra columns;
+* corpora (prepare_corpus): a truncated .bz2 dump, a .xml that is not XML,
+  XML of another schema, Parquet and JSON-lines without the text column, a
+  JSON-lines line that is not JSON, a corpus left empty by the cleaning, an
+  output_dir holding the inputs; none leaves a shard behind;
 * TFRecords: truncated inside a record header and inside record data,
   classifier records given to run_pretraining;
 * flags: zero and negative sizes, max_seq_length beyond the model's positions,
@@ -374,6 +379,13 @@ def _corpus_intact(paths, pid, result):
         assert f.read() == CORPUS
 
 
+def _no_corpus_shard(paths, pid, result):
+    """A stopped prepare_corpus leaves no shard, finished-looking or not."""
+    folder = os.path.join(paths["T"], "out", pid)
+    left = os.listdir(folder) if os.path.isdir(folder) else []
+    assert not [n for n in left if n.startswith("corpus")], left
+
+
 def _features_of_two_lines(paths, pid, result):
     path = os.path.join(paths["T"], "out", pid + ".jsonl")
     lines = [json.loads(line) for line in open(path)]
@@ -597,6 +609,18 @@ PROBES = [
     error("run_ner", "ner-predict-other-casing", ["--do_predict", "--test_file={T}/words_only.conll", "--output_dir=" + NER_TRAINED, *NER, "--do_lower_case=false"], "--do_lower_case=false", "--do_lower_case=true"),
     error("run_ner", "ner-predict-other-labels", ["--do_predict", "--test_file={T}/words_only.conll", "--labels=person", "--output_dir=" + NER_TRAINED, *NER], "--labels=person", "O,B-location,I-location"),
     error("run_ner", "ner-vocab-without-unk", ["--do_train", "--train_file=" + CONLL, "--output_dir=" + out("no"), "--vocab_file={T}/vocab_no_unk.txt", *NER[1:]], "{T}/vocab_no_unk.txt", "[UNK]"),
+    # ---- prepare_corpus (issue 55): bad inputs, each named, and no shard left behind
+    error("prepare_corpus", "pc-truncated-bz2", ["--input_file={T}/truncated-pages-articles.xml.bz2", "--output_dir=" + out("pa")], "{T}/truncated-pages-articles.xml.bz2", "ends early", check=_no_corpus_shard),
+    error("prepare_corpus", "pc-not-xml", ["--input_file={T}/not_xml.xml", "--output_dir=" + out("pb")], "{T}/not_xml.xml:1", "XML", check=_no_corpus_shard),
+    error("prepare_corpus", "pc-other-schema", ["--input_file={T}/rss.xml", "--output_dir=" + out("pc")], "{T}/rss.xml", "another schema", check=_no_corpus_shard),
+    error("prepare_corpus", "pc-parquet-no-text-column", ["--input_file={T}/no_text.parquet", "--output_dir=" + out("pd")], "{T}/no_text.parquet", "--text_column", check=_no_corpus_shard),
+    error("prepare_corpus", "pc-jsonl-no-text-field", ["--input_file={T}/no_text.jsonl", "--output_dir=" + out("pe")], "{T}/no_text.jsonl:1", "--text_column", check=_no_corpus_shard),
+    error("prepare_corpus", "pc-jsonl-not-json", ["--input_file={T}/broken.jsonl", "--output_dir=" + out("pf")], "{T}/broken.jsonl:2", "not JSON", check=_no_corpus_shard),
+    error("prepare_corpus", "pc-empty-after-filtering", ["--input_file={T}/corpus.txt", "--output_dir=" + out("pg")], "{T}/corpus.txt", "--min_document_chars", check=_no_corpus_shard),
+    error("prepare_corpus", "pc-output-inside-input", ["--input_file={T}/corpus_in/*.txt", "--output_dir={T}/corpus_in"], "--output_dir={T}/corpus_in", "--input_file"),
+    error("prepare_corpus", "pc-glob-matches-nothing", ["--input_file={T}/none-*.jsonl", "--output_dir=" + out("ph")], "{T}/none-*.jsonl"),
+    error("prepare_corpus", "pc-dedup-threshold-0", ["--input_file={T}/corpus.txt", "--output_dir=" + out("pi"), "--dedup_threshold=0"], "--dedup_threshold"),
+    error("prepare_corpus", "pc-non-utf8", ["--input_file={T}/latin1.txt", "--output_dir=" + out("pj")], "{T}/latin1.txt:1", check=_no_corpus_shard),
     # ---- create_pretraining_data
     error("create_pretraining_data", "cpd-no-input", ["--output_file=" + out("ca") + ".tfrecord", *CPD], "input_file"),
     error("create_pretraining_data", "cpd-glob-matches-nothing", ["--input_file={T}/none-*.txt", "--output_file=" + out("cb") + ".tfrecord", *CPD], "{T}/none-*.txt"),
@@ -819,6 +843,30 @@ def _write_text_fixtures(root, vocab):
     write("two_answers.json", json.dumps(two))
     write("no_data.json", json.dumps({"version": "1.1", "data": []}))
     _write_issue_50_fixtures(root, write)
+    _write_corpus_fixtures(root, write)
+
+
+def _write_corpus_fixtures(root, write):
+    """The bad inputs of the prepare_corpus probes."""
+    dump = os.path.join(
+        DATA,
+        "wikipedia",
+        "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
+    )
+    with open(dump, "rb") as f:
+        head = f.read(300_000)  # a download cut short
+    with open(os.path.join(root, "truncated-pages-articles.xml.bz2"), "wb") as f:
+        f.write(head)
+    write("not_xml.xml", "This is a text file named .xml.\n")
+    write("rss.xml", '<?xml version="1.0"?>\n<rss version="2.0"><channel/></rss>\n')
+    write("no_text.jsonl", '{"body": "A document under another field."}\n')
+    import pyarrow
+    import pyarrow.parquet
+
+    table = pyarrow.table({"body": ["A document under another column."]})
+    pyarrow.parquet.write_table(table, os.path.join(root, "no_text.parquet"))
+    os.makedirs(os.path.join(root, "corpus_in"))
+    write("corpus_in/a.txt", CORPUS)
 
 
 def _write_issue_50_fixtures(root, write):

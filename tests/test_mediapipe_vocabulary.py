@@ -147,7 +147,7 @@ def test_every_line_normalizes_to_the_entry_of_its_id(vocabulary):
 
 
 def test_what_no_vocabulary_fixes(vocabulary):
-    """The README's list: each still differs (if one stops differing, the
+    """The list in docs/guides/litert.md: each still differs (if one stops differing, the
     list is out of date)."""
     _, lines, remap, tokenizer = vocabulary
     for text in [

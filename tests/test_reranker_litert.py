@@ -28,7 +28,7 @@ def squad_candidates(shared_data, num_queries=NUM_QUERIES):
     next two paragraphs of its article and a paragraph of another article.
 
     Queries whose texts hold a character the LiteRT tokenizer is documented
-    to split differently (README.md, "Tokenizer differences"; SQuAD's `½`
+    to split differently (docs/guides/litert.md, "Tokenizer differences"; SQuAD's `½`
     is one) are left out: the file's float32 scores then differ only by
     the arithmetic."""
     with open(os.path.join(shared_data, "squad/dev-v1.1.json"), encoding="utf-8") as f:

@@ -103,7 +103,7 @@ def test_every_original_flag_with_its_default():
 
 
 def test_pretrains_from_scratch_to_overfit_sample_text(sample_records, tmp_path):
-    """The README demo overfits sample_text.txt from a pre-trained checkpoint
+    """The pre-training guide's run overfits sample_text.txt from a pre-trained checkpoint
     (masked_lm_accuracy 0.985); here a 2-layer model learns it from scratch."""
     records, config = sample_records
     output = tmp_path / "out"

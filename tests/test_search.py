@@ -377,16 +377,17 @@ def test_a_collection_without_texts_still_searches(tmp_path):
     assert all(h.text is None and h.title is None and h.passage is None for h in hits)
 
 
-def test_the_readme_commands_use_real_flags():
+def test_the_retrieval_guide_commands_use_real_flags():
     import dataclasses
     import re
 
     from bert_tf.options.search_options import SearchOptions
 
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    start = readme.index("```bash\nbert-tf-search --index=")
-    text = readme[start : readme.index("```\n", start + 8)]
+    guide = os.path.join(REPO, "docs", "guides", "retrieval.md")
+    with open(guide, encoding="utf-8") as f:
+        page = f.read()
+    start = page.index("```bash\nbert-tf-search --index=")
+    text = page[start : page.index("```\n", start + 8)]
     used = set(re.findall(r"--(\w+)", text))
     defined = {field.name for field in dataclasses.fields(SearchOptions)}
     assert {"index", "collection", "rerank_checkpoint"} <= used <= defined

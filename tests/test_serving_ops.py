@@ -1,5 +1,5 @@
 """Every export family runs on stock TF Serving: its ops are core TensorFlow
-plus tensorflow-text's three classic ops (README.md, "Serving").
+plus tensorflow-text's three classic ops (docs/guides/serving.md).
 
 The cases come from the serving registry's listing: a family registered
 without a tiny-model case below fails `test_every_registered_family_has_a_case`.

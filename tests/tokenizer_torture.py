@@ -495,7 +495,7 @@ def generate_torture_strings(n=6000, seed=0, data_dir=None):
 
 def documented_difference(char, lower):
     """Whether `char` is one the fast tokenizer is documented to treat
-    differently from the original (README.md, "LiteRT"): control, format,
+    differently from the original (docs/guides/litert.md): control, format,
     private-use, unassigned and line/paragraph-separator characters, and when
     lower-casing, characters whose compatibility decomposition or full case
     folding (ß -> ss, final sigma, ligatures, ´ °) differ from the original's

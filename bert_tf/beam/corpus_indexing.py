@@ -260,7 +260,7 @@ def build(pipeline, files, run, options, facts, stored, split, staged=()):
     """
     from apache_beam.ml.inference.base import RunInference
 
-    from bert_tf.retrieval.milvus_store import _is_server
+    from bert_tf.retrieval.milvus_connection import is_server
 
     documents = (
         pipeline
@@ -292,7 +292,7 @@ def build(pipeline, files, run, options, facts, stored, split, staged=()):
     embedded = changes.embed | "Embed" >> RunInference(DualEncoderHandler(run, options))
     deletes = changes.removed | "Deletes" >> beam.Map(lambda pid: ("delete", pid))
     writer_args = (options, facts, run.output_dir)
-    if _is_server(options.uri(run.output_dir)):
+    if is_server(options.uri(run.output_dir)):
         return (
             (embedded | "Rows" >> beam.Map(_upsert), deletes)
             | "AllChanges" >> beam.Flatten()
@@ -342,13 +342,13 @@ def run_pipeline(run, options, runner, beam_options=""):
         passages, Milvus), as run_retrieval.py makes them.
       runner, beam_options: see ``runner_options.pipeline_options``.
     """
-    from bert_tf.retrieval.milvus_store import _is_server
+    from bert_tf.retrieval.milvus_connection import is_server
     from bert_tf.tasks.retrieval import load_dual_encoder
 
     check_writable("output_dir", os.path.join(run.output_dir, "index"))
     uri = options.uri(run.output_dir)
     # A new Lite file has nothing to read or check: the writer creates it.
-    lite = not _is_server(uri)
+    lite = not is_server(uri)
     read_lite = lite and os.path.exists(uri)
     with contextlib.ExitStack() as stack:
         if read_lite:

@@ -160,7 +160,9 @@ class Command:
       arguments: the command line's arguments after the flags (a list) are
         passed last to `check` (or `work`); without it they are ignored.
       print_result: print what `work` returns (an exporter's path).
-      checkout_script: the checkout has a top-level ``<name>.py`` too.
+      checkout_script: the checkout's script of the tool: True, a top-level
+        ``<name>.py``; a folder name (``"data_prep"``), ``<folder>/<name>.py``
+        (the data-preparation tools); False, none.
 
     Example:
 
@@ -184,7 +186,7 @@ class Command:
     check: object = None
     arguments: bool = False
     print_result: bool = False
-    checkout_script: bool = True
+    checkout_script: bool | str = True
 
     def __post_init__(self):
         self.required = tuple(self.required)
@@ -207,7 +209,7 @@ class Command:
         pieces = ["Installed", "as", f"`{console_command(self.name)}`;", "also"]
         pieces.append(f"`python -m bert_tf.cli.{self.name}`")
         if self.checkout_script:
-            pieces += ["and", f"`python {self.name}.py`"]
+            pieces += ["and", f"`python {self.script_path()}`"]
         pieces[-1] += "."
         lines = [pieces[0]]
         for piece in pieces[1:]:
@@ -217,24 +219,41 @@ class Command:
                 lines[-1] += " " + piece
         return "\n".join(lines)
 
-    def help_text(self):
-        """The script's flags: the original's, then bert_tf's, then logging."""
+    def script_path(self):
+        """The checkout's script, relative to the checkout (None if none)."""
+        if not self.checkout_script:
+            return None
+        script = f"{self.name}.py"
+        if isinstance(self.checkout_script, str):
+            return f"{self.checkout_script}/{script}"
+        return script
+
+    def flag_groups(self):
+        """[(title, [flag names])]: the groups --help lists, in order (the
+        original's flags, then those bert_tf adds)."""
         registry = flags.FLAGS
         added = [
             n
             for n in self.defined_flags
             if n not in self.original_flags and registry[n].name == n
         ]
-        sections = [(self.doc or "").strip(), self.started_as()]
+        groups = []
         if self.original_flags:
-            sections.append(
-                f"Flags of the original {self.name}.py:\n"
-                + "\n".join(_flag_text(registry[n]) for n in self.original_flags)
+            groups.append(
+                (f"Flags of the original {self.name}.py", self.original_flags)
             )
         if added:
-            title = "Flags added by bert_tf:" if self.original_flags else "Flags:"
+            title = "Flags added by bert_tf" if self.original_flags else "Flags"
+            groups.append((title, added))
+        return groups
+
+    def help_text(self):
+        """The script's flags: the original's, then bert_tf's, then logging."""
+        registry = flags.FLAGS
+        sections = [(self.doc or "").strip(), self.started_as()]
+        for title, names in self.flag_groups():
             sections.append(
-                title + "\n" + "\n".join(_flag_text(registry[n]) for n in added)
+                f"{title}:\n" + "\n".join(_flag_text(registry[n]) for n in names)
             )
         sections.append(
             "Logging and help:\n"

@@ -2,7 +2,7 @@ r"""Exports a trained BERT checkpoint as a LiteRT (TFLite) file that takes raw t
 
 The tokenizer is inside the file (tensorflow-text's fast BERT tokenizer,
 whose LiteRT kernels `bert_tf.serving.litert_model.LiteRTModel` registers); weights are
-int8 by default. See README.md ("LiteRT").
+int8 by default. See docs/guides/litert.md.
 
     python export_litert.py --model_type=classifier --task_name=MRPC \
       --init_checkpoint=/tmp/mrpc_output --do_lower_case=True \

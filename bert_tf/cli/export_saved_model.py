@@ -1,7 +1,7 @@
 r"""Exports a trained BERT checkpoint as a SavedModel for TF Serving.
 
 Raw text in (`serving_default`), predictions out; `serve_tokenized` for
-int32 ids. See README.md ("Serving with TF Serving").
+int32 ids. See docs/guides/serving.md.
 
     python export_saved_model.py --model_type=classifier --task_name=MRPC \
       --init_checkpoint=/tmp/mrpc_output --do_lower_case=True \

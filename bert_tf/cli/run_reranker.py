@@ -36,7 +36,7 @@ COMMAND = Command(
                 default=32,
                 help="(query, passage) pairs per cross-encoder pass.",
             ),
-            # The recipe measured in the README (listwise, 3 hard negatives,
+            # The recipe measured in docs/guides/reranking.md (listwise, 3 hard negatives,
             # 8 questions a batch, lr 1e-4: +10.5 points mrr@10 on SQuAD); at
             # 2e-5 and 7 negatives 25 steps made the ranking worse.
             Flag("max_seq_length", default=256),

@@ -9,7 +9,7 @@ function here is one XLA-compiled kernel forward and one backward
 activations are read and written about once each way; the preceding
 matmul's bias is added inside the kernel, so its gradient comes from the
 same pass. (What this buys is measured by `benchmarks/encoder_throughput.py`
-and `benchmarks/pretraining_throughput.py`; README, Benchmarks.)
+and `benchmarks/pretraining_throughput.py`; docs/benchmarks.md.)
 
 They compute the same functions as the ops they stand in for (equal to
 float32 rounding; tested against `keras.activations.gelu` and

@@ -17,7 +17,7 @@ from bert_tf.options.tfds_options import TfdsOptions
 # start at 0 and Adam moves each by about one learning rate per step: at 1e-4
 # they stay near 0 in a fine-tuning run (the CRF then decodes like argmax). At
 # 100x they learn IOB2's grammar within the run (benchmarks/ner_minilm.py:
-# README); 100x is also the usual BERT-CRF recipe (encoder 5e-5, CRF 5e-3).
+# docs/guides/ner.md); 100x is also the usual BERT-CRF recipe (encoder 5e-5, CRF 5e-3).
 CRF_LEARNING_RATE_MULTIPLIER = 100.0
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}

@@ -210,7 +210,7 @@ def warn_if_reranking_hurts(first, second):
     logging.warning(
         "Re-ranking made %d of %d metrics worse than the first stage: %s. Train "
         "the cross-encoder longer, or start from a trained one (e.g. "
-        "cross-encoder/ms-marco-MiniLM-L6-v2, see the README).",
+        "cross-encoder/ms-marco-MiniLM-L6-v2, see docs/guides/reranking.md).",
         len(losses),
         len(first),
         shown,

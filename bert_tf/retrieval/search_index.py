@@ -56,9 +56,9 @@ class Hit(NamedTuple):
 def is_milvus_uri(index):
     """Whether `index` names a Milvus database (a Milvus Lite ``.db`` path or
     a server URI) rather than a run_retrieval output_dir."""
-    from bert_tf.retrieval.milvus_store import _is_server
+    from bert_tf.retrieval.milvus_connection import is_server
 
-    return _is_server(index) or index.rstrip("/").endswith(".db")
+    return is_server(index) or index.rstrip("/").endswith(".db")
 
 
 def _relative(path, output_dir):

@@ -73,7 +73,7 @@ TFTEXT_KERNELS = (
 # and WNUT sentences and the Unicode torture strings). The export logs them.
 TOKENIZER_DIFFERENCES = (
     "Characters outside the Unicode 'Cc'/'Cf' sets that the original drops or "
-    "splits on differently: see README.md, 'LiteRT' (rare symbols and "
+    "splits on differently: see docs/guides/litert.md (rare symbols and "
     "unassigned code points).",
 )
 

@@ -104,9 +104,12 @@ class LiteRTModel:
         num_threads: CPU threads of the interpreter (default: LiteRT's).
 
     Example:
-    >>> model = LiteRTModel("/tmp/ner.tflite")
-    >>> model(text=["Angela Merkel visited Paris."])["tags"][0, :4]
-    array([b'', b'B-person', b'I-person', b'O'], dtype=object)
+
+    ```python
+    model = LiteRTModel("/tmp/ner.tflite")
+    model(text=["Angela Merkel visited Paris."])["tags"][0, :4]
+    # array([b'', b'B-person', b'I-person', b'O'], dtype=object)
+    ```
     """
 
     def __init__(self, path, num_threads=None):

@@ -18,7 +18,7 @@ never in the file, so a missing one makes MediaPipe take a shorter piece).
 
 All spellings would be exponential in the accents per entry; the file holds
 those of `SPELLINGS` (what they cover on STS-B, SST-2, the other GLUE sets
-and SQuAD dev: benchmarks/mediapipe_latency.py, the README):
+and SQuAD dev: benchmarks/mediapipe_latency.py, docs/guides/litert.md):
 
 * one accented letter anywhere: Latin-1 lower case, Greek (with Greek
   Extended's polytonic letters) and Cyrillic, either case;

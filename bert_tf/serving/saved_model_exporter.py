@@ -98,7 +98,7 @@ METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
 KERAS_FILE = "model.keras"
 BATCHING_FILE = "batching_parameters.txt"
 SERVING_DTYPES = ("float32", "bfloat16", "float16")
-# An example for TF Serving's --enable_batching (see README.md, "Serving"):
+# An example for TF Serving's --enable_batching (see docs/guides/serving.md):
 # requests that arrive within 2 ms are merged into batches of up to 32 rows.
 # pad_variable_length_inputs lets serve_tokenized requests of different widths
 # share a batch (raw strings have no width).

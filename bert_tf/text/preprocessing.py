@@ -117,9 +117,12 @@ class BertPreprocessor(keras.layers.Layer):
     `padding="longest"`).
 
     Example:
-    >>> preprocessor = bert_tf.BertPreprocessor("vocab.txt", True, 128)
-    >>> preprocessor(tf.constant(["hello world"]))["input_ids"][0, :4]
-    [101, 7592, 2088, 102]
+
+    ```python
+    preprocessor = bert_tf.BertPreprocessor("vocab.txt", True, 128)
+    preprocessor(tf.constant(["hello world"]))["input_ids"][0, :4]
+    # [101, 7592, 2088, 102]
+    ```
     """
 
     def __init__(

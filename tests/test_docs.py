@@ -1,8 +1,10 @@
-"""The README runs: every fenced block is run as written on small real data, or
-checked statically where it needs what a test machine lacks (a TF Serving server,
-network downloads, several hosts, a scheduler, installing the checkout).
+"""The docs run: every fenced block of README.md and of every page of the docs
+site (docs/**/*.md) is run as written on small real data, or checked statically
+where it needs what a test machine lacks (a TF Serving server, network downloads,
+several hosts, a scheduler, installing the checkout). The README's examples are
+copies of guide blocks: each of their lines is checked to be in the guide's blocks.
 
-How a README command is made small (the only changes made to a block's text):
+How a command is made small (the only changes made to a block's text):
 
 - every `/tmp/` path is moved under the test's temporary directory;
 - `$GLUE_DIR/MRPC` holds the first 32 train / 16 dev / 8 test rows of the real MRPC;
@@ -21,10 +23,11 @@ How a README command is made small (the only changes made to a block's text):
 - the BertTextClassifier snippet's undefined names (`sentences_a`, `labels`, ...) are
   MRPC rows defined before it.
 
-Every README block must appear in `BLOCKS` below, so a new block is either run or
-listed with the reason it cannot run here.
+Every block of every page must appear in `BLOCKS` below, under its page, so a new
+block is either run or listed with the reason it cannot run here.
 """
 
+import glob
 import json
 import os
 import re
@@ -41,113 +44,194 @@ from cli_script import script_flag_defaults
 # End-to-end runs through the command line: the full suite's tier.
 pytestmark = pytest.mark.slow
 
-README = os.path.join(REPO, "README.md")
 SETUP = os.path.join(REPO, "setup.py")
 TINY_POSITIONS = "16"  # max_position_embeddings of the Google-format test checkpoint
 
-# (language, a string found in exactly one block, what the test does with it), in
-# README order.
-BLOCKS = [
-    ("bash", "python -m bert_tf.demo", "static: installs the checkout (pip)"),
-    ("", "Dev accuracy after 187 steps", "the demo's output: tests/test_demo.py"),
-    ("bash", "python -m pytest -q", "static: installs the checkout, runs the suite"),
-    ("bash", "export MINILM_DIR=", "run: MINILM_DIR is the packaged model"),
-    ("bash", "--task_name=MRPC --do_train=true", "run"),
-    ("bash", "--tfds_name=glue/mrpc", "static: downloads GLUE through TFDS"),
-    ("bash", "--output_file=/tmp/tf_examples.tfrecord", "run"),
-    ("bash", "SLURM_ARRAY_TASK_ID", "static: a Slurm array job"),
-    ("bash", "TF_CONFIG=", "static: several hosts"),
-    ("bash", "--output_dir=/tmp/pretraining_output", "static: flags checked"),
-    ("bash", "--predict_file=$SQUAD_DIR/dev-v1.1.json", "static: flags checked"),
-    ("bash", "python run_ner.py", "run"),
-    ("bash", "python extract_features.py", "run"),
-    ("python", "BertSentenceEncoder.from_checkpoint", "run"),
-    ("bash", "python run_similarity.py", "run (32 STS-B pairs, 1 epoch)"),
-    (
-        "bash",
-        "--output_dir=/tmp/retrieval_output",
-        "static: indexes 2,067 paragraphs with MiniLM (minutes); "
-        "tests/test_run_retrieval.py runs the same command on 40",
-    ),
-    (
-        "bash",
-        "--model_type=retrieval",
-        "static: flags checked; tests/test_run_retrieval.py exports a tiny dual "
-        "encoder over 40 paragraphs",
-    ),
-    (
-        "bash",
-        "bert-tf-search --index=/tmp/retrieval_output",
-        "static: flags checked by tests/test_search.py, which runs the command on "
-        "30 paragraphs",
-    ),
-    (
-        "bash",
-        "--retrieval_mode=hybrid",
-        "static: flags checked; tests/test_hybrid_retrieval.py runs the modes on "
-        "40 paragraphs",
-    ),
-    ("python", "BertReranker.from_checkpoint", "static: needs a cross-encoder"),
-    (
-        "bash",
-        "python run_reranker.py",
-        "static: flags checked; tests/test_run_reranker.py runs it on 30 paragraphs",
-    ),
-    (
-        "bash",
-        "--model_type=reranker",
-        "static: flags checked; tests/test_reranker.py runs it on a MiniLM "
-        "cross-encoder",
-    ),
-    (
-        "bash",
-        "python export_saved_model.py --model_type=classifier",
-        "run the export, check docker statically",
-    ),
-    ("", "max_batch_size", "compare with the exported batching_parameters.txt"),
-    ("bash", "--enable_batching", "static: a TF Serving server (docker)"),
-    ("json", '"serving_default"', "call the exported signature with it"),
-    ("json", '"serve_tokenized"', "check against the exported signature"),
-    ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
-    ("bash", "saved_model_cli show", "run"),
-    ("bash", "--output_file=/tmp/mrpc.tflite", "run"),
-    ("python", "from bert_tf.serving.litert_model import LiteRTModel", "run"),
-    (
-        "bash",
-        "--target=mediapipe",
-        "static: flags checked; tests/test_mediapipe_export.py runs the embedding "
-        "export and MediaPipe on its file",
-    ),
-    ("kotlin", "TextEmbedder.createFromFile", "static: an Android app"),
-    ("swift", "import MediaPipeTasksText", "static: an iOS app"),
-    ("js", "@mediapipe/tasks-text", "static: a web page"),
-    (
-        "python",
-        "from mediapipe.tasks.python.text import",
-        "static: tests/mediapipe_tasks.py makes the same calls in a process of its own",
-    ),
-    (
-        "bash",
-        "--runner=DataflowRunner",
-        "static: Dataflow, Flink and Spark clusters; tests/test_beam_*.py and "
-        "tests/test_batch_predict.py run the pipelines on the DirectRunner",
-    ),
-    ("python", "BertEncoder.from_checkpoint", "run"),
-    ("python", "BertTextClassifier.from_checkpoint", "run"),
-    ("python", 'bert_tf.pipeline("text-classification"', "run"),
-    ("", "the library, floors bottom up", "the layout: files exist"),
-    (
-        "python",
-        "label_smoothing: float = option(",
-        "static: tests/test_option_flags.py turns such a field into its flag",
-    ),
-]
+# A README block that is a guide's, line for line (comments and output lines may
+# differ): its reason names the page whose blocks hold every one of its lines.
+COPY = "copy of "
+
+# {page: [(language, a string found in exactly one block of the page, what the
+# test does with it)]}, each page's blocks in order. Pages without blocks are
+# left out; docs/pending/ (drafts not yet placed in a guide) is not a page.
+BLOCKS = {
+    "README.md": [
+        ("bash", "python -m bert_tf.demo", COPY + "docs/getting-started.md"),
+        ("bash", "python -m pytest -q", COPY + "docs/getting-started.md"),
+        (
+            "bash",
+            "--task_name=MRPC --do_train=true",
+            COPY + "docs/guides/fine-tuning.md",
+        ),
+        (
+            "bash",
+            "--output_dir=/tmp/pretraining_output",
+            COPY + "docs/guides/pretraining.md",
+        ),
+        (
+            "bash",
+            "python export_saved_model.py --model_type=classifier",
+            COPY + "docs/guides/serving.md",
+        ),
+        ("bash", "--output_file=/tmp/mrpc.tflite", COPY + "docs/guides/litert.md"),
+        ("python", "bert_tf.save_tf1_checkpoint", COPY + "docs/guides/keras.md"),
+        (
+            "python",
+            "BertSentenceEncoder.from_checkpoint",
+            COPY + "docs/guides/embeddings.md",
+        ),
+        ("bash", "bert-tf-beir", COPY + "docs/guides/retrieval.md"),
+        ("bash", "--runner=DirectRunner", COPY + "docs/guides/beam.md"),
+    ],
+    "docs/getting-started.md": [
+        ("bash", "python -m bert_tf.demo", "static: installs the checkout (pip)"),
+        ("", "Dev accuracy after 187 steps", "the demo's output: tests/test_demo.py"),
+        (
+            "bash",
+            "python -m pytest -q",
+            "static: installs the checkout, runs the suite",
+        ),
+        ("bash", "export MINILM_DIR=", "run: MINILM_DIR is the packaged model"),
+    ],
+    "docs/guides/fine-tuning.md": [
+        ("bash", "--task_name=MRPC --do_train=true", "run"),
+        ("bash", "--tfds_name=glue/mrpc", "static: downloads GLUE through TFDS"),
+    ],
+    "docs/guides/squad.md": [
+        ("bash", "--predict_file=$SQUAD_DIR/dev-v1.1.json", "static: flags checked"),
+    ],
+    "docs/guides/ner.md": [
+        ("bash", "python run_ner.py", "run"),
+    ],
+    "docs/guides/pretraining.md": [
+        (
+            "bash",
+            "--text_column=content",
+            "static: flags checked; tests/test_prepare_corpus.py runs the tool on "
+            "10 pages of the shared dump, into create_pretraining_data.py",
+        ),
+        ("bash", "--output_file=/tmp/tf_examples.tfrecord", "run"),
+        ("bash", "SLURM_ARRAY_TASK_ID", "static: a Slurm array job"),
+        ("bash", "--output_dir=/tmp/pretraining_output", "static: flags checked"),
+        ("bash", "TF_CONFIG=", "static: several hosts"),
+    ],
+    "docs/guides/embeddings.md": [
+        ("python", "BertSentenceEncoder.from_checkpoint", "run"),
+        ("bash", "python run_similarity.py", "run (32 STS-B pairs, 1 epoch)"),
+        ("bash", "python extract_features.py", "run"),
+    ],
+    "docs/guides/retrieval.md": [
+        (
+            "bash",
+            "--output_dir=/tmp/retrieval_output",
+            "static: indexes 2,067 paragraphs with MiniLM (minutes); "
+            "tests/test_run_retrieval.py runs the same command on 40",
+        ),
+        (
+            "bash",
+            "--model_type=retrieval",
+            "static: flags checked; tests/test_run_retrieval.py exports a tiny dual "
+            "encoder over 40 paragraphs",
+        ),
+        (
+            "bash",
+            "bert-tf-search --index=/tmp/retrieval_output",
+            "static: flags checked by tests/test_search.py, which runs the command on "
+            "30 paragraphs",
+        ),
+        (
+            "bash",
+            "--retrieval_mode=hybrid",
+            "static: flags checked; tests/test_hybrid_retrieval.py runs the modes on "
+            "40 paragraphs",
+        ),
+    ],
+    "docs/guides/reranking.md": [
+        ("python", "BertReranker.from_checkpoint", "static: needs a cross-encoder"),
+        (
+            "bash",
+            "python run_reranker.py",
+            "static: flags checked; tests/test_run_reranker.py runs it on 30 paragraphs",
+        ),
+        (
+            "bash",
+            "--model_type=reranker",
+            "static: flags checked; tests/test_reranker.py runs it on a MiniLM "
+            "cross-encoder",
+        ),
+    ],
+    "docs/guides/serving.md": [
+        (
+            "bash",
+            "python export_saved_model.py --model_type=classifier",
+            "run the export, check docker statically",
+        ),
+        ("", "max_batch_size", "compare with the exported batching_parameters.txt"),
+        ("bash", "--enable_batching", "static: a TF Serving server (docker)"),
+        ("json", '"serving_default"', "call the exported signature with it"),
+        ("json", '"serve_tokenized"', "check against the exported signature"),
+        ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
+        ("bash", "saved_model_cli show", "run"),
+    ],
+    "docs/guides/litert.md": [
+        ("bash", "--output_file=/tmp/mrpc.tflite", "run"),
+        ("python", "from bert_tf.serving.litert_model import LiteRTModel", "run"),
+        (
+            "bash",
+            "--target=mediapipe",
+            "static: flags checked; tests/test_mediapipe_export.py runs the embedding "
+            "export and MediaPipe on its file",
+        ),
+        ("kotlin", "TextEmbedder.createFromFile", "static: an Android app"),
+        ("swift", "import MediaPipeTasksText", "static: an iOS app"),
+        ("js", "@mediapipe/tasks-text", "static: a web page"),
+        (
+            "python",
+            "from mediapipe.tasks.python.text import",
+            "static: tests/mediapipe_tasks.py makes the same calls in a process of "
+            "its own",
+        ),
+    ],
+    "docs/guides/beam.md": [
+        (
+            "bash",
+            "--runner=DataflowRunner",
+            "static: Dataflow, Flink and Spark clusters; tests/test_beam_*.py and "
+            "tests/test_batch_predict.py run the pipelines on the DirectRunner",
+        ),
+    ],
+    "docs/guides/keras.md": [
+        ("python", "BertEncoder.from_checkpoint", "run"),
+        ("python", "BertTextClassifier.from_checkpoint", "run"),
+        ("python", 'bert_tf.pipeline("text-classification"', "run"),
+    ],
+    "docs/design/layout.md": [
+        ("", "the library, floors bottom up", "the layout: files exist"),
+    ],
+    "docs/design/extending.md": [
+        (
+            "python",
+            "label_smoothing: float = option(",
+            "static: tests/test_option_flags.py turns such a field into its flag",
+        ),
+    ],
+    "docs/original_bert.md": [
+        ("", "bert/embeddings/{word_embeddings", "the names are the name table's"),
+    ],
+}
 
 
-def readme_blocks():
-    """[(language, text)] of every fenced block of the README."""
+def pages():
+    """README.md and every page of the site, as paths relative to the checkout."""
+    found = glob.glob(os.path.join(REPO, "docs", "**", "*.md"), recursive=True)
+    site = [os.path.relpath(path, REPO) for path in found]
+    return ["README.md"] + sorted(p for p in site if not p.startswith("docs/pending/"))
+
+
+def page_blocks(page):
+    """[(language, text)] of every fenced block of the page."""
     blocks, language, lines = [], None, []
-    with open(README, encoding="utf-8") as f:
+    with open(os.path.join(REPO, page), encoding="utf-8") as f:
         for line in f:
             fence = re.match(r"\s*```(\w*)\s*$", line)
             if fence and language is None:
@@ -160,8 +244,11 @@ def readme_blocks():
     return blocks
 
 
-def block(marker):
-    (text,) = [text for _, text in readme_blocks() if marker in text]
+def block(marker, page=None):
+    """The one block holding `marker`: of `page`, or of the site's pages (the
+    README's examples are copies, checked by test_readme_examples_are_guide_blocks)."""
+    searched = [page] if page else [p for p in pages() if p != "README.md"]
+    (text,) = [text for p in searched for _, text in page_blocks(p) if marker in text]
     return text
 
 
@@ -179,11 +266,40 @@ def flag_names(command):
     return re.findall(r"--(\w+)", command)
 
 
-def test_every_readme_block_is_run_or_listed():
-    blocks = readme_blocks()
-    assert [language for language, _ in blocks] == [b[0] for b in BLOCKS]
-    for (_, text), (_, marker, _) in zip(blocks, BLOCKS, strict=True):
-        assert marker in text
+@pytest.mark.parametrize("page", pages())
+def test_every_block_is_run_or_listed(page):
+    blocks = page_blocks(page)
+    listed = BLOCKS.get(page, [])
+    assert [language for language, _ in blocks] == [b[0] for b in listed], page
+    for (_, text), (_, marker, _) in zip(blocks, listed, strict=True):
+        assert marker in text, (page, marker)
+
+
+def test_blocks_names_only_pages_that_exist():
+    assert set(BLOCKS) <= set(pages())
+
+
+def _code_lines(text):
+    """A block's lines without comments (trailing ones too) and blank lines."""
+    lines = [re.sub(r"\s+#.*$", "", line).rstrip() for line in text.splitlines()]
+    return [
+        line for line in lines if line.strip() and not line.lstrip().startswith("#")
+    ]
+
+
+@pytest.mark.parametrize(
+    "marker, guide",
+    [
+        (m, reason[len(COPY) :])
+        for _, m, reason in BLOCKS["README.md"]
+        if reason.startswith(COPY)
+    ],
+)
+def test_readme_examples_are_guide_blocks(marker, guide):
+    guide_lines = {line for _, text in page_blocks(guide) for line in _code_lines(text)}
+    example = _code_lines(block(marker, "README.md"))
+    missing = [line for line in example if line not in guide_lines]
+    assert example and not missing, (guide, missing)
 
 
 # ---------------------------------------------------------------------------
@@ -192,7 +308,7 @@ def test_every_readme_block_is_run_or_listed():
 
 @pytest.fixture(scope="session")
 def workspace(tmp_path_factory, shared_data, minilm_dir):
-    root = tmp_path_factory.mktemp("readme")
+    root = tmp_path_factory.mktemp("docs")
     tmp = root / "tmp"
     tmp.mkdir()
     cwd = root / "cwd"
@@ -220,7 +336,7 @@ def workspace(tmp_path_factory, shared_data, minilm_dir):
         f"{pairs[0][0]}\n{pairs[1][0]} ||| {pairs[1][1].strip()}\n{pairs[2][0]}\n",
         encoding="utf-8",
     )
-    # The README's commands run in the checkout: its scripts, linked.
+    # The docs' commands run in the checkout: its scripts, linked.
     for name in os.listdir(REPO):
         if name.endswith(".py"):
             (cwd / name).symlink_to(os.path.join(REPO, name))
@@ -246,7 +362,7 @@ def conll_sentences(path):
 
 
 def small(workspace, command):
-    """The README command with its `/tmp/` paths in the test's directory."""
+    """The docs command with its `/tmp/` paths in the test's directory."""
     return command.replace("/tmp/", workspace["tmp"] + "/")
 
 
@@ -260,7 +376,7 @@ def run_shell(workspace, command, env=None, timeout=900, quiet=True):
         timeout=timeout,
     )
     assert result.returncode == 0, (
-        f"README command failed:\n{command}\n{result.stderr[-4000:]}"
+        f"docs command failed:\n{command}\n{result.stderr[-4000:]}"
     )
     if quiet:
         # bert_tf's commands hold TensorFlow's C++ errors and warnings back
@@ -280,7 +396,7 @@ def run_python(workspace, code, name, timeout=900):
 
 @pytest.fixture(scope="session")
 def mrpc_output(workspace):
-    """The README's run_classifier command, once, shared by the export blocks."""
+    """The fine-tuning guide's run_classifier command, once, shared by the export blocks."""
     (command,) = commands(block("--task_name=MRPC --do_train=true"))
     command = small(workspace, command)
     command = command.replace(
@@ -309,7 +425,7 @@ def mrpc_export(workspace, mrpc_output):
 @pytest.fixture(scope="session")
 def export_probe(workspace, mrpc_export):
     """One fresh process on the export: {"signatures": {name: {"inputs": {name:
-    dtype}, "outputs": [names]}}, "rest": numeric outputs of the README's raw-text
+    dtype}, "outputs": [names]}}, "rest": numeric outputs of the serving guide's raw-text
     REST body sent as TF Serving sends a row-format request (as columns)}."""
     export_dir, _ = mrpc_export
     code = (
@@ -485,7 +601,7 @@ def test_rest_tokenized_body_matches_the_export(signatures):
 def test_grpc_client_compiles_and_names_the_exported_signature(signatures):
     # Static: a gRPC client needs a running server.
     code = block("grpc.insecure_channel")
-    compile(code, "README gRPC snippet", "exec")
+    compile(code, "the serving guide's gRPC snippet", "exec")
     name = re.search(r'signature_name = "(\w+)"', code).group(1)
     inputs = set(re.findall(r'request\.inputs\["(\w+)"\]', code))
     outputs = set(re.findall(r'response\.outputs\["(\w+)"\]', code))
@@ -547,7 +663,7 @@ def test_text_classifier_snippet(workspace, shared_data):
     assert os.path.isfile(os.path.join(workspace["cwd"], "classifier.keras"))
 
 
-# Tiny stand-ins for run_ner's and run_squad's output_dirs (the README's own runs
+# Tiny stand-ins for run_ner's and run_squad's output_dirs (the guides' own runs
 # of those take minutes): random weights, the real uncased vocabulary.
 PIPELINE_STAND_INS = """
 import json, os, shutil
@@ -662,14 +778,15 @@ def layout_path_exists(name):
 # Blocks that cannot run here, checked statically.
 
 
-def test_install_blocks_run_the_documented_commands():
+@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
+def test_install_blocks_run_the_documented_commands(page):
     # Static: `pip install -e .` of the checkout would change the environment the
     # suite runs in; the demo itself is run by tests/test_demo.py, the suite is this.
-    demo = commands(block("python -m bert_tf.demo"))[0].split(" && ")
+    demo = commands(block("python -m bert_tf.demo", page))[0].split(" && ")
     assert demo[-1] == "python -m bert_tf.demo"
     with open(os.path.join(REPO, "tests", "test_demo.py")) as f:
         assert '"-m", "bert_tf.demo"' in f.read()
-    test = commands(block("python -m pytest -q"))[0].split(" && ")
+    test = commands(block("python -m pytest -q", page))[0].split(" && ")
     # Three workers on two cores (a test spends much of its time starting
     # processes and tracing, on one thread), a test file per worker (module
     # fixtures train once), from
@@ -697,6 +814,8 @@ def test_install_blocks_run_the_documented_commands():
     [
         ("--tfds_name=glue/mrpc", "run_classifier"),
         ("SLURM_ARRAY_TASK_ID", "create_pretraining_data"),
+        ("--text_column=content", "prepare_corpus"),
+        ("--text_column=content", "create_pretraining_data"),
         ("TF_CONFIG=", "run_pretraining"),
         ("--output_dir=/tmp/pretraining_output", "run_pretraining"),
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
@@ -721,7 +840,8 @@ def test_unrunnable_commands_use_real_flags(marker, module):
 
 
 def test_the_commands_table_lists_every_installed_command():
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+    commands_page = os.path.join(REPO, "docs", "reference", "commands.md")
+    with open(commands_page, encoding="utf-8") as f:
         listed = set(re.findall(r"^\| `(bert-tf-[a-z-]+)` \|", f.read(), re.M))
     with open(os.path.join(REPO, "setup.py"), encoding="utf-8") as f:
         source = f.read()
@@ -729,3 +849,18 @@ def test_the_commands_table_lists_every_installed_command():
     names = re.findall(r'"(\w+)"', commands)
     installed = {"bert-tf-" + name.replace("_", "-") for name in names}
     assert listed == installed | {"bert-tf-demo"}
+
+
+def test_the_original_variable_names_are_the_name_tables():
+    # The original's variable names listed in docs/original_bert.md: each name part
+    # (a path segment without its [shape]) is one the name table maps.
+    with open(os.path.join(REPO, "bert_tf", "checkpoints", "name_map.py")) as f:
+        table = f.read()
+    text = re.sub(r" \[[^]]*\]", "", block("bert/embeddings/{word_embeddings"))
+    parts = set()
+    for line in text.split():
+        for segment in line.split("/"):
+            parts |= set(segment.strip("{}").split(","))
+    parts -= {"layer_<i>", ""}
+    missing = [part for part in parts if part not in table]
+    assert len(parts) > 15 and not missing, missing

@@ -1,0 +1,127 @@
+"""How `MilvusStore` reaches Milvus: the URI's kind, its check and the client.
+
+A URI is a Milvus Lite file (``<path>.db``, embedded) or a server
+(``http://host:19530``); these need neither TensorFlow nor (but for `connect`)
+pymilvus, so a tool checks its URI before loading anything.
+"""
+
+import logging
+import os
+
+from bert_tf.errors import UserInputError
+
+__all__ = ["argument_of", "check_milvus_uri", "connect", "is_server"]
+
+
+def quiet_client_logs():
+    """Silences pymilvus's and Milvus Lite's own logging.
+
+    pymilvus logs every failed call with its traceback and warns once per
+    iterator on Milvus Lite; Milvus Lite's in-process gRPC server logs a
+    traceback for each method it lacks (AllocTimestamp, asked for by every
+    query iterator, which then falls back to a client-side timestamp). The
+    store turns real failures into one-line errors. Called after pymilvus is
+    imported: its import configures its loggers afresh.
+
+    Milvus Lite logs its server's start and stop and every background index
+    build ("bg: built 1 segment indexes") at INFO, and faiss, which it loads,
+    logs each CPU variant it tries (with the ModuleNotFoundError of those it
+    lacks): 10 of run_retrieval's 27 lines were theirs. Their warnings stay.
+    """
+    logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
+    for name in ("milvus_lite", "faiss"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def is_server(uri):
+    """Whether `uri` names a Milvus server (not a Milvus Lite file)."""
+    return uri.startswith(("http://", "https://", "tcp://", "grpc://"))
+
+
+def argument_of(flag):
+    """The `UserInputError` argument of the parameter `flag` that gave a URI
+    and of the collection: ``uri`` and ``collection`` are the tools'
+    --milvus_uri and --milvus_collection; a tool that names the URI otherwise
+    (bert-tf-search's --index) has --collection."""
+    if flag == "uri":
+        return {"uri": "milvus_uri", "collection": "milvus_collection"}
+    return {flag: flag.lstrip("-"), "collection": "collection"}
+
+
+def check_milvus_uri(uri, flag="uri"):
+    """A server URI, or a Milvus Lite file ending in .db in an existing
+    directory; needs neither pymilvus nor TensorFlow, so a tool checks it
+    before loading anything.
+
+    Raises:
+        UserInputError: naming `flag` (the parameter that gave `uri`;
+            the tools' --milvus_uri).
+    """
+    argument = argument_of(flag)
+    if is_server(uri):
+        return
+    if not uri.endswith(".db"):
+        raise UserInputError(
+            f"{flag}={uri}: a Milvus Lite file must end in .db "
+            "(or give http://host:19530 for a server)",
+            argument=argument,
+        )
+    directory = os.path.dirname(os.path.abspath(uri))
+    if not os.path.isdir(directory):
+        raise UserInputError(f"{flag}={uri}: no directory {directory}", argument)
+    if os.path.exists(uri) and not os.path.isdir(uri):
+        # Milvus Lite keeps a database in a directory of that name.
+        raise UserInputError(
+            f"{flag}={uri}: a file, not a Milvus Lite database (a "
+            "directory Milvus Lite makes); choose another path",
+            argument=argument,
+        )
+
+
+def connect(uri, flag):
+    """A `pymilvus.MilvusClient` of `uri`.
+
+    Raises:
+        UserInputError: naming `flag` (the parameter that gave `uri`): no
+            pymilvus, a bad URI, or no connection.
+    """
+    try:
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
+    except ImportError as error:
+        raise UserInputError(
+            f"{flag}={uri}: Milvus needs the retrieval extra ({error}): "
+            "pip install '.[retrieval]' (pymilvus and milvus-lite)",
+            argument=argument_of(flag),
+        ) from None
+
+    quiet_client_logs()
+    options = {}
+    check_milvus_uri(uri, flag)
+    if not is_server(uri):
+        # pymilvus pings every 10 s; Milvus Lite's in-process gRPC server
+        # keeps gRPC's default of at most one ping per 5 min, answers a
+        # long call or idle spell with GOAWAY "too_many_pings" and logs it.
+        # A connection inside the process needs no keepalive.
+        options["grpc_options"] = {"grpc.keepalive_time_ms": 2**31 - 1}
+    try:
+        return MilvusClient(uri=uri, timeout=10, **options)
+    except MilvusException as e:
+        # pymilvus's own message is often empty; what failed under it
+        # (e.g. an OSError of Milvus Lite) is the cause to show.
+        cause, seen = e, {id(e)}
+        # (A chain may loop back on itself.)
+        while (below := cause.__cause__ or cause.__context__) is not None:
+            if id(below) in seen:
+                break
+            seen.add(id(below))
+            cause = below
+        reason = e.message or ""
+        if cause is not e:
+            reason = f"{reason}: {type(cause).__name__}: {cause}".lstrip(": ")
+        hint = "" if is_server(uri) else "; is another process using this file?"
+        raise UserInputError(
+            f"{flag}={uri}: cannot connect ({reason or type(e).__name__}{hint})",
+            argument=argument_of(flag),
+        ) from None

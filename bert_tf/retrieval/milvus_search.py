@@ -1,0 +1,237 @@
+"""Searches of a `MilvusStore`: dense (with rescoring), BM25 and hybrid."""
+
+import numpy as np
+
+from bert_tf.retrieval import quantized_vectors
+from bert_tf.retrieval.bm25 import NO_TERM
+from bert_tf.retrieval.milvus_connection import is_server
+from bert_tf.retrieval.milvus_schema import FLOAT_FIELD
+from bert_tf.retrieval.milvus_schema import MAX_TOP_K
+from bert_tf.retrieval.milvus_schema import SPARSE_FIELD
+from bert_tf.retrieval.milvus_schema import VECTOR_FIELD
+from bert_tf.retrieval.vector_store import FUSIONS
+from bert_tf.retrieval.vector_store import SearchResults
+
+# Queries of one search request.
+_SEARCH_BATCH = 256
+
+__all__ = ["MilvusSearch"]
+
+
+class MilvusSearch:
+    """`MilvusStore`'s searches: `search`, `search_lexical`, `hybrid_search`.
+
+    A mixin of `MilvusStore`: it uses the store's client, settings, rows
+    (`_rows_of`), `_call` and `_error`.
+    """
+
+    def _dense_queries(self, queries):
+        """The query side of the searched field (see `vector_type`)."""
+        queries = np.asarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dimension:
+            raise self._error(
+                f"queries of shape {queries.shape}, the collection "
+                f"holds dimension {self.dimension}"
+            )
+        if self.vector_type == "int8":
+            codes = quantized_vectors.int8_queries(queries, self.int8_scale)
+            return list(codes if is_server(self.uri) else codes.astype(np.float32))
+        if self.vector_type == "binary":
+            bits = quantized_vectors.binary_signs(queries)
+            if is_server(self.uri):
+                return [row.tobytes() for row in np.packbits(bits, 1)]
+            return list(np.where(bits, 1.0, -1.0).astype(np.float32))
+        return list(queries)
+
+    def _dense_score(self, distance):
+        """Higher is better: minus an L2 distance or a Hamming distance."""
+        if self.vector_type == "binary":
+            # Milvus Lite's inner product of +-1 vectors is dim - 2 x Hamming.
+            if is_server(self.uri):
+                return -distance
+            return -(self.dimension - distance) / 2
+        return -distance if self.metric == "L2" else distance
+
+    def _searches(self, what, data, top_k, **kwargs):
+        """Per query, [(id, distance)]: `data` searched in batches."""
+        found = []
+        for start in range(0, len(data), _SEARCH_BATCH):
+            hits = self._call(
+                what,
+                self._client.search,
+                self.collection,
+                data=data[start : start + _SEARCH_BATCH],
+                limit=min(int(top_k), MAX_TOP_K),
+                output_fields=[],
+                **kwargs,
+            )
+            found.extend(
+                [(hit["id"], float(hit["distance"])) for hit in query_hits]
+                for query_hits in hits
+            )
+        return found
+
+    def _params(self, top_k):
+        """The index's search parameters for `top_k` results: HNSW explores
+        `ef` candidates, so fewer than `top_k` would return fewer (an
+        evaluation asks top k x the most passages of a document, often more
+        than --hnsw_ef)."""
+        params = dict(self.search_params)
+        if "ef" in params:
+            params["ef"] = max(params["ef"], min(int(top_k), MAX_TOP_K))
+        return params
+
+    def search(self, queries, top_k):
+        """See `VectorStore.search`; a quantized collection with `rescore_k`
+        orders its `rescore_k` best by the float32 vectors."""
+        if not self.dense:
+            raise self._error("holds no dense vectors (BM25 only)")
+        data = self._dense_queries(queries)
+        _, _, metric, _ = self._vector_schema()
+        depth = max(top_k, self.rescore_k) if self.quantized else top_k
+        found = self._searches(
+            "searching",
+            data,
+            depth,
+            anns_field=VECTOR_FIELD,
+            search_params={"metric_type": metric, "params": self._params(depth)},
+        )
+        if self.quantized and self.rescore_k:
+            return self._rescored(np.asarray(queries, np.float32), found, top_k)
+        return SearchResults(
+            [[pid for pid, _ in hits] for hits in found],
+            [[self._dense_score(d) for _, d in hits] for hits in found],
+        )
+
+    def _float_vectors(self, passage_ids):
+        """{passage id: float32 vector} of the quantized rows asked for."""
+        vectors = {}
+        rows = self._rows_of("reading float vectors", passage_ids, [FLOAT_FIELD])
+        for row in rows:
+            vectors[row["id"]] = np.asarray(row[FLOAT_FIELD], np.float32)
+        return vectors
+
+    def _rescored(self, queries, found, top_k):
+        from bert_tf.retrieval.exact_search import similarity_scores
+
+        vectors = self._float_vectors(pid for hits in found for pid, _ in hits)
+        ids, scores = [], []
+        for query, hits in zip(queries, found, strict=True):
+            shortlist = [pid for pid, _ in hits]
+            if not shortlist:
+                ids.append([])
+                scores.append([])
+                continue
+            exact = similarity_scores(
+                query[None], np.stack([vectors[pid] for pid in shortlist]), self.metric
+            ).numpy()[0]
+            order = np.argsort(-exact, kind="stable")[:top_k]
+            ids.append([shortlist[i] for i in order])
+            scores.append([float(exact[i]) for i in order])
+        return SearchResults(ids, scores)
+
+    def _lexical_request(self, queries):
+        """(data, search params) of BM25 queries: sparse vectors, or texts for
+        Milvus's BM25 function. A query without words asks for `NO_TERM`,
+        which no passage has (Milvus refuses an empty sparse vector)."""
+        if self.bm25_function:
+            return list(queries), {"metric_type": "BM25", "params": {}}
+        data = [q if q else {NO_TERM: 1.0} for q in queries]
+        return data, {"metric_type": "IP", "params": {}}
+
+    def search_lexical(self, queries, top_k):
+        """BM25: the `top_k` best passages of each query, `SearchResults`.
+
+        Args:
+          queries: per query, its sparse vector (`bm25.query_vector`), or
+            its text with `bm25_function`.
+          top_k: passages per query.
+        """
+        if not self.lexical:
+            raise self._error(
+                "holds no BM25 vectors; index it with "
+                "retrieval_mode=bm25 or hybrid (or overwrite=True)"
+            )
+        data, params = self._lexical_request(queries)
+        found = self._searches(
+            "searching BM25", data, top_k, anns_field=SPARSE_FIELD, search_params=params
+        )
+        return SearchResults(
+            [[pid for pid, _ in hits] for hits in found],
+            [[d for _, d in hits] for hits in found],
+        )
+
+    def hybrid_search(
+        self,
+        queries,
+        lexical_queries,
+        top_k,
+        fusion="rrf",
+        rrf_k=60,
+        weights=(0.5, 0.5),
+    ):
+        """Dense and BM25 results fused by Milvus's `hybrid_search`.
+
+        Each side finds its `top_k` best passages; Milvus fuses them with
+        reciprocal rank fusion (score: sum of 1 / (rrf_k + rank)) or a
+        weighted sum of each side's scores normalized by Milvus (arctan to
+        [0, 1]).
+
+        Args:
+          queries: float [num_queries, dim], the query tower's vectors.
+          lexical_queries: per query, as `search_lexical`'s.
+          top_k: passages per query.
+          fusion: ``"rrf"`` or ``"weighted"``.
+          rrf_k: RRF's k (60, Milvus's and the paper's default).
+          weights: (dense, BM25) weights of ``"weighted"``.
+
+        Returns:
+          `SearchResults`, best first.
+        """
+        from pymilvus import AnnSearchRequest
+        from pymilvus import RRFRanker
+        from pymilvus import WeightedRanker
+
+        if not (self.dense and self.lexical):
+            raise self._error(
+                "hybrid search needs dense and BM25 vectors; "
+                "index with retrieval_mode=hybrid (or overwrite=True)"
+            )
+        if fusion not in FUSIONS:
+            raise ValueError(f"fusion={fusion!r}: expected one of {FUSIONS}")
+        if len(queries) != len(lexical_queries):
+            raise ValueError(
+                f"{len(queries)} dense queries, {len(lexical_queries)} BM25 queries"
+            )
+        ranker = RRFRanker(rrf_k) if fusion == "rrf" else WeightedRanker(*weights)
+        dense = self._dense_queries(queries)
+        lexical, lexical_params = self._lexical_request(lexical_queries)
+        _, _, metric, _ = self._vector_schema()
+        limit = min(int(top_k), MAX_TOP_K)
+        ids, scores = [], []
+        for start in range(0, len(dense), _SEARCH_BATCH):
+            end = start + _SEARCH_BATCH
+            requests = [
+                AnnSearchRequest(
+                    dense[start:end],
+                    VECTOR_FIELD,
+                    {"metric_type": metric, "params": self._params(top_k)},
+                    limit=limit,
+                ),
+                AnnSearchRequest(
+                    lexical[start:end], SPARSE_FIELD, lexical_params, limit
+                ),
+            ]
+            hits = self._call(
+                "hybrid searching",
+                self._client.hybrid_search,
+                self.collection,
+                requests,
+                ranker,
+                limit=limit,
+                output_fields=[],
+            )
+            for query_hits in hits:
+                ids.append([hit["id"] for hit in query_hits])
+                scores.append([float(hit["distance"]) for hit in query_hits])
+        return SearchResults(ids, scores)
