@@ -116,6 +116,12 @@ CASES = [
         ],
         "--milvus_uri",
     ),
+    ("prepare_corpus", ["--input_file={out}/v.txt"], "--output_dir"),
+    (
+        "prepare_corpus",
+        ["--input_file={out}/none-*.jsonl", "--output_dir={out}/corpus"],
+        "--input_file",
+    ),
 ]
 
 
