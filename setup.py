@@ -25,6 +25,7 @@ COMMANDS = (
     "batch_predict",
     "search",
     "prepare_corpus",
+    "build_vocab",
 )
 
 CORPUS = [
@@ -33,6 +34,7 @@ CORPUS = [
     "datasketch>=2.0",
     "pyarrow>=14",
 ]
+VOCAB = ["tokenizers>=0.20"]
 # The docs site's tools (the docs extra; the test extra builds the site too).
 DOCS = [
     "mkdocs>=1.6,<2",
@@ -89,6 +91,8 @@ setup(
         # splitting (Bling Fire), MinHash near duplicates (datasketch),
         # Parquet input (pyarrow).
         "corpus": CORPUS,
+        # data_prep/build_vocab.py: Hugging Face tokenizers' WordPiece trainer.
+        "vocab": VOCAB,
         # The docs site (mkdocs.yml, docs/): `pip install -e ".[docs]" && mkdocs
         # serve`; matplotlib draws the benchmark scripts' --plot charts.
         "docs": DOCS,
@@ -123,6 +127,7 @@ setup(
             "mediapipe==1.2.3",
             "apache-beam>=2.77,<3",
             *CORPUS,
+            *VOCAB,
             # The site builds with warnings as errors in the slow tier
             # (tests/test_docs_site.py).
             *DOCS,

@@ -122,6 +122,12 @@ CASES = [
         ["--input_file={out}/none-*.jsonl", "--output_dir={out}/corpus"],
         "--input_file",
     ),
+    ("build_vocab", ["--input_file={out}/v.txt"], "--output_file"),
+    (
+        "build_vocab",
+        ["--input_file={out}/none-*.txt", "--output_file={out}/vocab.txt"],
+        "--input_file",
+    ),
 ]
 
 

@@ -40,6 +40,7 @@ COMMANDS = {
     "bert-tf-batch-predict": "bert_tf.cli.batch_predict:main",
     "bert-tf-search": "bert_tf.cli.search:main",
     "bert-tf-prepare-corpus": "bert_tf.cli.prepare_corpus:main",
+    "bert-tf-build-vocab": "bert_tf.cli.build_vocab:main",
     "bert-tf-demo": "bert_tf.cli.demo:main",
 }
 # The bert_tf/cli tools among them, by module name.
@@ -66,6 +67,7 @@ ORIGINAL_AND_ADDED = {
     "batch_predict": (None, "--input_format"),
     "search": (None, "--rerank_checkpoint"),
     "prepare_corpus": (None, "--dedup_threshold"),
+    "build_vocab": (None, "--num_unused"),
 }
 NOISE = ("oneDNN", "cuInit", "absl::InitializeLog", "cuda drivers", "retracing")
 
