@@ -260,3 +260,88 @@ def test_mirrored_run_matches_one_device(full_length_records, tmp_path):
         run_cli(*_pretraining_flags(folder, vocab, tmp_path / "one"))
     reference = _final_weights(tmp_path / "one")
     _assert_same_weights(_final_weights(mirrored), reference, rtol=1e-4)
+
+
+def test_continues_pretraining_a_sentence_transformers_dir(
+    sample_records, minilm_dir, tmp_path
+):
+    """--init_checkpoint=MiniLM (a sentence-transformers directory: an encoder
+    without pre-training heads), no --bert_config_file: the heads start as the
+    original initialises them and the log says so; the masked-LM loss falls
+    from a fresh head's ln(vocab_size); the output dir is a model dir (its
+    config, the vocabulary beside the checkpoint) that embed reads."""
+    import json
+    import math
+
+    import numpy as np
+    import tensorflow as tf
+
+    records, _ = sample_records
+    output = tmp_path / "continued"
+    steps = 40
+    result = run_cli(
+        f"--input_file={records}",
+        f"--init_checkpoint={minilm_dir}",
+        f"--output_dir={output}",
+        "--do_train=true",
+        "--do_eval=true",
+        "--train_batch_size=16",
+        f"--max_seq_length={SEQ_LENGTH}",
+        f"--max_predictions_per_seq={PREDICTIONS}",
+        f"--num_train_steps={steps}",
+        "--num_warmup_steps=4",
+        "--learning_rate=1e-3",
+        "--optimizer=adamw",
+        "--max_eval_steps=8",
+    )
+    for head, count in (("masked-LM head", 5), ("next-sentence head", 2)):
+        assert (
+            f"has no {head} ({count} variables): initialised as the original does"
+            in result.stderr
+        ), result.stderr[-3000:]
+    results = read_results(output / "eval_results.txt")
+    assert results["global_step"] == steps
+    assert results["masked_lm_loss"] < 0.6 * math.log(30522), results
+    # A model dir: MiniLM's config and vocabulary beside the final checkpoint.
+    config = json.loads((output / "bert_config.json").read_text())
+    assert (config["num_hidden_layers"], config["hidden_size"]) == (6, 384)
+    assert (output / "vocab.txt").read_bytes() == (
+        open(os.path.join(minilm_dir, "vocab.txt"), "rb").read()
+    )
+    # The encoder moved from MiniLM's weights, and embed reads the dir.
+    reader = tf.train.load_checkpoint(str(output / f"model.ckpt-{steps}"))
+    start = bert_tf.BertEncoder.from_checkpoint(minilm_dir)
+    word = "bert/embeddings/word_embeddings"
+    moved = reader.get_tensor(word) - start.checkpoint_variables()[word].numpy()
+    assert 0 < np.abs(moved).max() < 0.1
+    embedder = bert_tf.BertEncoder.from_checkpoint(str(output))
+    assert embedder.config.hidden_size == 384
+
+
+def test_heads_missing_from_a_checkpoint_start_as_the_originals(minilm_dir):
+    """The original's create_initializer: truncated normal (|x| <= 2 stddev,
+    stddev initializer_range before truncation), zero biases, LayerNorm 1/0."""
+    import numpy as np
+
+    model = bert_tf.BertPretrainer.from_checkpoint(minilm_dir)
+    report = model.checkpoint_load_report
+    assert sorted(report.missing) == sorted(
+        n for n in model.checkpoint_variables() if n.startswith("cls/")
+    )
+    values = {n: v.numpy() for n, v in model.checkpoint_variables().items()}
+    for name in (
+        "cls/predictions/transform/dense/kernel",
+        "cls/seq_relationship/output_weights",
+    ):
+        x = values[name]
+        assert np.abs(x).max() <= 2 * 0.02 + 1e-7
+        # A normal of stddev 0.02 truncated at 2 stddev has stddev 0.0176.
+        assert abs(x.std() - 0.0176) < 0.002, (name, x.std())
+    for name in (
+        "cls/predictions/transform/dense/bias",
+        "cls/predictions/output_bias",
+        "cls/seq_relationship/output_bias",
+        "cls/predictions/transform/LayerNorm/beta",
+    ):
+        assert not values[name].any(), name
+    assert (values["cls/predictions/transform/LayerNorm/gamma"] == 1).all()

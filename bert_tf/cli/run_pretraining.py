@@ -46,7 +46,10 @@ COMMAND = Command(
         ),
     ),
     "bert_tf.tasks.pretraining:run",
-    required=("input_file", "bert_config_file", "output_dir"),
+    # --bert_config_file may be left out with an --init_checkpoint that has
+    # its own config (a Hugging Face or sentence-transformers directory), as
+    # in run_classifier; the runner names both flags when neither is given.
+    required=("input_file", "output_dir"),
 )
 
 

@@ -54,7 +54,14 @@ class PretrainingOptions:
     def check(self, run):
         """The original's checks, with the flag named in each message."""
         run.at_least_one("do_train", "do_eval")
-        required("bert_config_file", run.bert_config_file)
+        if not run.bert_config_file and not run.init_checkpoint:
+            # An --init_checkpoint directory brings its own config (the
+            # runner reads it, and names both flags when it has none).
+            raise UserInputError(
+                "Flag --bert_config_file must be specified (or an "
+                "--init_checkpoint with a config beside it).",
+                argument=("bert_config_file", "init_checkpoint"),
+            )
         required("input_file", self.input_file)
         for name in ("max_predictions_per_seq", "max_eval_steps"):
             positive(name, getattr(self, name))

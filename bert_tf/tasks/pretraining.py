@@ -184,6 +184,31 @@ def dynamic_masking_options(options, vocab_file, config):
     }
 
 
+# What the heads of a checkpoint without them start from (`MaskedLMHead`,
+# `LogitsHead`): the original's run_pretraining initialisers.
+_HEADS = {
+    "cls/predictions/": "masked-LM head",
+    "cls/seq_relationship/": "next-sentence head",
+}
+
+
+def log_initialised_heads(report):
+    """One line per head the checkpoint lacked (a Hugging Face or
+    sentence-transformers encoder has neither): they start as the original's
+    run_pretraining initialises them."""
+    for prefix, head in _HEADS.items():
+        names = [n for n in report.missing if n.startswith(prefix)]
+        if names:
+            logging.info(
+                "%s has no %s (%d variables): initialised as the original does "
+                "(truncated normal with stddev initializer_range, zero biases, "
+                "LayerNorm gamma 1 and beta 0)",
+                report.path,
+                head,
+                len(names),
+            )
+
+
 class PretrainingTask(Task):
     """Masked LM + next sentence prediction: run_pretraining's task.
 
@@ -204,11 +229,31 @@ class PretrainingTask(Task):
 
     script = "run_pretraining"
     model_class = BertPretrainer
-    copies_vocab = False
 
     def __init__(self, run, options):
         check_once(options, run)
         super().__init__(run, options)
+
+    def build_model(self, config):
+        model = super().build_model(config)
+        report = getattr(model, "checkpoint_load_report", None)
+        if report is not None:
+            log_initialised_heads(report)
+        return model
+
+    def tokenization(self, model):
+        """The vocabulary copied beside the final checkpoint (so the output
+        dir is a model dir that embed, run_similarity and the exports read):
+        --vocab_file, else --init_checkpoint's own, else none (as the
+        original, run_pretraining needs no vocabulary)."""
+        vocab_file = self.run.vocab_file
+        if vocab_file is None and self.run.init_checkpoint:
+            from bert_tf.checkpoints.loading import find_checkpoint
+
+            vocab_file = find_checkpoint(self.run.init_checkpoint).vocab_file
+            if vocab_file is not None and not vocab_file.endswith(".txt"):
+                vocab_file = None  # a tokenizer.json: not the original's format
+        return vocab_file, self.run.do_lower_case, self.run.max_seq_length
 
     def prepare(self, config):
         self.config = config
