@@ -110,9 +110,21 @@ BLOCKS = {
             "static: flags checked; tests/test_prepare_corpus.py runs the tool on "
             "10 pages of the shared dump, into create_pretraining_data.py",
         ),
+        (
+            "bash",
+            "--compare_vocab_file=$BERT_BASE_DIR/vocab.txt",
+            "static: flags checked; tests/test_build_vocab.py runs the tool on "
+            "the shared dump's shards",
+        ),
         ("bash", "--output_file=/tmp/tf_examples.tfrecord", "run"),
         ("bash", "SLURM_ARRAY_TASK_ID", "static: a Slurm array job"),
         ("bash", "--output_dir=/tmp/pretraining_output", "static: flags checked"),
+        (
+            "bash",
+            "--output_dir=/tmp/wiki/pretrained",
+            "static: flags checked; tests/test_pretrain_from_corpus.py runs the "
+            "path on the shared dump with a tiny model",
+        ),
         ("bash", "TF_CONFIG=", "static: several hosts"),
     ],
     "docs/guides/embeddings.md": [
@@ -819,6 +831,12 @@ def test_install_blocks_run_the_documented_commands(page):
         ("SLURM_ARRAY_TASK_ID", "create_pretraining_data"),
         ("--text_column=content", "prepare_corpus"),
         ("--text_column=content", "create_pretraining_data"),
+        ("--compare_vocab_file=$BERT_BASE_DIR/vocab.txt", "build_vocab"),
+        ("--output_dir=/tmp/wiki/pretrained", "prepare_corpus"),
+        ("--output_dir=/tmp/wiki/pretrained", "build_vocab"),
+        ("--output_dir=/tmp/wiki/pretrained", "create_pretraining_data"),
+        ("--output_dir=/tmp/wiki/pretrained", "run_pretraining"),
+        ("--output_dir=/tmp/wiki/pretrained", "run_classifier"),
         ("TF_CONFIG=", "run_pretraining"),
         ("--output_dir=/tmp/pretraining_output", "run_pretraining"),
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
