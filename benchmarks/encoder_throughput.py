@@ -280,6 +280,9 @@ def main():
         help="Keras dtype policy for the bert_tf and KerasHub rows (PyTorch rows "
         "run under torch.autocast with the matching dtype)",
     )
+    parser.add_argument(
+        "--plot", default=None, help="also draw the figures as bars (a PNG path)"
+    )
     args = parser.parse_args()
 
     import importlib.util
@@ -307,6 +310,7 @@ def main():
         f"{args.rounds} interleaved rounds (higher is better)"
     )
     print(f"{'size':8} {'framework':19} {'inference':>10} {'train step':>11}")
+    groups = {}
     for size in args.sizes.split(","):
         infer_steps, train_steps = {}, {}
         for name in args.frameworks.split(","):
@@ -319,6 +323,8 @@ def main():
         train = interleaved_rates(train_steps, args.seconds, args.rounds)
         for name in infer_steps:
             print(f"{size:8} {name:19} {infer[name]:10.1f} {train[name]:11.1f}")
+        groups[f"{size} inference"] = infer
+        groups[f"{size} training step"] = train
         if "bert_tf" in train and "keras_hub" in train:
             print(
                 f"{size:8} bert_tf / keras_hub: inference "
@@ -326,6 +332,16 @@ def main():
                 f"{train['bert_tf'] / train['keras_hub']:.2f}x",
                 flush=True,
             )
+    if args.plot:
+        from plots import bar_chart
+
+        bar_chart(
+            args.plot,
+            f"Encoder throughput, seq {SEQ}, {args.dtype} (median of "
+            f"{args.rounds} interleaved rounds)",
+            groups,
+            "examples/s (higher is better)",
+        )
 
 
 if __name__ == "__main__":

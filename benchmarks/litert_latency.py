@@ -70,6 +70,12 @@ def main():
     parser.add_argument("--shape", choices=("minilm", "base"), default="minilm")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--plot",
+        default=None,
+        help="also draw batch-1 p50/p99 and batch-32 throughput (a PNG path; "
+        "the throughput chart goes beside it as <name>_throughput.png)",
+    )
     args = parser.parse_args()
     data = os.environ.get("BERT_TF_DATA")
     if not data:
@@ -148,6 +154,25 @@ def main():
         summary[name] = np.median(np.array(values), axis=0)
         rate, p50, p99 = summary[name]
         print(f"{name:22s} {rate:16.1f} {p50:8.1f} {p99:8.1f} {sizes[name] / 1e6:8.1f}")
+    if args.plot:
+        from plots import bar_chart
+
+        caption = f"MRPC dev pairs, {args.shape} shape, seq {SEQ}"
+        bar_chart(
+            args.plot,
+            f"Batch-1 latency percentiles ({caption})",
+            {
+                "p50": {name: value[1] for name, value in summary.items()},
+                "p99": {name: value[2] for name, value in summary.items()},
+            },
+            "ms per request (lower is better)",
+        )
+        bar_chart(
+            os.path.splitext(args.plot)[0] + "_throughput.png",
+            f"Batch-32 throughput ({caption})",
+            {"batch 32": {name: value[0] for name, value in summary.items()}},
+            "rows/s (higher is better)",
+        )
     int8, saved = summary["LiteRT int8"], summary["SavedModel float32"]
     print(
         f"\nfloat32 weights: {weight_bytes / 1e6:.1f} MB; LiteRT int8 file "

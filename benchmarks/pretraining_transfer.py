@@ -340,26 +340,32 @@ def continued_minilm(args, work):
     return before, after
 
 
-def plot(curve, path):
-    import matplotlib
+def plot(curve, table, path):
+    """The held-out MLM curve at `path`, the transfer bars beside it
+    (<path>_transfer.png): mean dev accuracy, min-max over seeds."""
+    from plots import bar_chart
+    from plots import line_chart
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps = [step for step, _ in curve]
-    accuracy = [value for _, value in curve]
-    figure, axes = plt.subplots(figsize=(6.4, 4))
-    axes.plot(steps, accuracy, marker="o")
-    axes.set_xlabel("pretraining step (batch 32, seq 128)")
-    axes.set_ylabel("masked-LM accuracy, held-out pages")
-    axes.set_title(
-        "Small BERT (L4 H256) pretrained from the Wikipedia excerpt", fontsize=10
+    line_chart(
+        path,
+        "Small BERT (L4 H256) pretrained from the Wikipedia excerpt",
+        {"held-out masked-LM accuracy": curve},
+        "pretraining step (batch 32, seq 128)",
+        "masked-LM accuracy, held-out pages",
     )
-    axes.grid(alpha=0.3)
-    figure.text(0.01, 0.01, cpu_description(), fontsize=6)
-    figure.tight_layout(rect=(0, 0.03, 1, 1))
-    figure.savefig(path, dpi=120)
-    print(f"plot: {path}")
+    groups, errors = {}, {}
+    for (task, init), scores in table.items():
+        mean = statistics.mean(scores)
+        groups.setdefault(task, {})[init] = mean
+        errors.setdefault(task, {})[init] = (mean - min(scores), max(scores) - mean)
+    bar_chart(
+        os.path.splitext(path)[0] + "_transfer.png",
+        "Fine-tuned from the pretrained small BERT vs random init",
+        groups,
+        "dev accuracy (mean; bars: min-max of seeds)",
+        errors=errors,
+        note=f"{len(next(iter(table.values())))} seeds each",
+    )
 
 
 def main():
@@ -382,7 +388,11 @@ def main():
     parser.add_argument("--minilm_steps", type=int, default=200)
     parser.add_argument("--continue_learning_rate", type=float, default=1e-4)
     parser.add_argument("--skip_minilm", action="store_true")
-    parser.add_argument("--plot", default=None, help="write the MLM curve here (PNG)")
+    parser.add_argument(
+        "--plot",
+        default=None,
+        help="write the MLM curve here (PNG), and the transfer bars beside it",
+    )
     args = parser.parse_args()
     args.finetune_seq = {"SST-2": 64, "MRPC": 128}
     args.finetune_epochs = {"SST-2": 2.0, "MRPC": 3.0}
@@ -405,8 +415,6 @@ def main():
     train, heldout = records(work, vocab, "small")
     out = pretrain(args, work, "pretrain", config, train)
     curve = mlm_curve(out, config, heldout, args.eval_batches)
-    if args.plot:
-        plot(curve, args.plot)
     final = os.path.join(out, f"model.ckpt-{args.pretrain_steps}")
     print("Transfer (dev accuracy over seeds):")
     table = transfer_table(args, work, vocab, config, final)
@@ -418,6 +426,8 @@ def main():
         print(
             f"{task}: pretrained {verdict} random init by more than the seeds' spread ({gap:+.4f} vs {spread:.4f})"
         )
+    if args.plot:
+        plot(curve, table, args.plot)
     if not args.skip_minilm:
         continued_minilm(args, work)
 

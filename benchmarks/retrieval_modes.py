@@ -267,6 +267,9 @@ def main():
     parser.add_argument("--rescore_k", type=int, default=100)
     parser.add_argument("--latency_queries", type=int, default=200)
     parser.add_argument("--work_dir", default=None)
+    parser.add_argument(
+        "--plot", default=None, help="also draw recall@10 per mode and set (a PNG path)"
+    )
     args = parser.parse_args()
     data_dir = os.environ.get("BERT_TF_DATA")
     if not data_dir:
@@ -307,6 +310,19 @@ def main():
     with open(os.path.join(work, "retrieval_modes.json"), "w") as f:
         json.dump(results, f, indent=1)
     print("results:", os.path.join(work, "retrieval_modes.json"))
+    if args.plot:
+        from plots import bar_chart
+
+        groups = {}
+        for row in results:
+            groups.setdefault(row["set"], {})[row["mode"]] = row["recall@10"]
+        bar_chart(
+            args.plot,
+            "recall@10 per retrieval mode (Milvus Lite, all-MiniLM-L6-v2)",
+            groups,
+            "recall@10 (higher is better)",
+            note=f"every {args.squad_stride}th SQuAD dev question",
+        )
 
 
 if __name__ == "__main__":
