@@ -1,7 +1,8 @@
 """The pretraining guide's whole path, through the command line, on the shared
 Wikipedia excerpt: dump -> prepare_corpus -> build_vocab ->
 create_pretraining_data -> run_pretraining (from a bert_config.json alone) ->
-run_classifier on SST-2 from that model -> its SavedModel, fed raw text.
+run_classifier on SST-2 from that model -> its SavedModel, LiteRT and
+MediaPipe files, fed raw text.
 
 Tiny on purpose (a 2-layer model, a few hundred steps): what is checked is
 that each stage takes the last one's output as a user would and that the new
@@ -18,6 +19,8 @@ import numpy as np
 import pytest
 from cli_script import REPO
 from cli_script import run_script
+from mediapipe_tasks import mediapipe_python
+from mediapipe_tasks import run_task
 
 pytestmark = pytest.mark.slow
 
@@ -169,3 +172,24 @@ def test_dump_to_a_fine_tuned_exported_model(shared_data, sst2_subset, tmp_path)
     served = tf.saved_model.load(str(serving / "1"))
     outputs = served.signatures["serving_default"](text_a=tf.constant(sentences))
     np.testing.assert_allclose(outputs["probabilities"], probabilities, atol=1e-5)
+
+    # The LiteRT file and the MediaPipe Tasks file tokenize with it too.
+    from bert_tf.serving.litert_model import LiteRTModel
+
+    for target in ("raw_text", "mediapipe"):
+        tool(
+            "export_litert.py",
+            "--model_type=classifier",
+            f"--target={target}",
+            "--task_name=SST-2",
+            f"--init_checkpoint={classifier}",
+            "--max_seq_length=32",
+            "--quantization=none",
+            f"--output_file={work / target}.tflite",
+        )
+    litert = LiteRTModel(str(work / "raw_text.tflite"))(text_a=sentences)
+    np.testing.assert_allclose(litert["probabilities"], probabilities, atol=2e-5)
+    python = mediapipe_python()
+    if python is not None:  # MediaPipe Tasks' own TextClassifier
+        served = run_task(python, str(work / "mediapipe.tflite"), "classify", sentences)
+        np.testing.assert_allclose(served["scores"], probabilities, atol=1e-4)
