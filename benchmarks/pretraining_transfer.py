@@ -308,6 +308,89 @@ def transfer_table(args, work, vocab, config, pretrained):
     return table
 
 
+def frozen_features(encoder, tokenizer, sentences, seq=64, batch=64):
+    """Mean of the last layer over real tokens, and the [CLS] pooled output."""
+    import numpy as np
+
+    means, pooled = [], []
+    for start in range(0, len(sentences), batch):
+        rows = []
+        for sentence in sentences[start : start + batch]:
+            tokens = ["[CLS]", *tokenizer.tokenize(sentence)[: seq - 2], "[SEP]"]
+            rows.append(tokenizer.convert_tokens_to_ids(tokens))
+        ids = np.zeros((len(rows), seq), "int32")
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = row
+        mask = (ids > 0).astype("int32")
+        out = encoder(
+            {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids)}
+        )
+        sequence = np.asarray(out["sequence_output"])
+        means.append((sequence * mask[..., None]).sum(1) / mask.sum(1, keepdims=True))
+        pooled.append(np.asarray(out["pooled_output"]))
+    return np.concatenate(means), np.concatenate(pooled)
+
+
+def linear_probe(args, work, vocab, config, pretrained):
+    """Why fine-tuning does or does not gain: a logistic regression on the
+    frozen encoder's features (SST-2 subset train -> dev), pretrained against
+    random init, and how alike the features of different sentences are (mean
+    pairwise cosine: near 1 means they collapsed to one direction)."""
+    import numpy as np
+    import tensorflow as tf
+    from sklearn.linear_model import LogisticRegression
+
+    from bert_tf.config import BertConfig
+    from bert_tf.models.bert_encoder import BertEncoder
+    from bert_tf.text.tokenization import FullTokenizer
+
+    cache = os.path.join(work, "linear_probe.json")
+    if os.path.exists(cache):
+        with open(cache) as f:
+            results = json.load(f)
+    else:
+        sst2 = glue_subset(args, work)["SST-2"]
+
+        def read(name):
+            with open(os.path.join(sst2, name)) as f:
+                rows = [line.rstrip("\n").split("\t") for line in f][1:]
+            return [r[0] for r in rows], np.array([int(r[1]) for r in rows])
+
+        train_x, train_y = read("train.tsv")
+        dev_x, dev_y = read("dev.tsv")
+        tokenizer = FullTokenizer(vocab, do_lower_case=True)
+        results = {}
+        for name in ("pretrained", "random init"):
+            tf.keras.utils.set_random_seed(1)
+            if name == "pretrained":
+                encoder = BertEncoder.from_checkpoint(pretrained)
+            else:
+                encoder = BertEncoder(BertConfig.from_json_file(config))
+            train_f = frozen_features(encoder, tokenizer, train_x)
+            dev_f = frozen_features(encoder, tokenizer, dev_x)
+            for kind, index in (("mean", 0), ("pooled", 1)):
+                probe = LogisticRegression(max_iter=3000).fit(train_f[index], train_y)
+                unit = dev_f[index] / np.linalg.norm(
+                    dev_f[index], axis=1, keepdims=True
+                )
+                cosine = unit @ unit.T
+                results[f"{name} {kind}"] = {
+                    "probe_dev_accuracy": float(probe.score(dev_f[index], dev_y)),
+                    "mean_pairwise_cosine": float(
+                        (cosine.sum() - len(unit)) / (len(unit) * (len(unit) - 1))
+                    ),
+                }
+        with open(cache, "w") as f:
+            json.dump(results, f, indent=1)
+    print("Linear probe on frozen features (SST-2 subset train -> dev):")
+    for name, values in results.items():
+        print(
+            f"  {name:20s} probe accuracy {values['probe_dev_accuracy']:.4f}, "
+            f"mean pairwise cosine {values['mean_pairwise_cosine']:.3f}"
+        )
+    return results
+
+
 def continued_minilm(args, work):
     """Held-out masked-LM accuracy of MiniLM before and after continued
     pretraining on the corpus (bert-base-uncased's vocabulary: MiniLM's)."""
@@ -426,6 +509,7 @@ def main():
         print(
             f"{task}: pretrained {verdict} random init by more than the seeds' spread ({gap:+.4f} vs {spread:.4f})"
         )
+    linear_probe(args, work, vocab, config, final)
     if args.plot:
         plot(curve, table, args.plot)
     if not args.skip_minilm:
