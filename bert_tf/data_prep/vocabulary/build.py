@@ -7,6 +7,7 @@ import time
 from absl import logging
 
 from bert_tf.data_prep.vocabulary.report import coverage
+from bert_tf.data_prep.vocabulary.training import SPECIAL_TOKENS
 from bert_tf.data_prep.vocabulary.training import train_wordpiece
 from bert_tf.data_prep.vocabulary.training import write_vocab
 from bert_tf.errors import UserInputError
@@ -123,7 +124,8 @@ def build_vocab(
     pieces = sum(t.startswith("##") for t in tokens)
     lines = [
         f"{output_file}: {len(tokens):,} entries ({num_unused} [unusedN], "
-        f"{len(tokens) - pieces - num_unused - 5:,} words, {pieces:,} ## pieces), "
+        f"{len(tokens) - pieces - num_unused - len(SPECIAL_TOKENS):,} words, "
+        f"{pieces:,} ## pieces), "
         f"{'uncased' if do_lower_case else 'cased'}, in "
         f"{time.monotonic() - started:.1f} s"
     ]
