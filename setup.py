@@ -127,6 +127,8 @@ setup(
             "mediapipe==1.2.3",
             "apache-beam>=2.77,<3",
             *CORPUS,
+            # The disambiguation test's reference parser of wikitext templates.
+            "mwparserfromhell>=0.6",
             *VOCAB,
             # The site builds with warnings as errors in the slow tier
             # (tests/test_docs_site.py).

@@ -125,6 +125,11 @@ BLOCKS = {
             "static: flags checked; tests/test_pretrain_from_corpus.py runs the "
             "path on the shared dump with a tiny model",
         ),
+        (
+            "bash",
+            "benchmarks/pretraining_transfer.py",
+            "static: a 40-minute benchmark (its figures are on the page)",
+        ),
         ("bash", "TF_CONFIG=", "static: several hosts"),
     ],
     "docs/guides/embeddings.md": [
