@@ -50,6 +50,35 @@ def tiny_config():
     return tiny_bert_config(99, intermediate_size=37, max_position_embeddings=40)
 
 
+# --- The SavedModel export tests' models --------------------------------------
+#
+# tests/test_export.py exports them once per module; tests/test_export_commands.py
+# saves them as checkpoints for the command-line tools. A module that defines
+# its own `vocab_file` or `models` uses its own.
+
+
+@pytest.fixture(scope="module")
+def vocab_file(shared_data):
+    path = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@pytest.fixture(scope="module")
+def models():
+    import keras
+    from tiny_models import tiny_bert_config
+
+    keras.utils.set_random_seed(3)
+    config = tiny_bert_config(30522, intermediate_size=48)
+    return {
+        "classifier": bert_tf.BertClassifier(config, num_labels=2),
+        "span": bert_tf.BertSpanLabeler(config),
+        "encoder": bert_tf.BertEncoder(config),
+    }
+
+
 # --- One intra-op thread per process under pytest-xdist ----------------------
 #
 # `-n 3` runs three workers on CI's two cores, and by default every TensorFlow
@@ -116,6 +145,7 @@ SLOWEST_FILES_FIRST = (
     "test_bert_text_classifier.py",
     "test_exact_resume.py",
     "test_export.py",
+    "test_export_commands.py",  # split from test_export.py; not yet timed on its own
     "test_run_pretraining.py",
     "test_run_classifier.py",
     "test_run_retrieval.py",

@@ -1,9 +1,11 @@
 """SavedModel export: what TF Serving and its users see.
 
-Small random-weight models with the real uncased BERT vocabulary are exported
-once per module; the references are the Keras models fed by the Python
-tokenizer and the original's packing (bert_tf.data_prep.glue), and a fresh process
-that can import TensorFlow and tensorflow-text but not bert_tf.
+Small random-weight models with the real uncased BERT vocabulary (the `models`
+and `vocab_file` fixtures of tests/conftest.py) are exported once per module;
+the references are the Keras models fed by the Python tokenizer and the
+original's packing (tests/export_references.py), and a fresh process that can
+import TensorFlow and tensorflow-text but not bert_tf. Exports made by the
+command-line tools are tests/test_export_commands.py.
 """
 
 import json
@@ -18,21 +20,21 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from export_references import LABELS
+from export_references import SEQ_LENGTH
+from export_references import keras_probabilities
+from export_references import packed
+from prediction_log import serving_message_classes
 from serving_process import call_in_fresh_process
-from tiny_models import tiny_bert_config
 
-import bert_tf
 from bert_tf import serving
 from bert_tf.cli.command import one_line
-from bert_tf.data_prep import glue
 from bert_tf.serving import saved_model_exporter as exporter
 from bert_tf.serving import warmup
 from bert_tf.serving.signature_module import WARMUP_TEXTS
 from bert_tf.text import tokenization
 from bert_tf.text.input_schema import ENCODER_INPUT_NAMES
 
-SEQ_LENGTH = 32
-LABELS = ["not_equivalent", "equivalent"]
 EDGE_TEXTS = [
     "",
     "word " * 20000,  # 100,000 characters
@@ -40,25 +42,6 @@ EDGE_TEXTS = [
     "The quick brown fox.",
 ]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(scope="module")
-def vocab_file(shared_data):
-    path = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
-    if not os.path.exists(path):
-        pytest.skip(f"{path} is missing")
-    return path
-
-
-@pytest.fixture(scope="module")
-def models():
-    keras.utils.set_random_seed(3)
-    config = tiny_bert_config(30522, intermediate_size=48)
-    return {
-        "classifier": bert_tf.BertClassifier(config, num_labels=2),
-        "span": bert_tf.BertSpanLabeler(config),
-        "encoder": bert_tf.BertEncoder(config),
-    }
 
 
 @pytest.fixture(scope="module")
@@ -94,36 +77,12 @@ def exported(models, vocab_file, tmp_path_factory):
     return exports
 
 
-def _packed(vocab_file, texts_a, texts_b=None):
-    """The original's features for the texts (FullTokenizer + packing)."""
-    tokenizer = tokenization.FullTokenizer(vocab_file, True)
-    texts_b = texts_b or [None] * len(texts_a)
-    examples = [
-        glue.InputExample(guid=str(i), text_a=a, text_b=b, label=LABELS[0])
-        for i, (a, b) in enumerate(zip(texts_a, texts_b, strict=True))
-    ]
-    features = glue.convert_examples_to_features(
-        examples, LABELS, SEQ_LENGTH, tokenizer
-    )
-    return {
-        name: np.array([getattr(f, name) for f in features], np.int32)
-        for name in ("input_ids", "input_mask", "segment_ids")
-    }
-
-
-def _keras_probabilities(models, vocab_file, texts_a, texts_b):
-    logits = models["classifier"](
-        _packed(vocab_file, texts_a, texts_b), training=False
-    )["logits"]
-    return tf.nn.softmax(logits).numpy()
-
-
 @pytest.mark.slow
 def test_every_signature_in_a_process_without_bert_tf(
     exported, models, vocab_file, tmp_path
 ):
     texts_b = ["a short second segment", "b", "", "c " * 50]
-    tokens = _packed(vocab_file, EDGE_TEXTS, texts_b)
+    tokens = packed(vocab_file, EDGE_TEXTS, texts_b)
     token_inputs = {k: v.tolist() for k, v in tokens.items()}
     questions = ["Who wrote it?", "", "什么?", "x " * 300]
     calls = [
@@ -172,7 +131,7 @@ def test_every_signature_in_a_process_without_bert_tf(
     classifier_text, classifier_tokens, span_text, span_tokens = results[:4]
     encoder_text, encoder_tokens, bf16_text, bf16_tokens = results[4:]
 
-    expected = _keras_probabilities(models, vocab_file, EDGE_TEXTS, texts_b)
+    expected = keras_probabilities(models, vocab_file, EDGE_TEXTS, texts_b)
     for outputs in (classifier_text, classifier_tokens):
         np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
         np.testing.assert_array_equal(outputs["label_ids"], expected.argmax(-1))
@@ -190,7 +149,7 @@ def test_every_signature_in_a_process_without_bert_tf(
     )
     _check_answer_offsets(span_text, EDGE_TEXTS)
 
-    single = _packed(vocab_file, EDGE_TEXTS)
+    single = packed(vocab_file, EDGE_TEXTS)
     keras_encoder = models["encoder"](single, training=False)
     np.testing.assert_allclose(
         encoder_text["pooled_output"], keras_encoder["pooled_output"], atol=1e-5
@@ -250,7 +209,7 @@ def test_batch_sizes_one_and_256(exported, models, vocab_file):
         texts_b = [f"and its pair {i}" for i in range(batch)]
         out = signature(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
         assert out["probabilities"].shape == (batch, 2)
-        expected = _keras_probabilities(models, vocab_file, texts_a[:4], texts_b[:4])
+        expected = keras_probabilities(models, vocab_file, texts_a[:4], texts_b[:4])
         np.testing.assert_allclose(out["probabilities"][:4], expected, atol=1e-5)
 
 
@@ -348,7 +307,7 @@ def test_saved_model_cli_run_on_raw_strings(exported, models, vocab_file, tmp_pa
         timeout=300,
     )
     got = np.load(outdir / "probabilities.npy")
-    expected = _keras_probabilities(models, vocab_file, texts_a, texts_b)
+    expected = keras_probabilities(models, vocab_file, texts_a, texts_b)
     np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
@@ -434,7 +393,7 @@ def test_layout_version_and_atomic_rename(exported, models, vocab_file, tmp_path
 def test_keras_file_in_the_export_loads_with_identical_outputs(
     exported, models, vocab_file
 ):
-    tokens = _packed(vocab_file, ["a first text", "another"], ["b", "c"])
+    tokens = packed(vocab_file, ["a first text", "another"], ["b", "c"])
     for kind in ("classifier", "span"):
         path = exporter.keras_path(exported[kind])
         assert path == exported[kind] + ".keras"
@@ -480,7 +439,7 @@ def test_warmup_requests_decode_as_prediction_logs(exported):
     """Decoded with message classes built here from the field numbers of
     tensorflow_serving/apis (prediction_log, predict, model .proto), then
     replayed against the loaded signatures."""
-    prediction_log = _serving_message_classes()
+    prediction_log = serving_message_classes()
     path = os.path.join(exported["classifier"], exporter.WARMUP_FILE)
     records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
     assert len(records) == 2
@@ -498,111 +457,6 @@ def test_warmup_requests_decode_as_prediction_logs(exported):
         assert outputs["probabilities"].shape[0] == len(WARMUP_TEXTS)
         seen.append(name)
     assert seen == ["serving_default", "serve_tokenized"]
-
-
-def _serving_message_classes():
-    from google.protobuf import descriptor_pb2
-    from google.protobuf import descriptor_pool
-    from google.protobuf import message_factory
-    from tensorflow.core.framework import tensor_pb2
-
-    pool = descriptor_pool.DescriptorPool()
-    tensor_file = descriptor_pb2.FileDescriptorProto()
-    tensor_pb2.DESCRIPTOR.CopyToProto(tensor_file)
-    for dependency in tensor_pb2.DESCRIPTOR.dependencies:
-        _add_with_dependencies(pool, dependency)
-    pool.Add(tensor_file)
-
-    serving = descriptor_pb2.FileDescriptorProto(
-        name="serving_test.proto",
-        package="tensorflow.serving",
-        dependency=[tensor_file.name],
-        syntax="proto3",
-    )
-    label = descriptor_pb2.FieldDescriptorProto
-    string, message = label.TYPE_STRING, label.TYPE_MESSAGE
-    optional, repeated = label.LABEL_OPTIONAL, label.LABEL_REPEATED
-
-    def add(name, fields, options=None):
-        msg = serving.message_type.add(name=name)
-        for field_name, number, field_type, type_name, field_label in fields:
-            msg.field.add(
-                name=field_name,
-                number=number,
-                type=field_type,
-                type_name=type_name,
-                label=field_label,
-            )
-        if options:
-            msg.options.map_entry = True
-        return msg
-
-    add(
-        "ModelSpec",
-        [
-            ("name", 1, string, None, optional),
-            ("signature_name", 3, string, None, optional),
-        ],
-    )
-    add(
-        "InputsEntry",
-        [
-            ("key", 1, string, None, optional),
-            ("value", 2, message, ".tensorflow.TensorProto", optional),
-        ],
-    )
-    add(
-        "PredictRequest",
-        [
-            ("model_spec", 1, message, ".tensorflow.serving.ModelSpec", optional),
-            ("inputs", 2, message, ".tensorflow.serving.InputsEntry", repeated),
-        ],
-    )
-    add(
-        "PredictLog",
-        [("request", 1, message, ".tensorflow.serving.PredictRequest", optional)],
-    )
-    add(
-        "PredictionLog",
-        [("predict_log", 6, message, ".tensorflow.serving.PredictLog", optional)],
-    )
-    pool.Add(serving)
-    descriptor = pool.FindMessageTypeByName("tensorflow.serving.PredictionLog")
-    log_class = message_factory.GetMessageClass(descriptor)
-
-    class Log:
-        @staticmethod
-        def FromString(data):
-            parsed = log_class.FromString(data)
-            return _LogView(parsed)
-
-    return Log
-
-
-class _LogView:
-    """PredictionLog with request.inputs as a dict (the map field is declared
-    as repeated key/value entries above)."""
-
-    def __init__(self, parsed):
-        self.predict_log = self
-        self.request = self
-        self.model_spec = parsed.predict_log.request.model_spec
-        self.inputs = {
-            entry.key: entry.value for entry in parsed.predict_log.request.inputs
-        }
-
-
-def _add_with_dependencies(pool, file_descriptor):
-    from google.protobuf import descriptor_pb2
-
-    for dependency in file_descriptor.dependencies:
-        _add_with_dependencies(pool, dependency)
-    proto = descriptor_pb2.FileDescriptorProto()
-    file_descriptor.CopyToProto(proto)
-    try:
-        pool.Add(proto)
-    except TypeError:
-        pass  # already added through another path
 
 
 @pytest.mark.slow
@@ -626,52 +480,13 @@ def test_readme_rest_request_matches_the_signature(exported, models, vocab_file)
         columns = {name: tf.constant([row[name] for row in rows]) for name in names}
         outputs = signature(**columns)
         if body["signature_name"] == "serving_default":
-            expected = _keras_probabilities(
+            expected = keras_probabilities(
                 models,
                 vocab_file,
                 [r["text_a"] for r in rows],
                 [r["text_b"] for r in rows],
             )
             np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
-
-
-@pytest.mark.slow
-def test_export_script_from_a_checkpoint(models, vocab_file, tmp_path):
-    from cli_script import run_script
-
-    checkpoint_dir = tmp_path / "mrpc_output"
-    checkpoint_dir.mkdir()
-    bert_tf.save_tf1_checkpoint(
-        models["classifier"], str(checkpoint_dir / "model.ckpt-7")
-    )
-    shutil.copyfile(vocab_file, checkpoint_dir / "vocab.txt")
-    serving = tmp_path / "serving"
-    result = run_script(
-        os.path.join(REPO, "export_saved_model.py"),
-        "--model_type=classifier",
-        "--task_name=MRPC",
-        f"--init_checkpoint={checkpoint_dir}",
-        f"--max_seq_length={SEQ_LENGTH}",
-        f"--export_dir={serving}",
-        "--export_version=3",
-    )
-    assert result.stdout.strip() == str(serving / "3")
-    signature = tf.saved_model.load(str(serving / "3")).signatures["serving_default"]
-    texts_a, texts_b = ["He said so.", "Prices rose"], ["He did say it.", "Prices fell"]
-    outputs = signature(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
-    expected = _keras_probabilities(models, vocab_file, texts_a, texts_b)
-    np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
-    assert {s.decode() for s in outputs["labels"].numpy()} <= {"0", "1"}
-
-    wrong = run_script(
-        os.path.join(REPO, "export_saved_model.py"),
-        "--model_type=classifier",
-        f"--init_checkpoint={checkpoint_dir}",
-        f"--export_dir={serving}",
-        f"--max_seq_length={SEQ_LENGTH}",
-        check=False,
-    )
-    assert wrong.returncode != 0 and "--task_name or --labels" in wrong.stderr
 
 
 def _sst2_sentences(shared_data, count):
@@ -694,7 +509,7 @@ def test_requests_are_padded_to_their_longest_row(
         for s in _sst2_sentences(shared_data, 100)
         if len(tokenizer.tokenize(s)) < SEQ_LENGTH - 6
     ][:24]
-    fixed = _packed(vocab_file, sentences)
+    fixed = packed(vocab_file, sentences)
     longest = int(fixed["input_mask"].sum(1).max())
     assert longest < SEQ_LENGTH and fixed["input_mask"].sum(1).min() < longest
     encoder = tf.saved_model.load(exported["encoder"]).signatures["serving_default"]
@@ -714,12 +529,12 @@ def test_requests_are_padded_to_their_longest_row(
         text_a=tf.constant([a for a, _ in pairs]),
         text_b=tf.constant([b for _, b in pairs]),
     )
-    expected = _keras_probabilities(
+    expected = keras_probabilities(
         models, vocab_file, [a for a, _ in pairs], [b for _, b in pairs]
     )
     np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
     # serve_tokenized takes any width up to the sequence length.
-    narrow = {k: tf.constant(v[:, :longest]) for k, v in _packed(
+    narrow = {k: tf.constant(v[:, :longest]) for k, v in packed(
         vocab_file, [a for a, _ in pairs], [b for _, b in pairs]
     ).items()}  # fmt: skip
     got = classifier.signatures["serve_tokenized"](**narrow)
@@ -758,115 +573,6 @@ def test_bfloat16_export_computes_in_bfloat16(exported):
         assert json.load(f)["dtype"] == "bfloat16"
 
 
-def _long_context_questions(shared_data, tmp_path, count, tokenizer, window_tokens):
-    """A SQuAD dev subset in the 2.0 format (every question answerable): the
-    first `count` questions whose context has more word pieces than one
-    window holds."""
-    path = os.path.join(shared_data, "squad", "dev-v1.1.json")
-    if not os.path.exists(path):
-        pytest.skip(f"{path} is missing")
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    kept, questions = [], 0
-    for article in data["data"]:
-        paragraphs = []
-        for paragraph in article["paragraphs"]:
-            if len(tokenizer.tokenize(paragraph["context"])) <= window_tokens:
-                continue
-            qas = [
-                dict(qa, is_impossible=False)
-                for qa in paragraph["qas"][: count - questions]
-            ]
-            paragraph = dict(paragraph, qas=qas)
-            questions += len(paragraph["qas"])
-            paragraphs.append(paragraph)
-            if questions >= count:
-                break
-        if paragraphs:
-            kept.append(dict(article, paragraphs=paragraphs))
-        if questions >= count:
-            break
-    subset = tmp_path / "dev-subset.json"
-    subset.write_text(json.dumps({"data": kept, "version": "v2.0"}))
-    return str(subset), kept
-
-
-@pytest.mark.slow
-def test_span_answers_equal_run_squad_predictions(
-    models, vocab_file, shared_data, tmp_path
-):
-    """run_squad.py --do_predict --export_dir on SQuAD dev questions whose
-    context spans several windows (SQuAD 2.0 rules: null score and
-    threshold): the SavedModel's answers are predictions.json's, its null
-    score differences null_odds.json's, its n-best lists nbest_predictions'."""
-    from cli_script import run_script
-
-    seq_length, query_length, stride = 64, 16, 24
-    tokenizer = tokenization.FullTokenizer(vocab_file, True)
-    predict_file, articles = _long_context_questions(
-        shared_data, tmp_path, 60, tokenizer, seq_length - 3 - query_length
-    )
-    checkpoint = tmp_path / "span"
-    checkpoint.mkdir()
-    bert_tf.save_tf1_checkpoint(models["span"], str(checkpoint / "model.ckpt-1"))
-    output, serving = tmp_path / "out", tmp_path / "serving"
-    run_script(
-        os.path.join(REPO, "run_squad.py"),
-        "--do_predict=true",
-        f"--predict_file={predict_file}",
-        f"--vocab_file={vocab_file}",
-        f"--init_checkpoint={checkpoint}",
-        f"--output_dir={output}",
-        f"--max_seq_length={seq_length}",
-        f"--max_query_length={query_length}",
-        f"--doc_stride={stride}",
-        "--max_answer_length=12",
-        "--n_best_size=8",
-        "--version_2_with_negative=true",
-        "--null_score_diff_threshold=-0.05",
-        f"--export_dir={serving}",
-        timeout=600,
-    )
-    predictions = json.loads((output / "predictions.json").read_text())
-    null_odds = json.loads((output / "null_odds.json").read_text())
-    nbest = json.loads((output / "nbest_predictions.json").read_text())
-    signature = tf.saved_model.load(str(serving / "1")).signatures["serving_default"]
-    questions = [
-        (qa["id"], qa["question"], paragraph["context"])
-        for article in articles
-        for paragraph in article["paragraphs"]
-        for qa in paragraph["qas"]
-    ]
-    assert len(questions) >= 50
-    answered = 0
-    for i in range(0, len(questions), 16):
-        chunk = questions[i : i + 16]
-        out = signature(
-            question=tf.constant([q for _, q, _ in chunk]),
-            context=tf.constant([c for _, _, c in chunk]),
-        )
-        for row, (qid, _, context) in enumerate(chunk):
-            text = out["answer_text"][row].numpy().decode()
-            assert text == predictions[qid], qid
-            np.testing.assert_allclose(
-                out["null_score_diff"][row], null_odds[qid], atol=1e-5
-            )
-            want = [entry["text"] for entry in nbest[qid]]
-            got = [t.decode() for t in out["nbest_text"][row].numpy()]
-            assert got[: len(want)] == want and not any(got[len(want) :]), qid
-            np.testing.assert_allclose(
-                out["nbest_probability"][row][: len(want)],
-                [entry["probability"] for entry in nbest[qid]],
-                atol=1e-5,
-            )
-            if text:
-                answered += 1
-                start, end = out["answer_start"][row], out["answer_end"][row]
-                raw = context.encode("utf-8")[start:end].decode()
-                assert re.sub(r"[ \t\r\n\u202f]+", " ", raw) == text
-    assert answered >= 10
-
-
 @pytest.mark.slow
 def test_request_shapes_as_a_model_server_passes_them(exported):
     """A model server hands the graph the tensor a client sent, whatever the
@@ -890,62 +596,3 @@ def test_request_shapes_as_a_model_server_passes_them(exported):
     with open(path) as f:
         metadata = json.load(f)
     assert metadata["max_context_bytes"] > 0 and metadata["max_windows"] == 1000
-
-
-@pytest.mark.slow
-def test_a_pair_tasks_run_exports_pairs_without_its_task_name(shared_data, tmp_path):
-    """An MRPC run exported with neither task_name nor text_pair serves
-    (text_a, text_b), as the run was trained, and answers as the run's
-    checkpoint does through bert_tf.pipeline (the Keras model)."""
-    from cli_script import run_script
-
-    from bert_tf.options.export_options import ExportOptions
-    from bert_tf.options.saved_model_export_options import SavedModelExportOptions
-    from bert_tf.tasks import saved_model_export
-
-    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
-    config = tmp_path / "bert_config.json"
-    tiny_bert_config(30522).to_json_file(config)
-    output = tmp_path / "mrpc_output"
-    run_script(
-        os.path.join(REPO, "run_classifier.py"),
-        "--task_name=MRPC",
-        "--do_train",
-        f"--data_dir={os.path.join(shared_data, 'glue', 'MRPC')}",
-        f"--vocab_file={vocab}",
-        f"--bert_config_file={config}",
-        f"--max_seq_length={SEQ_LENGTH}",
-        "--train_batch_size=32",
-        "--num_train_epochs=0.02",
-        f"--output_dir={output}",
-    )
-    version = saved_model_export.run(
-        SavedModelExportOptions(
-            "classifier",
-            str(output),
-            ExportOptions(str(tmp_path / "serving")),
-            max_seq_length=SEQ_LENGTH,
-        )
-    )
-    signature = tf.saved_model.load(version).signatures["serving_default"]
-    assert set(signature.structured_input_signature[1]) == {"text_a", "text_b"}
-    rows = [
-        line.split("\t")
-        for line in open(
-            os.path.join(shared_data, "glue", "MRPC", "dev.tsv"), encoding="utf-8"
-        )
-        .read()
-        .splitlines()[1:9]
-    ]
-    texts_a, texts_b = [r[3] for r in rows], [r[4] for r in rows]
-    served = signature(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
-    classify = bert_tf.pipeline("text-classification", str(output))
-    answers = classify(texts_a, text_pair=texts_b)
-    np.testing.assert_allclose(
-        served["probabilities"].numpy().max(axis=1),
-        [a["score"] for a in answers],
-        atol=1e-5,
-    )
-    assert [s.decode() for s in served["labels"].numpy()] == [
-        a["label"] for a in answers
-    ]

@@ -3,7 +3,8 @@
 References (each skipped if not importable):
 
 * a step-by-step transcription of the original algorithm (``simulate`` with
-  the default ``Pipeline``), which must agree exactly;
+  the default ``Pipeline``, tests/original_tokenizer.py), which must agree
+  exactly;
 * transformers ``BertTokenizer`` (Rust ``tokenizers`` backend) and
   ``BertTokenizerLegacy`` (pure Python);
 * tensorflow_text ``BertTokenizer``.
@@ -15,7 +16,8 @@ output differs from a reference, the reference's full quirk model must
 reproduce the reference output exactly (otherwise the disagreement is
 unclassified and the test fails), and the disagreement is labelled with the
 quirks it needs (those whose removal breaks the reproduction). Separate tests
-pin the original's behaviour on one minimal example per quirk.
+(tests/test_tokenization_quirks.py) pin the original's behaviour on one minimal
+example per quirk.
 
 The strings come from tests/tokenizer_torture.py; the released vocabularies are
 read from $BERT_TF_DATA (the comparison tests skip without it).
@@ -29,6 +31,11 @@ import re
 import unicodedata
 
 import pytest
+from original_tokenizer import CJK_RANGES
+from original_tokenizer import Pipeline
+from original_tokenizer import category
+from original_tokenizer import orig_punct
+from original_tokenizer import simulate
 from tokenizer_torture import generate_torture_strings
 
 from bert_tf.text import tokenization
@@ -117,154 +124,9 @@ def _tf_text(name, lower):
 
 
 # ---------------------------------------------------------------------------
-# Step-by-step model of the original, with switchable quirks
+# Quirks: changes to the step-by-step model of the original
+# (tests/original_tokenizer.py)
 # ---------------------------------------------------------------------------
-
-_CJK_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
-
-
-# Character predicates are cached: the classification runs the step-by-step
-# model tens of thousands of times.
-_cache = functools.cache
-
-
-@_cache
-def _cat(char):
-    return unicodedata.category(char)
-
-
-@_cache
-def _orig_drop(char):
-    # Original _clean_text: NUL, U+FFFD and Cc/Cf except \t \n \r are removed.
-    return ord(char) in (0, 0xFFFD) or (
-        char not in "\t\n\r" and _cat(char) in ("Cc", "Cf")
-    )
-
-
-@_cache
-def _orig_space(char):
-    return char in " \t\n\r" or _cat(char) == "Zs"
-
-
-@_cache
-def _orig_cjk(cp):
-    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
-
-
-@_cache
-def _orig_punct(char):
-    cp = ord(char)
-    return (
-        33 <= cp <= 47
-        or 58 <= cp <= 64
-        or 91 <= cp <= 96
-        or 123 <= cp <= 126
-        or _cat(char).startswith("P")
-    )
-
-
-@_cache
-def _orig_mn(char):
-    return _cat(char) == "Mn"
-
-
-@dataclasses.dataclass(frozen=True)
-class Pipeline:
-    """Parameters of a BERT-style tokenizer; the defaults are the original."""
-
-    specials: tuple = ()  # literals cut out of the raw text and kept whole
-    first_map: object = None  # whole-text lower-casing before cleaning (tf_text)
-    drop: object = _orig_drop  # removed by cleaning
-    space: object = _orig_space  # turned into " " by cleaning
-    cjk: object = _orig_cjk  # surrounded by spaces
-    nfc: bool = False  # NFC after cleaning (transformers legacy)
-    split: object = str.split  # whitespace splitting
-    context_lower: bool = True  # str.lower() on the whole token (final sigma)
-    lower_char: object = str.lower  # per-character lower-casing otherwise
-    is_mn: object = _orig_mn  # stripped after NFD when lower-casing
-    punct: object = _orig_punct
-    max_chars: int = 200
-    max_bytes: int = None
-
-
-def _wordpiece(word, vocab, p):
-    if len(word) > p.max_chars or (p.max_bytes and len(word.encode()) > p.max_bytes):
-        return ["[UNK]"]
-    pieces, start = [], 0
-    while start < len(word):
-        end = len(word)
-        while start < end:
-            piece = word[start:end] if start == 0 else "##" + word[start:end]
-            if piece in vocab:
-                break
-            end -= 1
-        else:
-            return ["[UNK]"]
-        pieces.append(piece)
-        start = end
-    return pieces
-
-
-def _basic(text, p, lower):
-    if lower and p.first_map is not None:
-        text = p.first_map(text)
-    out = []
-    for char in text:
-        if p.drop(char):
-            continue
-        if p.space(char):
-            out.append(" ")
-        elif p.cjk(ord(char)):
-            out.append(f" {char} ")
-        else:
-            out.append(char)
-    text = "".join(out)
-    if p.nfc:
-        text = unicodedata.normalize("NFC", text)
-    pieces = []
-    for token in p.split(text):
-        if lower and p.first_map is None:
-            if p.context_lower:
-                token = token.lower()
-            else:
-                token = "".join(p.lower_char(c) for c in token)
-            token = unicodedata.normalize("NFD", token)
-            token = "".join(c for c in token if not p.is_mn(c))
-        current = ""
-        for char in token:
-            if p.punct(char):
-                pieces += [current, char]
-                current = ""
-            else:
-                current += char
-        pieces.append(current)
-    if p.split is str.split:
-        return " ".join(pieces).split()
-    return [piece for piece in pieces if piece]
-
-
-def simulate(text, vocab, lower, p=Pipeline()):
-    """Tokenizes `text` step by step; `Pipeline()` is the original algorithm."""
-    chunks = [text]
-    if p.specials:
-        chunks = re.split("(" + "|".join(map(re.escape, p.specials)) + ")", text)
-    tokens = []
-    for i, chunk in enumerate(chunks):
-        if i % 2:  # a special-token literal
-            tokens.append(chunk)
-            continue
-        for word in _basic(chunk, p, lower):
-            tokens += _wordpiece(word, vocab, p)
-    return tuple(tokens)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,7 +157,7 @@ def _special_literals(p):
 
 def _private_use_dropped(p):
     # Rust char::is_other covers Co, which the original keeps.
-    return _replace(p, drop=lambda c, d=p.drop: d(c) or _cat(c) == "Co")
+    return _replace(p, drop=lambda c, d=p.drop: d(c) or category(c) == "Co")
 
 
 def _cjk_ext_e_typo(p):
@@ -315,7 +177,7 @@ def _all_c_dropped(p):
     # Python _is_control with cat.startswith("C"): also Co, Cn (and Cs).
     return _replace(
         p,
-        drop=lambda c, d=p.drop: d(c) or (c not in "\t\n\r" and _cat(c)[0] == "C"),
+        drop=lambda c, d=p.drop: d(c) or (c not in "\t\n\r" and category(c)[0] == "C"),
     )
 
 
@@ -334,8 +196,8 @@ def _controls_become_spaces(p):
     # regex_replace(r"\p{Cc}|\p{Cf}", " ") instead of deleting them.
     return _replace(
         p,
-        drop=lambda c, d=p.drop: d(c) and _cat(c) not in ("Cc", "Cf"),
-        space=lambda c, s=p.space: s(c) or _cat(c) in ("Cc", "Cf"),
+        drop=lambda c, d=p.drop: d(c) and category(c) not in ("Cc", "Cf"),
+        space=lambda c, s=p.space: s(c) or category(c) in ("Cc", "Cf"),
     )
 
 
@@ -350,7 +212,7 @@ def _ascii_whitespace_only(p):
     # RE2's \s is [\t\n\f\r ]: Zs other than " " and Zl/Zp stay inside words.
     return _replace(
         p,
-        space=lambda c, s=p.space: s(c) and not (_cat(c) == "Zs" and c != " "),
+        space=lambda c, s=p.space: s(c) and not (category(c) == "Zs" and c != " "),
         split=_RE2_SPACE.split,
     )
 
@@ -392,7 +254,7 @@ def _nfkc_casefold(text):
 def _tf_lower(text):
     # tf_text lower_case: case_fold_utf8 (NFKC_Casefold), NFD, drop \p{Mn}.
     text = unicodedata.normalize("NFD", _nfkc_casefold(text))
-    return "".join(c for c in text if _cat(c) != "Mn")
+    return "".join(c for c in text if category(c) != "Mn")
 
 
 def _nfkc_casefold_first(p):
@@ -503,10 +365,10 @@ def _tf_text_table_overrides():
     for c, is_control, is_punct, low in zip(
         chars, control, punct, lowered, strict=True
     ):
-        if is_control != (_cat(c) in ("Cc", "Cf")):
+        if is_control != (category(c) in ("Cc", "Cf")):
             out["space"][c] = is_control
             out["drop"][c] = False
-        if is_punct != _orig_punct(c):
+        if is_punct != orig_punct(c):
             out["punct"][c] = is_punct
         if low != _tf_lower(c):
             out["first_map"][c] = low
@@ -642,11 +504,11 @@ def test_torture_strings_are_deterministic_and_varied():
     assert "" in strings
     chars = {c for s in strings for c in s}
     assert not any(0xD800 <= ord(c) <= 0xDFFF for c in chars)
-    categories = {_cat(c) for c in chars}
+    categories = {category(c) for c in chars}
     wanted = {"Cc", "Cf", "Co", "Cn", "Mn", "Zs", "Zl", "Zp"}
     wanted |= {"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po"}
     assert wanted <= categories
-    for lo, hi in _CJK_RANGES:
+    for lo, hi in CJK_RANGES:
         assert any(lo <= ord(c) <= hi for c in chars), hex(lo)
     for ch in ("\u00a0", "\u3000", "\u202f", "\u2028", "\u2029", "\u200b", "\ufeff"):
         assert ch in chars
@@ -682,123 +544,3 @@ def test_transformers_legacy_tokenizer_disagreements_are_classified():
 def test_tf_text_tokenizer_disagreements_are_classified():
     results = _run_reference(_tf_text, TF_TEXT_QUIRKS, _tf_text_table_overrides())
     _assert_classified("tensorflow_text BertTokenizer", TF_TEXT_QUIRKS, results)
-
-
-# ---------------------------------------------------------------------------
-# The original's behaviour for each quirk, on minimal examples. Expected values
-# are derived from the original algorithm (see comments), not from our output.
-# ---------------------------------------------------------------------------
-
-
-def _full(tokens, text, lower=True):
-    vocab = {t: i for i, t in enumerate(["[UNK]"] + tokens)}
-    basic = tokenization.BasicTokenizer(do_lower_case=lower)
-    wordpiece = tokenization.WordpieceTokenizer(vocab)
-    return [p for w in basic.tokenize(text) for p in wordpiece.tokenize(w)]
-
-
-def test_pin_wordpiece_limit_is_200_chars_not_100():
-    # 101-200 characters: within max_input_chars_per_word=200, so the greedy
-    # search runs ("ab" then "##ab" repeatedly); transformers says [UNK].
-    assert _full(["ab", "##ab"], "ab" * 60) == ["ab"] + ["##ab"] * 59
-    # tf_text counts UTF-8 bytes (100); the original counts code points: 60
-    # "é" are 120 bytes but only 60 characters.
-    assert (
-        _full(["\u00e9", "##\u00e9"], "\u00e9" * 60, lower=False)
-        == ["\u00e9"] + ["##\u00e9"] * 59
-    )
-
-
-def test_pin_special_token_literals_are_split():
-    # "[" and "]" are ASCII punctuation (91, 93): the original has no notion
-    # of special tokens in text, "[SEP]" is three tokens and lower-cased.
-    vocab = ["[", "]", "sep", "SEP", "a", "b"]
-    assert _full(vocab, "a[SEP]b") == ["a", "[", "sep", "]", "b"]
-    assert _full(vocab, "[SEP]", lower=False) == ["[", "SEP", "]"]
-
-
-def test_pin_private_use_and_unassigned_are_kept():
-    # Co and Cn are neither control (only Cc/Cf) nor whitespace nor
-    # punctuation, so they stay inside the word; no vocab piece contains them,
-    # so the whole word becomes [UNK].
-    vocab = ["a", "##b", "b"]
-    assert _full(vocab, "a\ue000b") == ["[UNK]"]  # Co
-    assert _full(vocab, "a\U000f0000b") == ["[UNK]"]  # Co, plane 15
-    assert _full(vocab, "a\u0378b") == ["[UNK]"]  # Cn
-    assert _full(vocab, "a\ue000 b") == ["[UNK]", "b"]
-
-
-def test_pin_cjk_extension_e_start_is_split():
-    # 0x2B820-0x2CEAF is one of the original's eight ranges (transformers'
-    # Rust code starts it at 0x2B920).
-    assert _full(["a", "b"], "a\U0002b820b") == ["a", "[UNK]", "b"]
-    assert _full(["a", "b", "\U0002b91f"], "a\U0002b91fb") == ["a", "\U0002b91f", "b"]
-
-
-def test_pin_final_sigma():
-    # str.lower() on the whole whitespace token applies the final-sigma rule:
-    # capital sigma after a cased letter and not before one becomes U+03C2.
-    basic = tokenization.BasicTokenizer(do_lower_case=True)
-    assert basic.tokenize("\u039f\u0394\u039f\u03a3") == ["\u03bf\u03b4\u03bf\u03c2"]
-    assert basic.tokenize("\u03a3") == ["\u03c3"]  # nothing cased before it
-    # Lower-casing happens before punctuation splitting, and "." is
-    # case-ignorable, so a cased letter after it still counts.
-    assert basic.tokenize("\u0391\u03a3.\u0392") == ["\u03b1\u03c3", ".", "\u03b2"]
-    assert basic.tokenize("\u0391\u03a3,") == ["\u03b1\u03c2", ","]
-
-
-def test_pin_no_nfc_when_cased():
-    # With do_lower_case=False the original does no normalisation at all:
-    # "e" + U+0301 stays two code points (the mark is not punctuation), and a
-    # CJK compatibility ideograph is not mapped to its unified equivalent.
-    vocab = ["e", "##\u0301", "\u00e9"]
-    assert _full(vocab, "e\u0301", lower=False) == ["e", "##\u0301"]
-    assert _full(["\uf900", "\u8c48"], "\uf900", lower=False) == ["\uf900"]
-
-
-def test_pin_controls_are_deleted_not_spaces():
-    # _clean_text drops Cc/Cf (and NUL), joining the neighbours into one word.
-    vocab = ["ab", "a", "b"]
-    for char in ("\u200b", "\u00ad", "\ufeff", "\x00", "\x01", "\u2060"):
-        assert _full(vocab, f"a{char}b", lower=False) == ["ab"], repr(char)
-
-
-def test_pin_replacement_character_is_deleted():
-    assert _full(["ab"], "a\ufffdb") == ["ab"]
-    assert _full(["ab"], "\ufffd") == []
-
-
-def test_pin_unicode_whitespace_splits():
-    # Zs is whitespace for _clean_text; Zl/Zp survive cleaning but
-    # whitespace_tokenize's str.split() splits on them.
-    for char in ("\u00a0", "\u3000", "\u202f", "\u2007", "\u2028", "\u2029"):
-        assert _full(["a", "b"], f"a{char}b") == ["a", "b"], repr(char)
-
-
-def test_pin_lowercasing_is_lower_not_casefold():
-    # str.lower() + NFD + drop Mn; no case folding and no NFKC:
-    basic = tokenization.BasicTokenizer(do_lower_case=True)
-    assert basic.tokenize("STRA\u00dfE") == ["stra\u00dfe"]  # ß is not "ss"
-    assert basic.tokenize("\ufb01") == ["\ufb01"]  # ligature kept
-    assert basic.tokenize("x\u00b2") == ["x\u00b2"]  # superscript kept
-    assert basic.tokenize("\u00aa") == ["\u00aa"]  # ordinal indicator kept
-    assert basic.tokenize("\u2f00") == ["\u2f00"]  # Kangxi radical: not CJK
-    # Soft hyphen is Cf, so it is removed by cleaning anyway.
-    assert basic.tokenize("a\u00adb") == ["ab"]
-
-
-@pytest.mark.skipif(
-    tuple(map(int, unicodedata.unidata_version.split("."))) < (14, 0, 0),
-    reason="needs Python's unicodedata at Unicode 14 or later",
-)
-def test_pin_unicode_14_characters():
-    # The original relies on Python's unicodedata (14.0.0 on Python 3.11); the
-    # Rust tokenizers tables predate these characters.
-    basic = tokenization.BasicTokenizer(do_lower_case=True)
-    assert _cat("\u2e5a") == "Pe"
-    assert basic.tokenize("a\u2e5ab") == ["a", "\u2e5a", "b"]  # punctuation
-    assert _cat("\u0890") == "Cf"
-    assert basic.tokenize("a\u0890b") == ["ab"]  # format char: deleted
-    assert _cat("\u0898") == "Mn"
-    assert basic.tokenize("a\u0898b") == ["ab"]  # mark: stripped when lowering
-    assert tokenization.BasicTokenizer(False).tokenize("a\u0898b") == ["a\u0898b"]
