@@ -135,7 +135,9 @@ class ClassifierOptions:
                 f"--task_name: Task not found: {self.task_name!r}. Known tasks: "
                 f"{', '.join(sorted(glue.PROCESSORS))}"
             )
-        required("vocab_file", run.vocab_file)
+        if not run.init_checkpoint:
+            # A Google or Hugging Face model directory carries its vocab.txt.
+            required("vocab_file", run.vocab_file)
         run.check_paths()
         if self.data_dir and not os.path.isdir(self.data_dir):
             existing_path("data_dir", self.data_dir)

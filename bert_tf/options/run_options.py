@@ -64,7 +64,8 @@ class RunOptions:
     )
     vocab_file: str | None = option(
         None,
-        "The vocabulary file that the BERT model was trained on.",
+        "The vocabulary file that the BERT model was trained on (run_classifier, "
+        "run_squad, run_ner: default, the one in the --init_checkpoint directory).",
         run_defining=True,
     )
     do_lower_case: bool | None = option(

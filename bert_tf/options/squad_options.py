@@ -132,7 +132,9 @@ class SquadOptions:
             raise UserInputError(
                 "`do_eval` scores the predictions: it needs --do_predict."
             )
-        required("vocab_file", run.vocab_file)
+        if not run.init_checkpoint:
+            # A Google or Hugging Face model directory carries its vocab.txt.
+            required("vocab_file", run.vocab_file)
         self.span_options().check_seq_length(run.max_seq_length)
         run.check_paths()
         if run.do_train:

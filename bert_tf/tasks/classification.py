@@ -34,6 +34,7 @@ from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.options.checks import check_once
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
+from bert_tf.tasks.task import with_checkpoint_vocab
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.text import tokenization
 from bert_tf.training.progress import batches_with_progress
@@ -181,7 +182,7 @@ class ClassificationTask(Task):
 
     def __init__(self, run, options):
         check_once(options, run)
-        super().__init__(run, options)
+        super().__init__(with_checkpoint_vocab(run), options)
         self.processor = make_processor(options)
 
     def prepare(self, config):

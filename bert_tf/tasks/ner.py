@@ -23,7 +23,6 @@ as `cls/crf/*`; a run without the flag on a CRF checkpoint (or the reverse)
 stops with an error instead of dropping or inventing them.
 """
 
-import dataclasses
 import os
 import re
 
@@ -32,7 +31,6 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.checkpoints import check_vocab_matches_config
-from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.name_map import CRF_SCOPE
 from bert_tf.data_prep import conll
 from bert_tf.data_prep import record_pipeline
@@ -45,10 +43,10 @@ from bert_tf.metrics.entity import entity_scores
 from bert_tf.models import BertTokenClassifier
 from bert_tf.models.bert_encoder import ENCODER_INPUT_NAMES
 from bert_tf.options.checks import check_once
-from bert_tf.options.checks import required
 from bert_tf.options.ner_options import SPLIT_RUN_OPTIONS
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
+from bert_tf.tasks.task import with_checkpoint_vocab
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.text import tokenization
 from bert_tf.training.recorded_run import RecordedRun
@@ -343,11 +341,7 @@ class NerTask(Task):
 
     def __init__(self, run, options):
         check_once(options, run)
-        if run.vocab_file is None:
-            vocab = find_checkpoint(run.init_checkpoint).vocab_file
-            required("vocab_file", vocab)
-            run = dataclasses.replace(run, vocab_file=vocab)
-        super().__init__(run, options)
+        super().__init__(with_checkpoint_vocab(run), options)
 
     def _read(self, split):
         return conll.read_conll(

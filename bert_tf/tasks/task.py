@@ -26,6 +26,37 @@ Order of the calls, for one `run_task(task)`:
 """
 
 import abc
+import dataclasses
+
+
+def with_checkpoint_vocab(run):
+    """`run` with --vocab_file defaulting to --init_checkpoint's own vocabulary.
+
+    A Google, Hugging Face, sentence-transformers or KerasHub model directory
+    carries its vocab.txt (or tokenizer.json), as export and embed already
+    find it; the training tools do the same.
+
+    Raises:
+        UserInputError: neither --vocab_file nor a vocabulary beside
+            --init_checkpoint.
+    """
+    from bert_tf.errors import UserInputError
+
+    if run.vocab_file is not None:
+        return run
+    vocab = None
+    if run.init_checkpoint:
+        from bert_tf.checkpoints.loading import find_checkpoint
+
+        vocab = find_checkpoint(run.init_checkpoint).vocab_file
+    if vocab is None:
+        where = (
+            f" (none beside --init_checkpoint={run.init_checkpoint})"
+            if run.init_checkpoint
+            else ""
+        )
+        raise UserInputError(f"Flag --vocab_file must be specified{where}.")
+    return dataclasses.replace(run, vocab_file=vocab)
 
 
 class Task(abc.ABC):
