@@ -4,7 +4,8 @@ plus tensorflow-text's three classic ops (docs/guides/serving.md).
 The cases come from the serving registry's listing: a family registered
 without a tiny-model case below fails `test_every_registered_family_has_a_case`.
 Each case is exported once (tiny random models, the real uncased vocabulary)
-in float32 and, for Keras models, bfloat16; one fresh process that imports
+in float32 and, for one case per Keras model class (BFLOAT16_CASES),
+bfloat16; one fresh process that imports
 TensorFlow but not tensorflow-text reads every saved_model.pb (its graph and
 function library) and names the ops core TensorFlow does not register.
 """
@@ -25,7 +26,11 @@ TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 
 def _config():
-    return tiny_bert_config(30522, max_position_embeddings=SEQ_LENGTH, dropout=0.0)
+    config = tiny_bert_config(30522, max_position_embeddings=SEQ_LENGTH, dropout=0.0)
+    # One transformer block: a second one repeats the same op types, and the
+    # check reads op types only (each export traces the encoder per endpoint).
+    config.num_hidden_layers = 1
+    return config
 
 
 def _classifier(num_labels):
@@ -147,19 +152,31 @@ CASES = {
         "two_stage": (_corpus_index(True), {}),
     },
 }
+# The cases also exported in bfloat16. The check reads op *types*, which carry
+# no dtype: bfloat16 can change the op set only where the model's own float
+# computation differs (its Casts, the float32 LayerNorms of copy_in_dtype),
+# i.e. per model class and head, not per signature option. The signatures
+# cast the model's outputs to float32 before their post-processing
+# (classifier_signatures, tagger_signatures), so one case per model class
+# covers it; the sentence encoder's pooling, dense and normalize layers run
+# in the model, so its two cases together take every pooling and layer; the
+# tagger's case is the IOB2-constrained CRF (its transitions are weights,
+# stored in bfloat16). CorpusIndex is no Keras model: its precision is
+# corpus_dtype (a case of its own).
+BFLOAT16_CASES = {
+    "classifier",
+    "reranker",
+    "span_document",
+    "tagger_crf_iob2",
+    "encoder_pair",
+    "embedding_sqrt_len_dense_normalize",
+    "embedding_cls_mean_max",
+}
 EXPORTS = [
     (case, dtype)
     for cases in CASES.values()
-    for case, (build, options) in cases.items()
-    # CorpusIndex is no Keras model: its precision is corpus_dtype.
-    for dtype in (
-        ("float32",)
-        if "retrieval" in case or "two_stage" in case
-        else (
-            "float32",
-            "bfloat16",
-        )
-    )
+    for case in cases
+    for dtype in (("float32", "bfloat16") if case in BFLOAT16_CASES else ("float32",))
 ]
 
 
@@ -169,6 +186,10 @@ def test_every_registered_family_has_a_case():
         f"registered families without a tiny-model case in {__file__}: {missing}"
     )
     assert set(CASES) <= set(serving.registered())
+    # Every Keras model class keeps a bfloat16 export.
+    for path, cases in CASES.items():
+        if not path.endswith(":CorpusIndex"):
+            assert BFLOAT16_CASES & set(cases), path
 
 
 @pytest.fixture(scope="module")
