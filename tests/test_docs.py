@@ -361,6 +361,11 @@ def test_saved_model_cli_commands(workspace, mrpc_export):
     assert "serve_tokenized" in result.stdout and "text_b" in result.stdout
     result = run_shell(workspace, small(workspace, run), quiet=False)
     assert "probabilities" in result.stdout
+    # The Python loader, in a process that imports no tensorflow_text itself.
+    code = small(workspace, block("from bert_tf.serving import load_saved_model"))
+    printed = run_python(workspace, code, "load_saved_model.py").stdout.splitlines()
+    probabilities = [float(v) for v in re.findall(r"[-+0-9.e]+", printed[-1])]
+    assert len(probabilities) == 2 and abs(sum(probabilities) - 1) < 1e-5
 
 
 def test_litert_export_command_and_snippet(workspace, mrpc_output):

@@ -166,6 +166,7 @@ BLOCKS = {
         ("json", '"serve_tokenized"', "check against the exported signature"),
         ("python", "grpc.insecure_channel", "static: a gRPC client needs a server"),
         ("bash", "saved_model_cli show", "run"),
+        ("python", "from bert_tf.serving import load_saved_model", "run"),
     ],
     "docs/guides/litert.md": [
         ("bash", "--output_file=/tmp/mrpc.tflite", "run"),

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_tf.errors import UserInputError
 from bert_tf.pipelines.text_pipeline import classification_results
+from bert_tf.serving.saved_model_loader import load_saved_model
 
 # Where export_saved_model writes what it exported (family, labels, ...).
 METADATA_FILE = os.path.join("assets.extra", "bert_tf_export.json")
@@ -44,7 +45,7 @@ class SavedModelSource:
                 f"bert_tf.pipeline: {version_dir} is a {exported} export, not a "
                 f"{family}"
             )
-        self.loaded = tf.saved_model.load(version_dir)
+        self.loaded = load_saved_model(version_dir)
         if "serving_default" not in self.loaded.signatures:
             raise UserInputError(
                 f"bert_tf.pipeline: {version_dir} has no serving_default signature"

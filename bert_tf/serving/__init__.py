@@ -10,6 +10,8 @@
 * registry.py: model class -> family; a new family adds one entry with
   `register(ModelClass, SignatureModuleClass)` (or a line in its table).
 * `export_saved_model` (saved_model_exporter.py): the TF Serving SavedModel.
+* `load_saved_model` (saved_model_loader.py): an export loaded in Python,
+  tensorflow-text's ops registered first.
 * `export_litert` (litert_exporter.py): one LiteRT (.tflite) file that takes
   raw text (tokenizer inside, int8 weights by default).
 
@@ -38,6 +40,7 @@ _EXPORTS = {
     "TextPairSignatures": "bert_tf.serving.text_pair_signatures",
     "export_litert": "bert_tf.serving.litert_exporter",
     "export_saved_model": "bert_tf.serving.saved_model_exporter",
+    "load_saved_model": "bert_tf.serving.saved_model_loader",
     "register": "bert_tf.serving.registry",
     "registered": "bert_tf.serving.registry",
     "signature_module_class": "bert_tf.serving.registry",
