@@ -10,6 +10,7 @@ the new and changed passages and deletes the removed ones.
 import contextlib
 import gzip
 import io
+import itertools
 import json
 import os
 import re
@@ -26,6 +27,7 @@ pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not instal
 from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
 from beir_fixtures import squad_subset  # noqa: E402
 from beir_fixtures import write_jsonl  # noqa: E402
+from cli_one_process import run_in_one_process  # noqa: E402
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
 from cli_script import script_env  # noqa: E402
@@ -203,18 +205,22 @@ def test_runner_flags_are_checked(small_beir, tmp_path):
         f"--output_dir={tmp_path}",
         f"--init_checkpoint={tmp_path}",  # exists; never read
     ]
-    evaluate = run_script(
-        SCRIPT, *base, "--do_index", "--do_eval", "--runner=DirectRunner", check=False
+    modes = ("--retrieval_mode=hybrid", "--vector_type=int8")
+    # The four runs one after another in one process (TensorFlow imported once).
+    evaluate, *others, corpus = run_in_one_process(
+        "run_retrieval",
+        [
+            [*base, "--do_index", "--do_eval", "--runner=DirectRunner"],
+            *([*base, "--do_index", mode, "--runner=DirectRunner"] for mode in modes),
+            [*base, "--do_index", "--corpus_file=x*"],
+        ],
+        tmp_path / "cli",
     )
     assert evaluate.returncode == 2
     assert "--runner" in evaluate.stderr.strip().splitlines()[-1]
-    for mode in ("--retrieval_mode=hybrid", "--vector_type=int8"):
-        other = run_script(
-            SCRIPT, *base, "--do_index", mode, "--runner=DirectRunner", check=False
-        )
+    for mode, other in zip(modes, others, strict=True):
         assert other.returncode == 2
         assert mode in other.stderr.strip().splitlines()[-1]
-    corpus = run_script(SCRIPT, *base, "--do_index", "--corpus_file=x*", check=False)
     assert corpus.returncode == 2
     assert "--corpus_file needs --runner" in corpus.stderr.strip().splitlines()[-1]
 
@@ -272,7 +278,12 @@ def test_beam_cuts_passages_with_the_towers_tokenizer_settings(
         return beir.split_passages({d.id: d for d in documents}, count, 48, 24)
 
     squad = list(beir.read_corpus(squad_beir).values())
-    differ = [d for d in squad if cut(settings, [d]) != cut(defaults, [d])]
+    # The first 8 that differ (no need to cut the rest of the corpus).
+    differ = list(
+        itertools.islice(
+            (d for d in squad if cut(settings, [d]) != cut(defaults, [d])), 8
+        )
+    )
     documents = differ[:8] + squad[:4]
     assert len(differ) >= 8
     data = _write_beir(tmp_path / "accented", documents)

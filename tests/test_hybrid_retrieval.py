@@ -294,68 +294,85 @@ def test_cli_modes_end_to_end(squad_beir, shared_data, tmp_path):  # noqa: F811
     """run_retrieval.py --retrieval_mode=hybrid / bm25 and --vector_type=int8
     through the CLI, checked against the Python API on the same collections."""
 
+    import keras
     from beir_fixtures import squad_subset
-    from cli_script import REPO
-    from cli_script import run_script
+    from cli_one_process import run_in_one_process
     from test_run_retrieval import _read_results
     from test_run_retrieval import _read_run
     from test_run_retrieval import _tiny_st_dir
-
-    script = os.path.join(REPO, "run_retrieval.py")
-    data = squad_subset(squad_beir, tmp_path / "data", 40)
-    encoder = _tiny_st_dir(shared_data, tmp_path / "tiny", 1)
-    out = tmp_path / "out"
-    common = [
-        f"--data_dir={data}",
-        f"--output_dir={out}",
-        f"--init_checkpoint={encoder}",
-    ]
-
-    def run(*flags, check=True):
-        return run_script(script, *common, *flags, check=check)
-
-    run("--retrieval_mode=hybrid", "--do_index", "--do_eval", "--eval_top_k=10")
-    hybrid_rrf = _read_run(out / "run.tsv")
-    run("--retrieval_mode=hybrid", "--fusion=weighted", "--do_eval", "--eval_top_k=10")
-    hybrid_weighted = _read_run(out / "run.tsv")
-    run("--retrieval_mode=bm25", "--milvus_collection=bm25", "--do_index", "--do_eval")
-    bm25 = _read_results(out / "eval_results.txt")
-    assert bm25["recall@10"] > 0.8  # BM25 on 40 SQuAD paragraphs
-    # The hybrid collection answers each side alone too, with the same BM25.
-    run("--retrieval_mode=bm25", "--do_eval")
-    assert _read_results(out / "eval_results.txt") == bm25
-    run("--retrieval_mode=dense", "--do_index", "--do_eval")
-    run(
-        "--vector_type=int8",
-        "--rescore_k=30",
-        "--milvus_collection=int8",
-        "--do_index",
-        "--do_eval",
-    )
-    # Hybrid with a cross-encoder as the second stage (a tiny random one).
-    import keras
     from tiny_models import tiny_bert_config
 
     from bert_tf.models.bert_reranker import BertReranker
     from bert_tf.text.preprocessing import BertPreprocessor
 
+    data = squad_subset(squad_beir, tmp_path / "data", 40)
+    encoder = _tiny_st_dir(shared_data, tmp_path / "tiny", 1)
+    # The second stage of the last hybrid run: a tiny random cross-encoder.
     keras.utils.set_random_seed(6)
     vocab = os.path.join(shared_data, "vocab/bert-base-uncased/vocab.txt")
     rerank_dir = BertReranker(
         tiny_bert_config(30522, max_position_embeddings=128, dropout=0.0),
         preprocessor=BertPreprocessor(vocab, True, 128, padding="longest"),
     ).save_cross_encoder(str(tmp_path / "cross_encoder"))
-    run(
-        "--retrieval_mode=hybrid",
-        "--do_eval",
-        "--eval_top_k=10",
-        f"--rerank_checkpoint={rerank_dir}",
-        "--rerank_top_k=5",
+    out = tmp_path / "out"
+    common = [
+        f"--data_dir={data}",
+        f"--output_dir={out}",
+        f"--init_checkpoint={encoder}",
+    ]
+    # The CLI runs one after another in one process (TensorFlow imported
+    # once); each run's results are copied as it left them.
+    keep = [out / "run.tsv", out / "eval_results.txt", out / "run_reranked.tsv"]
+    runs = [
+        ["--retrieval_mode=hybrid", "--do_index", "--do_eval", "--eval_top_k=10"],
+        [
+            "--retrieval_mode=hybrid",
+            "--fusion=weighted",
+            "--do_eval",
+            "--eval_top_k=10",
+        ],
+        [
+            "--retrieval_mode=bm25",
+            "--milvus_collection=bm25",
+            "--do_index",
+            "--do_eval",
+        ],
+        # The hybrid collection answers each side alone too, with the same BM25.
+        ["--retrieval_mode=bm25", "--do_eval"],
+        ["--retrieval_mode=dense", "--do_index", "--do_eval"],
+        [
+            "--vector_type=int8",
+            "--rescore_k=30",
+            "--milvus_collection=int8",
+            "--do_index",
+            "--do_eval",
+        ],
+        # Hybrid with the cross-encoder as the second stage.
+        [
+            "--retrieval_mode=hybrid",
+            "--do_eval",
+            "--eval_top_k=10",
+            f"--rerank_checkpoint={rerank_dir}",
+            "--rerank_top_k=5",
+        ],
+        ["--retrieval_mode=bm25", "--bm25_function", "--do_eval"],
+    ]
+    done = run_in_one_process(
+        "run_retrieval",
+        [{"argv": [*common, *flags], "keep": keep} for flags in runs],
+        tmp_path / "cli",
     )
-    results = _read_results(out / "eval_results.txt")
+    for result in done[:-1]:
+        assert result.returncode == 0, result.stderr[-4000:]
+    hybrid_rrf = _read_run(os.path.join(done[0].kept, "run.tsv"))
+    hybrid_weighted = _read_run(os.path.join(done[1].kept, "run.tsv"))
+    bm25 = _read_results(os.path.join(done[2].kept, "eval_results.txt"))
+    assert bm25["recall@10"] > 0.8  # BM25 on 40 SQuAD paragraphs
+    assert _read_results(os.path.join(done[3].kept, "eval_results.txt")) == bm25
+    results = _read_results(os.path.join(done[6].kept, "eval_results.txt"))
     assert "mrr@10_reranked" in results and "recall@10" in results
-    reranked_cli = _read_run(out / "run_reranked.tsv")
-    lite = run("--retrieval_mode=bm25", "--bm25_function", "--do_eval", check=False)
+    reranked_cli = _read_run(os.path.join(done[6].kept, "run_reranked.tsv"))
+    lite = done[7]
     assert lite.returncode == 2
     assert "run_retrieval: error: --bm25_function: Milvus's BM25" in lite.stderr
 

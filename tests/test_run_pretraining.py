@@ -278,7 +278,8 @@ def test_continues_pretraining_a_sentence_transformers_dir(
 
     records, _ = sample_records
     output = tmp_path / "continued"
-    steps = 40
+    # 20 steps bring the masked-LM loss to ~4.9, well under the bound (6.2).
+    steps = 20
     result = run_cli(
         f"--input_file={records}",
         f"--init_checkpoint={minilm_dir}",

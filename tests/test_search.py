@@ -19,6 +19,7 @@ pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not instal
 
 from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
 from beir_fixtures import squad_subset  # noqa: E402
+from cli_one_process import run_in_one_process  # noqa: E402
 from cli_script import REPO  # noqa: E402
 from cli_script import run_script  # noqa: E402
 from cli_script import script_env  # noqa: E402
@@ -60,20 +61,6 @@ def indexed(squad_beir, minilm_dir, tmp_path_factory):  # noqa: F811
     return data, str(out)
 
 
-def _search(*flags, stdin=None, check=True):
-    result = subprocess.run(
-        [sys.executable, SEARCH, *flags],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=600,
-        env=script_env(),
-    )
-    if check:
-        assert result.returncode == 0, result.stderr[-4000:]
-    return result
-
-
 def _copy(out, tmp_path):
     """A copy of the output_dir, for this process to open: a Milvus Lite file
     stays held by the process that opened it, and the commands open the
@@ -107,23 +94,26 @@ def test_search_prints_what_the_library_finds_with_the_corpus_text(
     indexed, minilm_dir, tmp_path
 ):
     data, out = indexed
-    printed = _jsonl(
-        _search(
-            f"--index={out}",
-            "--top_k=5",
-            "--output_format=jsonl",
-            "--retrieval_mode=dense",
-            *QUERIES,
-        )
+    # The three runs one after another in one process (TensorFlow imported once).
+    common = [f"--index={out}", "--retrieval_mode=dense"]
+    runs = run_in_one_process(
+        "search",
+        [
+            [*common, "--top_k=5", "--output_format=jsonl", *QUERIES],
+            # The same queries on stdin (one a line, blank lines skipped).
+            {
+                "argv": [*common, "--top_k=5", "--output_format=jsonl"],
+                "stdin": "\n".join(["", *QUERIES, ""]),
+            },
+            # Text output.
+            [*common, "--top_k=2", QUERIES[0]],
+        ],
+        tmp_path / "cli",
     )
-    # The same queries on stdin (one a line, blank lines skipped).
-    piped = _search(
-        f"--index={out}",
-        "--top_k=5",
-        "--output_format=jsonl",
-        "--retrieval_mode=dense",
-        stdin="\n".join(["", *QUERIES, ""]),
-    )
+    for result in runs:
+        assert result.returncode == 0, result.stderr[-4000:]
+    printed, piped, text_run = runs
+    printed = _jsonl(printed)
     assert _jsonl(piped) == printed
     assert [r["query"] for r in printed] == QUERIES
 
@@ -158,9 +148,7 @@ def test_search_prints_what_the_library_finds_with_the_corpus_text(
     assert split  # long paragraphs were cut, and shown as their windows
 
     # Text output: the same hits, each with its title and text.
-    text = _search(
-        f"--index={out}", "--top_k=2", "--retrieval_mode=dense", QUERIES[0]
-    ).stdout
+    text = text_run.stdout
     first = printed[0]["hits"][0]
     assert text.startswith(f"query: {QUERIES[0]}\n  1. {first['score']:.4f}  ")
     assert f"     {first['title']}\n     {first['text']}\n" in text
@@ -202,19 +190,31 @@ def test_bm25_and_hybrid_equal_the_store_and_the_milvus_uri_reads_its_record(
 
 
 @pytest.mark.slow
-def test_rerank_orders_the_candidates_by_the_cross_encoder(indexed, cross_encoder_dir):  # noqa: F811
+def test_rerank_orders_the_candidates_by_the_cross_encoder(
+    indexed,
+    cross_encoder_dir,  # noqa: F811
+    tmp_path,
+):
     _, out = indexed
     common = [f"--index={out}", "--output_format=jsonl", "--retrieval_mode=dense"]
-    first = _jsonl(_search(*common, "--top_k=8", *QUERIES))
-    reranked = _jsonl(
-        _search(
-            *common,
-            "--top_k=8",
-            "--rerank_top_k=8",
-            f"--rerank_checkpoint={cross_encoder_dir}",
-            *QUERIES,
-        )
+    # Both runs in one process (TensorFlow imported once).
+    runs = run_in_one_process(
+        "search",
+        [
+            [*common, "--top_k=8", *QUERIES],
+            [
+                *common,
+                "--top_k=8",
+                "--rerank_top_k=8",
+                f"--rerank_checkpoint={cross_encoder_dir}",
+                *QUERIES,
+            ],
+        ],
+        tmp_path / "cli",
     )
+    for result in runs:
+        assert result.returncode == 0, result.stderr[-4000:]
+    first, reranked = (_jsonl(result) for result in runs)
     from sentence_transformers import CrossEncoder
 
     reference = CrossEncoder(cross_encoder_dir, device="cpu")
