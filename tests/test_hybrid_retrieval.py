@@ -19,6 +19,7 @@ from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
 from bert_tf.data_prep import beir  # noqa: E402
 from bert_tf.errors import UserInputError  # noqa: E402
 from bert_tf.metrics.retrieval import retrieval_metrics  # noqa: E402
+from bert_tf.retrieval import milvus_search  # noqa: E402
 from bert_tf.retrieval import quantized_vectors  # noqa: E402
 from bert_tf.retrieval.bm25 import BM25Statistics  # noqa: E402
 from bert_tf.retrieval.bm25 import lexical_terms  # noqa: E402
@@ -171,7 +172,7 @@ def _dense_rows(n, seed=0):
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def test_hybrid_search_fuses_the_two_sides(squad_docs, tmp_path):
+def test_hybrid_search_fuses_the_two_sides(squad_docs, tmp_path, monkeypatch):
     corpus, queries, _ = squad_docs
     passages = _whole_documents(dict(list(corpus.items())[:200]))
     rows = [StoredPassage(p.id, p.doc_id, "") for p in passages]
@@ -193,6 +194,31 @@ def test_hybrid_search_fuses_the_two_sides(squad_docs, tmp_path):
         weighted = store.hybrid_search(
             query_vectors, lexical, 10, "weighted", weights=(0.3, 0.7)
         )
+        # Deep searches are cut into requests of at most _HITS_PER_REQUEST
+        # hits (Milvus's gRPC answers stop at 256 MB): the same results.
+        monkeypatch.setattr(milvus_search, "_HITS_PER_REQUEST", 25)
+        sizes = []
+        for name in ("search", "hybrid_search"):
+            method = getattr(store._client, name)
+
+            def counted(*args, _method=method, _name=name, **kwargs):
+                if _name == "search":
+                    sizes.append(len(kwargs["data"]))
+                else:
+                    sizes.append(len(args[1][0].data))  # the dense request's
+                return _method(*args, **kwargs)
+
+            monkeypatch.setattr(store._client, name, counted)
+        again = (
+            (store.search(query_vectors, 10), dense),
+            (store.search_lexical(lexical, 10), sparse),
+            (store.hybrid_search(query_vectors, lexical, 10, "rrf", rrf_k=60), rrf),
+        )
+        for batched, whole in again:
+            # Inner products summed per batch: float32 rounding apart.
+            assert batched.ids == whole.ids
+            np.testing.assert_allclose(batched.scores, whole.scores, rtol=1e-5)
+        assert sizes and max(sizes) == 2 and sum(sizes) == 3 * len(texts)
     overlap = 0
     for i in range(len(texts)):
         # RRF: sum over the sides of 1 / (k + rank), ranks from 1.
@@ -324,6 +350,15 @@ def test_cli_modes_end_to_end(squad_beir, shared_data, tmp_path):  # noqa: F811
     # once); each run's results are copied as it left them.
     keep = [out / "run.tsv", out / "eval_results.txt", out / "run_reranked.tsv"]
     runs = [
+        # First: a later run's absl log does not reach its stderr here.
+        [
+            "--vector_type=int8",
+            "--rescore_k=30",
+            "--milvus_collection=int8",
+            "--do_index",
+            "--do_eval",
+            "--eval_top_k=10",
+        ],
         ["--retrieval_mode=hybrid", "--do_index", "--do_eval", "--eval_top_k=10"],
         [
             "--retrieval_mode=hybrid",
@@ -340,13 +375,6 @@ def test_cli_modes_end_to_end(squad_beir, shared_data, tmp_path):  # noqa: F811
         # The hybrid collection answers each side alone too, with the same BM25.
         ["--retrieval_mode=bm25", "--do_eval"],
         ["--retrieval_mode=dense", "--do_index", "--do_eval"],
-        [
-            "--vector_type=int8",
-            "--rescore_k=30",
-            "--milvus_collection=int8",
-            "--do_index",
-            "--do_eval",
-        ],
         # Hybrid with the cross-encoder as the second stage.
         [
             "--retrieval_mode=hybrid",
@@ -364,13 +392,18 @@ def test_cli_modes_end_to_end(squad_beir, shared_data, tmp_path):  # noqa: F811
     )
     for result in done[:-1]:
         assert result.returncode == 0, result.stderr[-4000:]
-    hybrid_rrf = _read_run(os.path.join(done[0].kept, "run.tsv"))
-    hybrid_weighted = _read_run(os.path.join(done[1].kept, "run.tsv"))
-    bm25 = _read_results(os.path.join(done[2].kept, "eval_results.txt"))
+    hybrid_rrf = _read_run(os.path.join(done[1].kept, "run.tsv"))
+    hybrid_weighted = _read_run(os.path.join(done[2].kept, "run.tsv"))
+    bm25 = _read_results(os.path.join(done[3].kept, "eval_results.txt"))
     assert bm25["recall@10"] > 0.8  # BM25 on 40 SQuAD paragraphs
-    assert _read_results(os.path.join(done[3].kept, "eval_results.txt")) == bm25
+    assert _read_results(os.path.join(done[4].kept, "eval_results.txt")) == bm25
     results = _read_results(os.path.join(done[6].kept, "eval_results.txt"))
     assert "mrr@10_reranked" in results and "recall@10" in results
+    # --eval_top_k=10 ranks 10 documents: no recall@100 (it would equal
+    # recall@10), and the log says so; the int8 run's log names its vectors.
+    assert not any(name.startswith("recall@100") for name in results)
+    assert "Not reported: recall@100 (eval_top_k=10" in done[0].stderr
+    assert "queries (dense, int8 vectors, rescoring 30) in" in done[0].stderr
     reranked_cli = _read_run(os.path.join(done[6].kept, "run_reranked.tsv"))
     lite = done[7]
     assert lite.returncode == 2

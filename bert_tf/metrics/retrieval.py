@@ -18,7 +18,12 @@ document id descending.
 
 import math
 
-__all__ = ["DEFAULT_METRIC_NAMES", "rank_documents", "retrieval_metrics"]
+__all__ = [
+    "DEFAULT_METRIC_NAMES",
+    "metric_names_within",
+    "rank_documents",
+    "retrieval_metrics",
+]
 
 # The metrics run_retrieval.py writes, in this order.
 DEFAULT_METRIC_NAMES = (
@@ -29,6 +34,18 @@ DEFAULT_METRIC_NAMES = (
     "mrr@10",
     "ndcg@10",
 )
+
+
+def metric_names_within(depth, names=DEFAULT_METRIC_NAMES):
+    """The `names` whose cut-off a run `depth` documents deep can compute,
+    and the names it cannot (recall@100 of a top-10 run would silently equal
+    recall@10).
+
+    >>> metric_names_within(10)
+    (('recall@1', 'recall@5', 'recall@10', 'mrr@10', 'ndcg@10'), ('recall@100',))
+    """
+    within = tuple(name for name in names if _metric(name)[1] <= depth)
+    return within, tuple(name for name in names if name not in within)
 
 
 def rank_documents(scores):

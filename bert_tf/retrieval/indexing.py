@@ -202,7 +202,10 @@ def index_corpus(
     todo.sort(key=lambda p: -len(p.text))
     kept = len(passages) - len(todo)
     logging.info(
-        "Indexing: %d passages already in the store, %d to embed", kept, len(todo)
+        "Indexing: %d passages already in the store, %d to %s",
+        kept,
+        len(todo),
+        "embed" if store.dense else "write (BM25 only: nothing to embed)",
     )
     lexical = store.lexical and not store.bm25_function
     if lexical:

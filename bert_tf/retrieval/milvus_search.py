@@ -12,8 +12,19 @@ from bert_tf.retrieval.milvus_schema import VECTOR_FIELD
 from bert_tf.retrieval.vector_store import FUSIONS
 from bert_tf.retrieval.vector_store import SearchResults
 
-# Queries of one search request.
+# Queries of one search request, at most; and hits (queries x limit) of one
+# answer. Milvus's gRPC messages stop at 256 MB: an evaluation asks a deep
+# limit (top k x the most passages of one document, up to 16,384), and 256
+# such hybrid queries on SQuAD made a 475 MB answer (about 110 bytes a hit).
+# 2**18 hits keep an answer near 30 MB.
 _SEARCH_BATCH = 256
+_HITS_PER_REQUEST = 1 << 18
+
+
+def _batch_size(limit):
+    """Queries of one request that asks `limit` hits for each."""
+    return max(1, min(_SEARCH_BATCH, _HITS_PER_REQUEST // max(1, int(limit))))
+
 
 __all__ = ["MilvusSearch"]
 
@@ -55,13 +66,15 @@ class MilvusSearch:
     def _searches(self, what, data, top_k, **kwargs):
         """Per query, [(id, distance)]: `data` searched in batches."""
         found = []
-        for start in range(0, len(data), _SEARCH_BATCH):
+        limit = min(int(top_k), MAX_TOP_K)
+        batch = _batch_size(limit)
+        for start in range(0, len(data), batch):
             hits = self._call(
                 what,
                 self._client.search,
                 self.collection,
-                data=data[start : start + _SEARCH_BATCH],
-                limit=min(int(top_k), MAX_TOP_K),
+                data=data[start : start + batch],
+                limit=limit,
                 output_fields=[],
                 **kwargs,
             )
@@ -209,8 +222,9 @@ class MilvusSearch:
         _, _, metric, _ = self._vector_schema()
         limit = min(int(top_k), MAX_TOP_K)
         ids, scores = [], []
-        for start in range(0, len(dense), _SEARCH_BATCH):
-            end = start + _SEARCH_BATCH
+        batch = _batch_size(limit)
+        for start in range(0, len(dense), batch):
+            end = start + batch
             requests = [
                 AnnSearchRequest(
                     dense[start:end],

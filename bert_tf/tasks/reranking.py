@@ -35,6 +35,7 @@ from absl import logging
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.data_prep import beir
 from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
+from bert_tf.metrics.retrieval import metric_names_within
 from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.models.bert_reranker import BertReranker
@@ -330,7 +331,8 @@ class RerankingTask(Task):
             query_ids,
             [rank_documents(reranked[q]) for q in query_ids],
         )
-        results = two_stage_metrics(qrels, first, reranked)
+        names, _ = metric_names_within(options.eval_top_k)
+        results = two_stage_metrics(qrels, first, reranked, names)
         results.update(
             global_step=global_step,
             num_queries=len(query_ids),

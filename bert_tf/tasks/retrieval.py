@@ -57,6 +57,7 @@ from absl import logging
 from bert_tf.data_prep import beir
 from bert_tf.errors import UserInputError
 from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
+from bert_tf.metrics.retrieval import metric_names_within
 from bert_tf.metrics.retrieval import rank_documents
 from bert_tf.metrics.retrieval import retrieval_metrics
 from bert_tf.options.checks import check_once
@@ -187,6 +188,28 @@ def index_settings(run, options, fingerprint):
     }
 
 
+def searched_as(options):
+    """How the queries were searched, for the log: the mode, and the stored
+    vectors' type when they are quantized (and their rescoring)."""
+    if options.retrieval_mode == "bm25" or options.vector_type == "float32":
+        return options.retrieval_mode
+    rescored = f", rescoring {options.rescore_k}" if options.rescore_k else ""
+    return f"{options.retrieval_mode}, {options.vector_type} vectors{rescored}"
+
+
+def reported_metric_names(eval_top_k):
+    """The metrics a run of `eval_top_k` documents a query reports; a log
+    line names those it cannot compute."""
+    names, left_out = metric_names_within(eval_top_k, DEFAULT_METRIC_NAMES)
+    if left_out:
+        logging.info(
+            "Not reported: %s (eval_top_k=%d ranks fewer documents)",
+            ", ".join(left_out),
+            eval_top_k,
+        )
+    return names
+
+
 def evaluate(towers, store, queries, qrels, passages, output_dir, options):
     """Searches the qrels' queries (--retrieval_mode); writes eval_results.txt
     and run.tsv; with --rerank_checkpoint, also the cross-encoder's order of
@@ -215,11 +238,12 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
     logging.info(
         "Searched %d queries (%s) in %.2f s",
         len(query_ids),
-        options.retrieval_mode,
+        searched_as(options),
         time.perf_counter() - start,
     )
     run = {q: dict(found) for q, found in zip(query_ids, results, strict=True)}
-    metrics = retrieval_metrics(qrels, run, DEFAULT_METRIC_NAMES)
+    names = reported_metric_names(options.eval_top_k)
+    metrics = retrieval_metrics(qrels, run, names)
     write_run(os.path.join(output_dir, RUN_FILE), query_ids, results)
     if options.rerank_checkpoint:
         from bert_tf.models.bert_reranker import BertReranker
@@ -231,8 +255,8 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
             passages,
             options.rerank_top_k,
         )
-        second = retrieval_metrics(qrels, reranked, DEFAULT_METRIC_NAMES)
-        warn_if_reranking_hurts({n: metrics[n] for n in DEFAULT_METRIC_NAMES}, second)
+        second = retrieval_metrics(qrels, reranked, names)
+        warn_if_reranking_hurts({n: metrics[n] for n in names}, second)
         metrics.update({f"{name}_reranked": v for name, v in second.items()})
         write_run(
             os.path.join(output_dir, RERANKED_RUN_FILE),
