@@ -265,6 +265,15 @@ def test_int8_and_binary_rank_as_numpy_and_rescore_with_floats(tmp_path):
                 store.set_int8_scale(scale)
             store.upsert(rows, vectors)
             found = store.search(queries, 10)
+            # What bert-tf-search shows without a recorded rescore_k: the
+            # same top 10, scored (and ordered) by the float32 vectors.
+            shown = store.search(queries, 10, rescore_k=10)
+        for i in range(len(queries)):
+            assert set(shown.ids[i]) == set(found.ids[i])
+            rows_shown = [int(pid[1:]) for pid in shown.ids[i]]
+            exact = vectors[rows_shown] @ queries[i]
+            np.testing.assert_allclose(shown.scores[i], exact, rtol=1e-5)
+            assert shown.scores[i] == sorted(shown.scores[i], reverse=True)
         # Reopened: the scale comes from the collection; rescoring by floats.
         with MilvusStore(
             path, "c", DIM, "m", vector_type=vector_type, rescore_k=40

@@ -634,3 +634,44 @@ def test_int8_minilm_encode_by_word_pieces_keeps_float32_quality(
     )
     assert cosines.mean() >= 0.995, cosines.mean()
     assert cosines.min() >= 0.98, cosines.min()
+
+
+LITERT_MODEL_WITHOUT_TENSORFLOW = textwrap.dedent(
+    """
+    import json, sys
+    from bert_tf.serving.litert_model import LiteRTModel
+
+    model = LiteRTModel(sys.argv[1])
+    out = model(text_a=["He left."], text_b=["He is gone."])
+    imported = sorted(
+        name for name in ("tensorflow", "tensorflow_text", "keras") if name in sys.modules
+    )
+    print(json.dumps([imported, out["probabilities"].tolist()]))
+    """
+)
+
+
+@pytest.mark.slow
+def test_litert_model_runs_without_importing_tensorflow(exported, tmp_path):
+    """LiteRTModel takes tensorflow-text's kernels from its extension, without
+    the tensorflow_text package (which imports TensorFlow, seconds a process)."""
+    from cli_script import script_env
+
+    script = tmp_path / "no_tf.py"
+    script.write_text(LITERT_MODEL_WITHOUT_TENSORFLOW)
+    done = subprocess.run(
+        [sys.executable, str(script), exported["classifier", "none"]],
+        capture_output=True,
+        text=True,
+        env=script_env(),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not [line for line in done.stderr.splitlines() if "] " in line]  # no C++ log
+    imported, got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert imported == []
+    want = LiteRTModel(exported["classifier", "none"])(
+        text_a=["He left."], text_b=["He is gone."]
+    )["probabilities"]
+    np.testing.assert_allclose(got, want, atol=1e-6)

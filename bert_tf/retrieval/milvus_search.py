@@ -94,14 +94,16 @@ class MilvusSearch:
             params["ef"] = max(params["ef"], min(int(top_k), MAX_TOP_K))
         return params
 
-    def search(self, queries, top_k):
+    def search(self, queries, top_k, rescore_k=None):
         """See `VectorStore.search`; a quantized collection with `rescore_k`
-        orders its `rescore_k` best by the float32 vectors."""
+        (default: the store's) orders its `rescore_k` best by the float32
+        vectors, and scores them so."""
         if not self.dense:
             raise self._error("holds no dense vectors (BM25 only)")
+        rescore_k = self.rescore_k if rescore_k is None else int(rescore_k)
         data = self._dense_queries(queries)
         _, _, metric, _ = self._vector_schema()
-        depth = max(top_k, self.rescore_k) if self.quantized else top_k
+        depth = max(top_k, rescore_k) if self.quantized else top_k
         found = self._searches(
             "searching",
             data,
@@ -109,7 +111,7 @@ class MilvusSearch:
             anns_field=VECTOR_FIELD,
             search_params={"metric_type": metric, "params": self._params(depth)},
         )
-        if self.quantized and self.rescore_k:
+        if self.quantized and rescore_k:
             return self._rescored(np.asarray(queries, np.float32), found, top_k)
         return SearchResults(
             [[pid for pid, _ in hits] for hits in found],

@@ -287,7 +287,10 @@ class SearchIndex:
         if mode != "bm25":
             vectors = towers.encode_queries(queries, batch_size)
         if mode == "dense":
-            found = store.search(vectors, top_k)
+            # A quantized collection indexed without rescoring still shows
+            # float32 similarities (its codes' inner products, e.g. 178968.0,
+            # mean nothing to a reader): its top_k are rescored.
+            found = store.search(vectors, top_k, rescore_k=store.rescore_k or top_k)
         else:
             lexical = queries if store.bm25_function else map(query_vector, queries)
             lexical = list(lexical)

@@ -11,7 +11,9 @@ array([b'1'], dtype=object)
 """
 
 import json
+import os
 import struct
+import sys
 
 import numpy as np
 
@@ -27,6 +29,10 @@ def _import_runtime():
         raise ImportError(
             f"bert_tf.serving.litert_model needs the ai-edge-litert package ({error}): {INSTALL_HINT}"
         ) from error
+    if "tensorflow_text" not in sys.modules:
+        registrars = _registrars_without_tensorflow()
+        if registrars:
+            return InterpreterWithCustomOps, registrars
     try:
         import tensorflow_text
     except ImportError as error:
@@ -35,6 +41,50 @@ def _import_runtime():
             f"LiteRT kernels ({error}): {INSTALL_HINT}"
         ) from error
     return InterpreterWithCustomOps, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
+
+
+def _registrars_without_tensorflow():
+    """tensorflow-text's LiteRT op registrars, read from its
+    `tflite_registrar` extension without importing `tensorflow_text` (whose
+    package imports TensorFlow: 4-5 s a process, for 14 functions). The
+    extension needs TensorFlow's C++ framework library, loaded first (0.1 s)
+    with its start-up log held back. [] when either is not where the
+    packages put them: the caller imports tensorflow_text instead."""
+    import ctypes
+    import importlib.machinery
+    import importlib.util
+
+    from bert_tf.tensorflow_import import stderr_held_back
+
+    try:
+        tf_spec = importlib.util.find_spec("tensorflow")
+        text_spec = importlib.util.find_spec("tensorflow_text")
+    except (ImportError, ValueError):
+        return []
+    if tf_spec is None or text_spec is None:
+        return []
+    framework = os.path.join(
+        os.path.dirname(tf_spec.origin), "libtensorflow_framework.so.2"
+    )
+    extension = os.path.join(
+        os.path.dirname(text_spec.origin), "core", "pybinds", "tflite_registrar.so"
+    )
+    if not (os.path.exists(framework) and os.path.exists(extension)):
+        return []
+    name = "tensorflow_text.core.pybinds.tflite_registrar"
+    try:
+        with stderr_held_back(False):
+            ctypes.CDLL(framework, mode=ctypes.RTLD_GLOBAL)
+            loader = importlib.machinery.ExtensionFileLoader(name, extension)
+            spec = importlib.util.spec_from_file_location(
+                name, extension, loader=loader
+            )
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+    except (OSError, ImportError):
+        return []
+    # tensorflow_text's SELECT_TFTEXT_OPS: every registrar the extension has.
+    return [getattr(module, n) for n in sorted(dir(module)) if n.startswith("Add")]
 
 
 def _valid_utf8(value, name):
