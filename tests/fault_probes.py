@@ -140,6 +140,15 @@ def _predictions_of_the_trained_run(paths, pid, result):
         assert abs(sum(float(p) for p in row) - 1.0) < 1e-4, row
 
 
+def _exported_with_renamed_labels(paths, pid, result):
+    path = os.path.join(
+        paths["T"], "out", pid, "1", "assets.extra", "bert_tf_export.json"
+    )
+    metadata = json.load(open(path))
+    assert metadata["labels"] == ["negative", "positive"], metadata
+    assert metadata["trained_labels"] == ["neg", "pos"], metadata  # label_list.json
+
+
 def _exported_with_the_run_record(paths, pid, result):
     path = os.path.join(
         paths["T"], "out", pid, "1", "assets.extra", "bert_tf_export.json"
@@ -493,6 +502,9 @@ PROBES = [
     error("export_saved_model", "exp-run-labels-reversed", [*EXP_TRAINED, "--labels=pos,neg", "--export_dir=" + out("xo")], "--labels=pos,neg", "neg,pos", slow=True),
     error("export_saved_model", "exp-tagger-labels-reordered", ["--model_type=tagger", "--init_checkpoint=" + NER_TRAINED, "--labels=O,I-location,B-location", "--export_dir=" + out("xp"), *EXP], "--labels=O,I-location,B-location", "O,B-location,I-location", slow=True),
     correct("export_saved_model", "exp-run-as-recorded", [*EXP_TRAINED, "--export_dir=" + out("exp-run-as-recorded")], _exported_with_the_run_record, slow=True),
+    # --labels with new names renames the run's, in label-id order (recorded).
+    correct("export_saved_model", "exp-run-labels-renamed", [*EXP_TRAINED, "--labels=negative,positive", "--export_dir=" + out("exp-run-labels-renamed")], _exported_with_renamed_labels, slow=True),
+    error("export_saved_model", "exp-run-labels-other-count", [*EXP_TRAINED, "--labels=a,b,c", "--export_dir=" + out("xs2")], "--labels=a,b,c", "3 labels", "neg,pos", slow=True),
     error("export_saved_model", "exp-vocab-without-unk", ["--model_type=encoder", "--init_checkpoint=" + K, "--export_dir=" + out("xq"), "--vocab_file={T}/vocab_no_unk.txt", *EXP[1:]], "{T}/vocab_no_unk.txt", "[UNK]"),
     error("export_saved_model", "exp-span-one-segment-type", ["--model_type=span", "--init_checkpoint=" + K, "--export_dir=" + out("xr"), "--vocab_file=" + V, "--bert_config_file={T}/one_type_config.json", "--max_seq_length=32"], "{T}/one_type_config.json", "type_vocab_size=1"),
     error("export_saved_model", "exp-custom-task-without-labels", ["--model_type=classifier", "--task_name=custom", "--init_checkpoint=" + K, "--export_dir=" + out("xi"), *EXP], "labels"),

@@ -9,6 +9,7 @@ included: the file's vocabulary carries their spellings, see
 bert_tf/serving/mediapipe_vocabulary.py).
 """
 
+import json
 import os
 import subprocess
 
@@ -188,6 +189,9 @@ def classifier(minilm_dir, shared_data, tmp_path_factory):
         True,
         CLASSIFIER_SEQ_LENGTH,
         label_list=SST2_LABELS,
+        # SST-2's labels are 0 and 1: shown by name, as export_litert --labels
+        # renames a run's (recorded in the metadata).
+        trained_labels=["0", "1"],
         quantization="none",
     )
     saved_model = serving.export_saved_model(
@@ -197,6 +201,7 @@ def classifier(minilm_dir, shared_data, tmp_path_factory):
         True,
         CLASSIFIER_SEQ_LENGTH,
         label_list=SST2_LABELS,
+        trained_labels=["0", "1"],
         save_keras=False,
     )
     return path, saved_model
@@ -211,6 +216,13 @@ def test_text_classifier_labels_equal_the_saved_models(python, classifier, share
     )
     served = run_task(python, path, "classify", texts)
     assert list(served["labels"]) == [label.decode() for label in ours]
+    assert set(served["labels"]) == set(SST2_LABELS)  # the categories' names
+    from bert_tf.serving.litert_model import read_metadata
+
+    with open(path, "rb") as f:
+        assert read_metadata(f.read())["trained_labels"] == ["0", "1"]
+    with open(os.path.join(saved_model, "assets.extra", "bert_tf_export.json")) as f:
+        assert json.load(f)["trained_labels"] == ["0", "1"]
     assert sum(not text.isascii() for text in texts) == 6
     np.testing.assert_allclose(served["scores"], probabilities, atol=1e-4)
     # The few fine-tuning steps did teach it: better than chance.

@@ -15,6 +15,8 @@ class ClassifierSignatures(TextPairSignatures):
         label_list: the label strings in label-id order (default "0", "1",
             ...).
         text_pair: whether `serving_default` takes `text_b` too.
+        trained_labels: the labels the model was trained with, when
+            `label_list` renames them for display (recorded in the metadata).
 
     Example:
     >>> module = ClassifierSignatures(model, preprocessor, ["no", "yes"], True)
@@ -23,7 +25,14 @@ class ClassifierSignatures(TextPairSignatures):
 
     family = "classifier"
 
-    def __init__(self, model, preprocessor, label_list=None, text_pair=False):
+    def __init__(
+        self,
+        model,
+        preprocessor,
+        label_list=None,
+        text_pair=False,
+        trained_labels=None,
+    ):
         super().__init__(model, preprocessor, text_pair)
         self.regression = model.num_labels == 1
         if label_list is None:
@@ -34,6 +43,15 @@ class ClassifierSignatures(TextPairSignatures):
                 f"label_list has {len(self.labels)} labels but the classifier has "
                 f"{model.num_labels} outputs"
             )
+        self.trained_labels = None
+        if trained_labels is not None:
+            self.trained_labels = [str(label) for label in trained_labels]
+
+    def _renaming(self):
+        """{"trained_labels": [...]} when the labels rename the trained ones."""
+        if self.trained_labels in (None, self.labels):
+            return {}
+        return {"trained_labels": self.trained_labels}
 
     def outputs(self, inputs):
         logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
@@ -47,8 +65,8 @@ class ClassifierSignatures(TextPairSignatures):
         }
 
     def metadata(self):
-        return {**super().metadata(), "labels": self.labels}
+        return {**super().metadata(), "labels": self.labels, **self._renaming()}
 
     def litert_metadata(self):
         labels = None if self.regression else self.labels
-        return {**super().litert_metadata(), "labels": labels}
+        return {**super().litert_metadata(), "labels": labels, **self._renaming()}

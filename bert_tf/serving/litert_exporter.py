@@ -92,6 +92,7 @@ def export_litert(
     strip_accents=None,
     tokenize_chinese_chars=None,
     span_options=None,
+    trained_labels=None,
 ):
     """Writes `model` as a LiteRT file at `path` that takes raw text.
 
@@ -108,6 +109,8 @@ def export_litert(
         span_options: span: a `SpanOptions` (its max_query_length), instead.
         quantization: one of `QUANTIZATIONS`.
         extra_metadata: more JSON-able entries for the file's metadata.
+        trained_labels: classifier: the labels it was trained with, when
+            `label_list` renames them (recorded in the metadata).
 
     Returns: the metadata stored in the file (a dict).
 
@@ -129,6 +132,7 @@ def export_litert(
     kind, signatures_class = litert_family(type(model))
     options = {
         "label_list": label_list,
+        "trained_labels": trained_labels,
         "text_pair": text_pair,
         "span_options": span_options or SpanOptions(max_query_length=max_query_length),
     }

@@ -59,6 +59,7 @@ def export_mediapipe(
     label_list=None,
     quantization="dynamic_int8",
     strip_accents=None,
+    trained_labels=None,
 ):
     """Writes `model` as a MediaPipe Tasks text model at `path`.
 
@@ -70,6 +71,8 @@ def export_mediapipe(
             with (uncased only: MediaPipe lower-cases every text).
         seq_length: the longest input, [CLS] and [SEP] included.
         label_list: classifier: class names in id order (default "0", ...).
+        trained_labels: classifier: the labels it was trained with, when
+            `label_list` renames them (recorded in the metadata).
         quantization: one of `QUANTIZATIONS` ("dynamic_int8": int8 weights).
         strip_accents: whether the model's tokenizer strips accents (None:
             as `do_lower_case`, the original's rule).
@@ -144,6 +147,8 @@ def export_mediapipe(
         "mediapipe_vocab_size": len(lines),
         "labels": labels,
     }
+    if trained_labels is not None and [str(x) for x in trained_labels] != labels:
+        metadata["trained_labels"] = [str(x) for x in trained_labels]
     if kind == "embedding":
         metadata["embedding_dim"] = int(model.embedding_dim)
     write_mediapipe_file(

@@ -12,6 +12,8 @@ that the checkpoint held the family's variables. A builder is
 import dataclasses
 import os
 
+from absl import logging
+
 from bert_tf.checkpoints.loading import check_special_tokens
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.config import BertConfig
@@ -159,6 +161,14 @@ def recorded_tokenization(options, recorded):
             if options.labels
             else f"task_name={options.task_name}"
         )
+        if options.labels and _renames(labels, recorded.label_list, labels_flag):
+            # --labels names the run's labels for display, in label-id order.
+            logging.info(
+                "Labels: the run's %s shown as %s",
+                ",".join(map(str, recorded.label_list)),
+                ",".join(labels),
+            )
+            labels = None  # checked: the run's own are the ones recorded
     elif options.model_type == "tagger" and options.labels:
         labels = list(options.labels)
         labels_flag = f"labels={','.join(options.labels)}"
@@ -177,6 +187,28 @@ def recorded_tokenization(options, recorded):
     if options.model_type == "classifier" and labels is None:
         labels = recorded.label_list
     return bool(do_lower_case), labels
+
+
+def _renames(labels, trained, labels_flag):
+    """Whether --labels renames the run's `trained` labels (as many, and a
+    classification run's); another count is a `UserInputError`. Names that
+    are the run's own in another order are no renaming (the record's check
+    stops them: a reorder would swap the classes' names)."""
+    labels, trained = [str(x) for x in labels], trained and [str(x) for x in trained]
+    if trained is None or labels == trained:
+        return False
+    if glue.is_regression_label_list(trained) or any(
+        new != old and new in trained for new, old in zip(labels, trained, strict=False)
+    ):
+        return False
+    if len(labels) != len(trained):
+        raise UserInputError(
+            f"{labels_flag}: {len(labels)} labels, but the run was trained with "
+            f"{len(trained)} ({','.join(map(str, trained))}); --labels renames "
+            "them in label-id order, one name each",
+            argument="labels",
+        )
+    return True
 
 
 def build_for_export(options):
@@ -248,12 +280,16 @@ def classifier(options, source):
         config=source.config,
         num_labels=1 if regression else len(labels),
     )
+    renamed = {}
+    if options.labels and source.labels and list(source.labels) != list(labels):
+        renamed = {"trained_labels": list(source.labels)}
     return _as_exported(
         options,
         source,
         model,
         label_list=None if regression else labels,
         text_pair=pair,
+        **renamed,
     )
 
 

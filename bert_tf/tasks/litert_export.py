@@ -33,6 +33,7 @@ def run(options):
                 built.do_lower_case,
                 built.max_seq_length,
                 label_list=family_options.get("label_list"),
+                trained_labels=family_options.get("trained_labels"),
                 quantization=options.quantization,
                 strip_accents=built.tokenizer_options.get("strip_accents"),
             )
