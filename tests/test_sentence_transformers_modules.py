@@ -26,7 +26,15 @@ def st():
     return pytest.importorskip("sentence_transformers")
 
 
-def _assemble(st, minilm_dir, directory, pooling_mode, include_prompt, dense=None):
+def _assemble(
+    st,
+    minilm_dir,
+    directory,
+    pooling_mode,
+    include_prompt,
+    dense=None,
+    normalize_before_dense=False,
+):
     import torch
     from sentence_transformers.base.modules import Dense
     from sentence_transformers.base.modules import Normalize
@@ -38,6 +46,10 @@ def _assemble(st, minilm_dir, directory, pooling_mode, include_prompt, dense=Non
     width = 384 * (1 if isinstance(pooling_mode, str) else len(pooling_mode))
     modules = [transformer, Pooling(384, pooling_mode, include_prompt=include_prompt)]
     if dense is not None:
+        if normalize_before_dense:
+            # The usual projection added to a normalized model (all-MiniLM's
+            # own Normalize, then Dense and Normalize).
+            modules.append(Normalize())
         modules.append(Dense(width, 48, **dense))
     modules.append(Normalize())
     model = st.SentenceTransformer(
@@ -53,8 +65,9 @@ def _assemble(st, minilm_dir, directory, pooling_mode, include_prompt, dense=Non
 
 @pytest.fixture(scope="module")
 def prompted(st, minilm_dir, tmp_path_factory):
-    """(ours, theirs) of a weightedmean model with a SiLU Dense without bias,
-    prompts, a default prompt, include_prompt=False and dot similarity."""
+    """(ours, theirs) of a weightedmean model, normalized, then a SiLU Dense
+    without bias and Normalize again, with prompts, a default prompt,
+    include_prompt=False and dot similarity."""
     import torch
 
     directory = _assemble(
@@ -64,6 +77,7 @@ def prompted(st, minilm_dir, tmp_path_factory):
         "weightedmean",
         False,
         dense={"bias": False, "activation_function": torch.nn.SiLU()},
+        normalize_before_dense=True,
     )
     assert not os.path.exists(os.path.join(directory, "vocab.txt"))
     return (
@@ -271,3 +285,40 @@ def test_exports_serve_what_encode_gives(prompted, tmp_path):
         theirs.encode(TEXTS, truncate_dim=16),
         atol=TOLERANCE,
     )
+
+
+@pytest.mark.slow
+def test_module_orders_read_as_sentence_transformers_runs_them(prompted, tmp_path):
+    """The Normalize, Dense, Normalize orders a modules.json may list after
+    Pooling, read from the prompted model's own module folders."""
+    import json
+
+    from bert_tf.checkpoints.sentence_transformers_checkpoint import (
+        read_sentence_transformers,
+    )
+
+    ours, _, directory = prompted
+    assert ours.normalize_before_dense and ours.normalize
+    listed = json.load(open(os.path.join(directory, "modules.json")))
+    kinds = [m["type"].rsplit(".", 1)[-1] for m in listed]
+    assert kinds == ["Transformer", "Pooling", "Normalize", "Dense", "Normalize"]
+    by_kind = {m["type"].rsplit(".", 1)[-1]: m for m in listed}
+
+    def read(*names):
+        case = tmp_path / "_".join(names)
+        case.mkdir()
+        for entry in os.listdir(directory):
+            if entry != "modules.json":
+                os.symlink(os.path.join(directory, entry), case / entry)
+        modules = [dict(by_kind[n], idx=i) for i, n in enumerate(names)]
+        (case / "modules.json").write_text(json.dumps(modules))
+        info = read_sentence_transformers(str(case))
+        return bool(info.dense_units), info.normalize_before_dense, info.normalize
+
+    base = ("Transformer", "Pooling")
+    assert read(*base, "Dense") == (True, False, False)
+    assert read(*base, "Dense", "Normalize") == (True, False, True)
+    assert read(*base, "Normalize", "Dense") == (True, True, False)
+    assert read(*base, "Normalize") == (False, False, True)
+    with pytest.raises(UserInputError, match="a second Dense"):
+        read(*base, "Dense", "Normalize", "Dense")

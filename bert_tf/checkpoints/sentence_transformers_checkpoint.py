@@ -115,6 +115,7 @@ class SentenceTransformersModel:
     prompts: dict = dataclasses.field(default_factory=dict)
     default_prompt_name: str | None = None
     similarity_fn_name: str | None = None
+    normalize_before_dense: bool = False
 
 
 def _read_json(path):
@@ -226,6 +227,9 @@ def read_sentence_transformers(path):
     dense_units = dense_activation = None
     dense_use_bias = True
     normalize = False
+    # A Normalize before the Dense: the pooled vector's (Pooling, Normalize,
+    # Dense, Normalize: a projection added to a normalized model).
+    normalize_pending = normalize_before_dense = False
     for module in sorted(modules, key=lambda m: m.get("idx", 0)):
         kind = module.get("type", "").rsplit(".", 1)[-1]
         directory = os.path.join(path, module.get("path", ""))
@@ -242,8 +246,9 @@ def read_sentence_transformers(path):
                 os.path.join(directory, "config.json"),
             )
         elif kind == "Dense":
-            if pooling is None or dense or normalize:
-                order_error = "Dense not right after Pooling (or a second Dense)"
+            if pooling is None or dense:
+                order_error = "Dense before Pooling (or a second Dense)"
+            normalize_before_dense, normalize_pending = normalize_pending, False
             dense, dense_units, dense_activation, dense_use_bias = _read_dense(
                 directory
             )
@@ -258,7 +263,10 @@ def read_sentence_transformers(path):
                         f"{config_path}: Normalize of {source!r} is not supported "
                         "(bert_tf normalizes the sentence embedding)"
                     )
-            normalize = True
+            if dense:
+                normalize = True
+            else:
+                normalize_pending = True
         else:
             raise UserInputError(
                 f"{modules_file}: module type {module.get('type')!r} is not supported "
@@ -266,6 +274,8 @@ def read_sentence_transformers(path):
             )
         if order_error:
             raise UserInputError(f"{modules_file}: {order_error} is not supported")
+    if normalize_pending:  # no Dense after it: the embedding's own
+        normalize = True
     if transformer_dir is None or pooling is None:
         raise UserInputError(
             f"{modules_file}: needs a Transformer and a Pooling module"
@@ -321,6 +331,7 @@ def read_sentence_transformers(path):
         dense_activation=dense_activation,
         dense_use_bias=dense_use_bias,
         normalize=normalize,
+        normalize_before_dense=normalize_before_dense,
         max_seq_length=max_seq_length,
         do_lower_case=do_lower_case,
         include_prompt=include_prompt,
@@ -416,6 +427,8 @@ def save_sentence_transformers(model, directory):
         pooling["pooling_mode"] = list(model.pooling)
     write_json(os.path.join(pooling_dir, "config.json"), pooling)
     modules.append(("Pooling", "1_Pooling"))
+    if getattr(model, "normalize_before_dense", False):
+        modules.append(("Normalize", f"{len(modules)}_Normalize"))
     if model.dense is not None:
         path = f"{len(modules)}_Dense"
         dense_dir = os.path.join(directory, path)

@@ -62,6 +62,9 @@ class BertSentenceEncoder(BertTaskModel):
             "sigmoid").
         dense_use_bias: whether it has a bias.
         normalize: bool. L2-normalise the embeddings (cosine = dot product).
+        normalize_before_dense: bool. L2-normalise the pooled vector before
+            the Dense layer too (sentence-transformers' Pooling, Normalize,
+            Dense stack: a projection added to a normalized model).
         dtype: optional dtype policy for every layer; embeddings stay float32.
 
     Example:
@@ -88,6 +91,7 @@ class BertSentenceEncoder(BertTaskModel):
         default_prompt_name=None,
         similarity_fn_name=None,
         truncate_dim=None,
+        normalize_before_dense=False,
         **kwargs,
     ):
         modes = pooling_modes(pooling)
@@ -108,6 +112,13 @@ class BertSentenceEncoder(BertTaskModel):
             pooling_layer = SentencePooling(
                 modes, include_prompt=include_prompt, name="pooling"
             )
+            if normalize_before_dense and not dense_units:
+                raise ValueError("normalize_before_dense needs dense_units")
+            pooled_norm = None
+            if normalize_before_dense:
+                pooled_norm = keras.layers.UnitNormalization(
+                    dtype="float32", name="normalize_pooled"
+                )
             dense = None
             if dense_units:
                 dense = keras.layers.Dense(
@@ -127,6 +138,8 @@ class BertSentenceEncoder(BertTaskModel):
             # === Functional model ===
             inputs, encoded = encode_inputs(encoder)
             embeddings = pooling_layer(encoded["sequence_output"], inputs["input_mask"])
+            if pooled_norm is not None:
+                embeddings = pooled_norm(embeddings)
             if dense is not None:
                 embeddings = dense(embeddings)
             outputs = last(embeddings)
@@ -136,6 +149,8 @@ class BertSentenceEncoder(BertTaskModel):
         self.pooling = modes
         self.pooling_layer = pooling_layer
         self.dense = dense
+        self.pooled_norm = pooled_norm
+        self.normalize_before_dense = bool(normalize_before_dense)
         self.dense_units = dense_units
         self.dense_activation = dense_activation
         self.dense_use_bias = dense_use_bias
@@ -189,8 +204,13 @@ class BertSentenceEncoder(BertTaskModel):
             "default_prompt_name": self.default_prompt_name,
             "similarity_fn_name": self.similarity_fn_name,
             "truncate_dim": self.truncate_dim,
+            "normalize_before_dense": self.normalize_before_dense,
         }
-        defaults = {"include_prompt": True, "prompts": {}}
+        defaults = {
+            "include_prompt": True,
+            "prompts": {},
+            "normalize_before_dense": False,
+        }
         arguments.update({k: v for k, v in extra.items() if v != defaults.get(k, None)})
         return arguments
 
@@ -292,6 +312,8 @@ class BertSentenceEncoder(BertTaskModel):
             kept = tf.range(width) >= prompt_length
             mask = mask * tf.cast(kept, mask.dtype)[tf.newaxis, :]
             embeddings = self.pooling_layer(sequence, mask)
+            if self.pooled_norm is not None:
+                embeddings = self.pooled_norm(embeddings)
             if self.dense is not None:
                 embeddings = self.dense(embeddings)
             embeddings = self.output_layer(embeddings)
@@ -496,6 +518,8 @@ class BertSentenceEncoder(BertTaskModel):
                 kwargs.setdefault("dense_activation", info.dense_activation)
                 kwargs.setdefault("dense_use_bias", info.dense_use_bias)
             normalize = info.normalize if normalize is None else normalize
+            if info.normalize_before_dense:
+                kwargs.setdefault("normalize_before_dense", True)
             kwargs.setdefault("include_prompt", info.include_prompt)
             kwargs.setdefault("prompts", info.prompts)
             kwargs.setdefault("default_prompt_name", info.default_prompt_name)
