@@ -72,8 +72,17 @@ def quiet_beam_logs():
     for handler in logging.getLogger().handlers:
         if _FILTER not in handler.filters:
             handler.addFilter(_FILTER)
+    _set_beam_level()
+
+
+def _set_beam_level():
+    """Beam's logger at WARNING unless verbose; a verbose run after a quiet
+    one in the same process gets Beam's INFO lines back."""
+    beam_logger = logging.getLogger("apache_beam")
     if not _verbose():
-        logging.getLogger("apache_beam").setLevel(logging.WARNING)
+        beam_logger.setLevel(logging.WARNING)
+    elif beam_logger.level == logging.WARNING:
+        beam_logger.setLevel(logging.NOTSET)  # what we set: back to the root's
 
 
 def import_beam():
@@ -81,9 +90,8 @@ def import_beam():
     root = logging.getLogger()
     # Beam's import warns, on the root logger, of a GCP client it lacks.
     root.addFilter(_FILTER)
-    if not _verbose():
-        # Beam logs at import too (the BigQuery clients it lacks).
-        logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    # Beam logs at import too (the BigQuery clients it lacks).
+    _set_beam_level()
     try:
         import apache_beam
     except ImportError as error:
