@@ -95,6 +95,45 @@ def test_bm25_matches_bm25s_on_squad(squad_docs, tmp_path):
         assert max(ours[q].values()) == pytest.approx(best, rel=1e-4)
 
 
+def _same_ranking(got_ids, got_scores, want_ids, want_scores, depth):
+    """Scores equal (rtol 1e-5), ids equal where scores differ; a run of
+    tied scores holds the same ids, unless it reaches the cut-off."""
+    np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5)
+    start, n = 0, len(want_ids)
+    while start < n:
+        end = start + 1
+        while end < n and math.isclose(
+            want_scores[end], want_scores[start], rel_tol=1e-5
+        ):
+            end += 1
+        if end < n or n < depth:
+            assert set(got_ids[start:end]) == set(want_ids[start:end])
+        start = end
+
+
+def test_in_process_bm25_is_what_milvus_lite_returns(squad_docs, tmp_path):
+    from bert_tf.retrieval.document_search import searched_for_evaluation
+    from bert_tf.retrieval.exact_lexical import ExactLexicalStore
+
+    corpus, queries, _ = squad_docs
+    passages = _whole_documents(corpus)
+    texts = [queries[q].text for q in list(queries)[::97][:30]] + ["?!", "qxzvw"]
+    lexical = [query_vector(t) for t in texts]
+    with _bm25_store(tmp_path / "i.db") as store:
+        _index(passages, store)
+        exact = searched_for_evaluation(store, "bm25")
+        assert isinstance(exact, ExactLexicalStore) and len(exact) == len(passages)
+        assert searched_for_evaluation(store, "hybrid") is store
+        want = store.search_lexical(lexical, 50)
+        seen = []
+        got = exact.search_lexical(lexical, 50, progress=seen.append)
+    assert seen == [len(texts)]
+    assert want.ids[-2:] == [[], []] and got.ids[-2:] == [[], []]
+    assert sum(len(ids) == 50 for ids in want.ids) >= 25
+    for i in range(len(texts)):
+        _same_ranking(got.ids[i], got.scores[i], want.ids[i], want.scores[i], 50)
+
+
 def test_rerun_keeps_bm25_statistics_right(squad_docs, tmp_path):
     corpus, queries, _ = squad_docs
     first = dict(list(corpus.items())[:120])
