@@ -95,6 +95,42 @@ def test_bm25_matches_bm25s_on_squad(squad_docs, tmp_path):
         assert max(ours[q].values()) == pytest.approx(best, rel=1e-4)
 
 
+def _same_ranking(got_ids, got_scores, want_ids, want_scores, depth):
+    """Scores equal (rtol 1e-5), ids equal where scores differ; a run of
+    tied scores holds the same ids, unless it reaches the cut-off."""
+    np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5)
+    start, n = 0, len(want_ids)
+    while start < n:
+        end = start + 1
+        while end < n and math.isclose(
+            want_scores[end], want_scores[start], rel_tol=1e-5
+        ):
+            end += 1
+        if end < n or n < depth:
+            assert set(got_ids[start:end]) == set(want_ids[start:end])
+        start = end
+
+
+def _in_process_bm25_is_what_milvus_returns(store, texts, depth=50):
+    """`searched_for_evaluation`'s in-process BM25 copy of a Lite collection
+    ranks as the collection's own `search_lexical` (an empty query too)."""
+    from bert_tf.retrieval.document_search import searched_for_evaluation
+    from bert_tf.retrieval.exact_lexical import ExactLexicalStore
+
+    exact = searched_for_evaluation(store, "bm25")
+    assert isinstance(exact, ExactLexicalStore) and len(exact) == len(store)
+    assert searched_for_evaluation(store, "hybrid") is store
+    lexical = [query_vector(t) for t in [*texts, "?!"]]
+    want = store.search_lexical(lexical, depth)
+    seen = []
+    got = exact.search_lexical(lexical, depth, progress=seen.append)
+    assert seen == [len(lexical)]
+    assert want.ids[-1] == [] and got.ids[-1] == []
+    assert sum(len(ids) == depth for ids in want.ids) >= len(texts) // 2
+    for i in range(len(lexical)):
+        _same_ranking(got.ids[i], got.scores[i], want.ids[i], want.scores[i], depth)
+
+
 def test_rerun_keeps_bm25_statistics_right(squad_docs, tmp_path):
     corpus, queries, _ = squad_docs
     first = dict(list(corpus.items())[:120])
@@ -126,6 +162,7 @@ def test_rerun_keeps_bm25_statistics_right(squad_docs, tmp_path):
             )
         texts = [queries[q].text for q in list(queries)[:40]] + ["zanzibar"]
         rerun = retrieve_documents(store, passages, 10, "bm25", query_texts=texts)
+        _in_process_bm25_is_what_milvus_returns(store, texts[:30] + texts[-1:])
         # A third run of the same corpus rewrites nothing.
         assert _index(passages, store)["bm25_rewritten"] == 0
     with _bm25_store(tmp_path / "fresh.db") as fresh:

@@ -19,6 +19,9 @@ def test_plain_lines_without_escape_sequences_when_not_a_terminal(capsys):
     for code in ("\x1b", "\b", "\r"):
         assert code not in out
     assert lines[-1].startswith("107/107 steps (100%), ")
+    # Lines before the end estimate the time left; "query" counts "queries".
+    assert " s left" in lines[0] and " s left" not in lines[-1]
+    assert progress._plural("query") == "queries"
     assert "loss 0.004673" in lines[-1] and "examples/s 40" in lines[-1]
 
 

@@ -174,7 +174,8 @@ class RetrievalOptions:
     eval_backend: str = option(
         "auto",
         "--do_eval searches: auto: a Milvus Lite FLAT float32 collection through "
-        "an exact copy of its rows (the same results, minutes faster), any other "
+        "an exact copy of its rows, and BM25 on Milvus Lite through a copy of its "
+        "stored BM25 vectors (the same results, minutes faster), any other "
         "collection as it is; milvus: always the collection itself, as it will "
         "be served.",
         choices=EVAL_BACKENDS,

@@ -73,7 +73,8 @@ class ExactStore(VectorStore):
             return [], np.zeros((0, self.dimension), np.float32)
         return passages, np.stack([vector for _, vector in self._rows.values()])
 
-    def search(self, queries, top_k):
+    def search(self, queries, top_k, progress=None):
+        """See `VectorStore.search` (`progress` is called once, at the end)."""
         passages, corpus = self.vectors()
         top_k = min(int(top_k), len(passages))
         queries = np.asarray(queries, dtype=np.float32)
@@ -81,4 +82,6 @@ class ExactStore(VectorStore):
             return SearchResults([[] for _ in queries], [[] for _ in queries])
         scores, rows = exact_top_k(queries, corpus, top_k, self.metric)
         ids = [[passages[row].id for row in query_rows] for query_rows in rows.numpy()]
+        if progress:
+            progress(len(ids))
         return SearchResults(ids, scores.numpy().tolist())

@@ -63,8 +63,9 @@ class MilvusSearch:
             return -(self.dimension - distance) / 2
         return -distance if self.metric == "L2" else distance
 
-    def _searches(self, what, data, top_k, **kwargs):
-        """Per query, [(id, distance)]: `data` searched in batches."""
+    def _searches(self, what, data, top_k, progress=None, **kwargs):
+        """Per query, [(id, distance)]: `data` searched in batches;
+        `progress` (if any) called with the count of queries searched."""
         found = []
         limit = min(int(top_k), MAX_TOP_K)
         batch = _batch_size(limit)
@@ -82,6 +83,8 @@ class MilvusSearch:
                 [(hit["id"], float(hit["distance"])) for hit in query_hits]
                 for query_hits in hits
             )
+            if progress:
+                progress(len(found))
         return found
 
     def _params(self, top_k):
@@ -94,7 +97,7 @@ class MilvusSearch:
             params["ef"] = max(params["ef"], min(int(top_k), MAX_TOP_K))
         return params
 
-    def search(self, queries, top_k, rescore_k=None):
+    def search(self, queries, top_k, progress=None, rescore_k=None):
         """See `VectorStore.search`; a quantized collection with `rescore_k`
         (default: the store's) orders its `rescore_k` best by the float32
         vectors, and scores them so."""
@@ -108,6 +111,7 @@ class MilvusSearch:
             "searching",
             data,
             depth,
+            progress,
             anns_field=VECTOR_FIELD,
             search_params={"metric_type": metric, "params": self._params(depth)},
         )
@@ -154,13 +158,14 @@ class MilvusSearch:
         data = [q if q else {NO_TERM: 1.0} for q in queries]
         return data, {"metric_type": "IP", "params": {}}
 
-    def search_lexical(self, queries, top_k):
+    def search_lexical(self, queries, top_k, progress=None):
         """BM25: the `top_k` best passages of each query, `SearchResults`.
 
         Args:
           queries: per query, its sparse vector (`bm25.query_vector`), or
             its text with `bm25_function`.
           top_k: passages per query.
+          progress: called with the count of queries searched so far.
         """
         if not self.lexical:
             raise self._error(
@@ -169,7 +174,12 @@ class MilvusSearch:
             )
         data, params = self._lexical_request(queries)
         found = self._searches(
-            "searching BM25", data, top_k, anns_field=SPARSE_FIELD, search_params=params
+            "searching BM25",
+            data,
+            top_k,
+            progress,
+            anns_field=SPARSE_FIELD,
+            search_params=params,
         )
         return SearchResults(
             [[pid for pid, _ in hits] for hits in found],
@@ -184,6 +194,7 @@ class MilvusSearch:
         fusion="rrf",
         rrf_k=60,
         weights=(0.5, 0.5),
+        progress=None,
     ):
         """Dense and BM25 results fused by Milvus's `hybrid_search`.
 
@@ -199,6 +210,7 @@ class MilvusSearch:
           fusion: ``"rrf"`` or ``"weighted"``.
           rrf_k: RRF's k (60, Milvus's and the paper's default).
           weights: (dense, BM25) weights of ``"weighted"``.
+          progress: called with the count of queries searched so far.
 
         Returns:
           `SearchResults`, best first.
@@ -250,4 +262,6 @@ class MilvusSearch:
             for query_hits in hits:
                 ids.append([hit["id"] for hit in query_hits])
                 scores.append([float(hit["distance"]) for hit in query_hits])
+            if progress:
+                progress(len(ids))
         return SearchResults(ids, scores)

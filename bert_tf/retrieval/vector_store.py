@@ -109,12 +109,13 @@ class VectorStore(abc.ABC):
         """Removes the rows of these passage ids (unknown ids are ignored)."""
 
     @abc.abstractmethod
-    def search(self, queries, top_k):
+    def search(self, queries, top_k, progress=None):
         """The `top_k` best passages of each query vector: `SearchResults`.
 
         Args:
           queries: float array [num_queries, dimension].
           top_k: passages per query (fewer when the store holds fewer).
+          progress: None, or called with the count of queries searched so far.
         """
 
     @abc.abstractmethod

@@ -222,8 +222,8 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
         logging.info("Embedding %d queries", len(query_ids))
         vectors = towers.encode_queries(texts, options.encode_batch_size)
     start = time.perf_counter()
-    if options.retrieval_mode == "dense" and options.eval_backend == "auto":
-        store = searched_for_evaluation(store)
+    if options.eval_backend == "auto":
+        store = searched_for_evaluation(store, options.retrieval_mode)
     results = retrieve_documents(
         store,
         passages,

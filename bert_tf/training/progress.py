@@ -56,11 +56,14 @@ def _stdout_is_terminal():
 
 
 class PlainProgress:
-    """Plain `count/total unit (percent), seconds, name value` lines.
+    """Plain `count/total units (percent), seconds, about N s left, name value` lines.
 
-    Args:
-      total: the count at the end, or None when unknown.
-      unit_name: what is counted.
+    The time left (while the total is known and the work unfinished) is the
+    time so far scaled by the work still to do.
+
+        Args:
+          total: the count at the end, or None when unknown.
+          unit_name: what is counted.
     """
 
     def __init__(self, total, unit_name="step"):
@@ -86,10 +89,13 @@ class PlainProgress:
             return
         self._last_line, self._last_tenth, self._printed = now, tenth, current
         count = f"{current}/{self.total}" if self.total else f"{current}"
-        line = f"{count} {self.unit_name}s"
+        line = f"{count} {_plural(self.unit_name)}"
         if self.total:
             line += f" ({100 * current / self.total:.0f}%)"
-        line += f", {now - self._began:.1f} s"
+        elapsed = now - self._began
+        line += f", {elapsed:.1f} s"
+        if self.total and 0 < current < self.total:
+            line += f", about {elapsed * (self.total - current) / current:.0f} s left"
         for name, value in values or ():
             line += (
                 f", {name} {value:.4g}"
@@ -97,6 +103,13 @@ class PlainProgress:
                 else f", {name} {value}"
             )
         print(line, file=sys.stdout, flush=True)
+
+
+def _plural(unit_name):
+    """ "passage" -> "passages", "query" -> "queries"."""
+    if unit_name.endswith("y") and unit_name[-2:-1] not in tuple("aeiou"):
+        return unit_name[:-1] + "ies"
+    return unit_name + "s"
 
 
 def batches_with_progress(dataset, num_examples=None):
