@@ -523,6 +523,10 @@ PROBES = [
     error("run_similarity", "sim-seq-negative", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--score_scale=5", "--output_dir=" + out("tb"), *SIM, "--max_seq_length=-5"], "--max_seq_length"),
     error("run_similarity", "sim-seq-1", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--score_scale=5", "--output_dir=" + out("tc"), *SIM, "--max_seq_length=1"], "--max_seq_length=1"),
     error("run_similarity", "sim-dev-score-nan", ["--do_eval", "--dev_file={T}/sts_nan.tsv", "--output_dir=" + out("td"), *SIM], "{T}/sts_nan.tsv:4", "nan"),
+    # Issue 61.15: a correlation of constant scores (before: numpy's
+    # RuntimeWarning and nan in eval_results.txt, exit 0).
+    error("run_similarity", "sim-dev-scores-constant", ["--do_eval", "--dev_file={T}/sts_constant.tsv", "--output_dir=" + out("tj"), *SIM], "{T}/sts_constant.tsv", "every score 2", "undefined"),
+    error("run_similarity", "sim-dev-one-row", ["--do_eval", "--dev_file={T}/sts_one_row.tsv", "--output_dir=" + out("tk"), *SIM], "{T}/sts_one_row.tsv", "1 row,", "undefined"),
     error("run_similarity", "sim-dev-score-true", ["--do_eval", "--dev_file={T}/sts_true.jsonl", "--output_dir=" + out("te"), *SIM], "{T}/sts_true.jsonl:1", "True"),
     error("run_similarity", "sim-0-5-scores-without-scale", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--output_dir=" + out("tf"), *SIM], "{T}/sts_0_5.tsv", "0.5 to 4.5", "--score_scale=5"),
     error("run_similarity", "sim-scaled-beyond-1", ["--do_train", "--train_file={T}/sts_0_5.tsv", "--score_scale=2", "--output_dir=" + out("tg"), *SIM], "--score_scale=2", "2.25"),
@@ -540,6 +544,12 @@ PROBES = [
     error("run_retrieval", "ret-id-with-space", ["--do_index", "--output_dir=" + out("ra"), *RET[:-1], "--data_dir={T}/beir_space_id"], "{T}/beir_space_id/corpus.jsonl:11", "'d 9'"),
     error("run_retrieval", "ret-empty-query", ["--do_eval", "--output_dir=" + out("rb"), *RET[:-1], "--data_dir={T}/beir_empty_query"], "{T}/beir_empty_query/queries.jsonl:6", "'q9'"),
     error("run_retrieval", "ret-passage-length-beyond-encoder", ["--do_index", "--passage_length=500", "--output_dir=" + out("rc"), *RET], "--passage_length=500", "62"),
+    # Issue 61.7: fusion flags that cannot act, rescoring a hybrid search,
+    # zero weights (before: each ran, the flag dropped without a word).
+    error("run_retrieval", "ret-fusion-without-hybrid", ["--do_eval", "--fusion=weighted", "--output_dir=" + out("rf1"), *RET], "--fusion=weighted", "--retrieval_mode=dense"),
+    error("run_retrieval", "ret-weights-with-rrf", ["--do_eval", "--retrieval_mode=hybrid", "--dense_weight=0.7", "--output_dir=" + out("rf2"), *RET], "--dense_weight=0.7", "--fusion=rrf"),
+    error("run_retrieval", "ret-zero-weights", ["--do_eval", "--retrieval_mode=hybrid", "--fusion=weighted", "--dense_weight=0", "--bm25_weight=0", "--output_dir=" + out("rf3"), *RET], "--dense_weight=0 --bm25_weight=0"),
+    error("run_retrieval", "ret-rescore-hybrid", ["--do_eval", "--retrieval_mode=hybrid", "--vector_type=int8", "--rescore_k=50", "--output_dir=" + out("rf4"), *RET], "--rescore_k=50", "hybrid"),
     error("run_retrieval", "ret-milvus-path-not-a-database", ["--do_index", "--milvus_uri={T}/not_a_database.db", "--output_dir=" + out("rd"), *RET], "--milvus_uri={T}/not_a_database.db", "not a Milvus Lite database"),
     correct("run_retrieval", "ret-passage-ids-never-document-ids", ["--do_index", "--do_eval", "--passage_length=16", "--output_dir=" + out("ret-passage-ids-never-document-ids"), *RET], _every_document_in_the_run, slow=True),
     error("run_retrieval", "ret-eval-other-passage-length", ["--do_eval", "--passage_length=8", "--output_dir=" + out("ret-passage-ids-never-document-ids"), *RET], "--overwrite_index", "does not match", slow=True),

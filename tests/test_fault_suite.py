@@ -357,6 +357,8 @@ def _write_issue_50_fixtures(root, write):
     pairs = "a cat sat\ta cat sits\t4.5\ndogs bark\tthe sky is blue\t0.5\n"
     write("sts_0_5.tsv", header + pairs + "hello\thi\t3\n")
     write("sts_nan.tsv", header + pairs + "hello\thi\tnan\n")
+    write("sts_constant.tsv", header + "a cat sat\ta cat sits\t2\ndogs bark\tsky\t2\n")
+    write("sts_one_row.tsv", header + "a cat sat\ta cat sits\t4.5\n")
     write("sts_true.jsonl", '{"sentence1": "a", "sentence2": "b", "score": true}\n')
     write("not_a_database.db", "not a Milvus Lite database\n")
     words = "apple river stone cloud music paper garden window silver engine".split()

@@ -316,6 +316,8 @@ def test_minilm_embeddings_as_sentence_transformers(minilm_dir):
     assert vectors.shape == (4, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(vectors, reference, atol=2e-5)
     np.testing.assert_allclose(embed(texts[1]), reference[1], atol=2e-5)
+    # No texts: no rows of the model's width, as encode([]) (issue 61.14).
+    assert embed([]).shape == (0, 384) == embed.source.model.encode([]).shape
 
 
 @pytest.mark.slow
@@ -372,6 +374,7 @@ def test_litert_files_answer_as_the_model(models, vocab_file, tmp_path):
         )
         embed = bert_tf.pipeline("sentence-embedding", files["embedding", target])
         np.testing.assert_allclose(embed(texts), encoder.encode(texts), atol=1e-5)
+        assert embed([]).shape == (0, encoder.embedding_dim)
     with pytest.raises(UserInputError, match="is a embedding export, not a classifier"):
         bert_tf.pipeline("text-classification", files["embedding", "mediapipe"])
     with pytest.raises(UserInputError, match="LiteRT files answer"):

@@ -254,8 +254,15 @@ class RetrievalOptions:
                 raise UserInputError(
                     f"--{name}={getattr(self, name)}: Milvus takes 0 to 1"
                 )
+        self._check_fusion_flags()
         if self.rescore_k < 0:
             raise UserInputError(f"--rescore_k={self.rescore_k}: must be >= 0")
+        if self.rescore_k and self.retrieval_mode == "hybrid":
+            raise UserInputError(
+                f"--rescore_k={self.rescore_k}: rescoring orders dense searches "
+                "(--retrieval_mode=dense); a hybrid search fuses Milvus's own "
+                "scores, so it would change nothing"
+            )
         if self.rescore_k and self.vector_type == "float32":
             raise UserInputError(
                 f"--rescore_k={self.rescore_k}: rescoring needs "
@@ -280,6 +287,36 @@ class RetrievalOptions:
             )
         if self.milvus_uri:
             check_milvus_uri(self.milvus_uri, "--milvus_uri")
+
+    def _changed(self, name):
+        """Whether option `name` differs from its default (was given)."""
+        field = {f.name: f for f in dataclasses.fields(self)}[name]
+        return getattr(self, name) != field.default
+
+    def _check_fusion_flags(self):
+        """A fusion flag that cannot act is one line naming it: the fusion
+        flags outside hybrid, RRF's k with weights, weights with RRF, and
+        two zero weights (every document would score 0)."""
+        if self.retrieval_mode != "hybrid":
+            for name in ("fusion", "rrf_k", "dense_weight", "bm25_weight"):
+                if self._changed(name):
+                    raise UserInputError(
+                        f"--{name}={getattr(self, name)}: fuses hybrid results; "
+                        f"--retrieval_mode={self.retrieval_mode} has one side"
+                    )
+            return
+        unused = ("dense_weight", "bm25_weight") if self.fusion == "rrf" else ("rrf_k",)
+        for name in unused:
+            if self._changed(name):
+                raise UserInputError(
+                    f"--{name}={getattr(self, name)}: not used by "
+                    f"--fusion={self.fusion}"
+                )
+        if self.fusion == "weighted" and not (self.dense_weight or self.bm25_weight):
+            raise UserInputError(
+                "--dense_weight=0 --bm25_weight=0: every document would score 0; "
+                "give one side a weight"
+            )
 
     def check(self, run):
         """The checks that need the `RunOptions` too (before TensorFlow loads)."""

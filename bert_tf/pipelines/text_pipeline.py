@@ -209,5 +209,9 @@ class TextPipeline:
             np.asarray(self.source.embed(texts[rows]), np.float32)
             for rows in self._batches(len(texts))
         ]
-        embeddings = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+        if not parts:
+            # No texts: no rows, of the model's width (as `encode([])`), read
+            # from one empty text's vector.
+            return np.asarray(self.source.embed([""]), np.float32)[:0]
+        embeddings = np.concatenate(parts)
         return embeddings[0] if single else embeddings

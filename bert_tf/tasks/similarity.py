@@ -82,7 +82,17 @@ class SimilarityTask(Task):
         return None  # the checkpoint's own, read by from_checkpoint
 
     def prepare(self, config):
-        """Reads the training rows (a bad row stops the run before TF work)."""
+        """Reads the training rows and checks the dev file's scores (a bad
+        row stops the run before TF work)."""
+        if self.run.do_eval:
+            options = self.options
+            check_correlation_defined(
+                read_similarity_rows(
+                    options.dev_file,
+                    [options.text_a_column, options.text_b_column],
+                    options.score_column,
+                )
+            )
         if self.run.do_train:
             options = self.options
             self.train_rows = read_similarity_rows(
@@ -264,6 +274,21 @@ class SimilarityTask(Task):
         model.save_sentence_transformers(directory)
         logging.info("Saved the sentence-transformers directory %s", directory)
         return directory
+
+
+def check_correlation_defined(rows):
+    """The dev rows' gold scores must vary: Pearson and Spearman of the
+    cosines against one repeated score (or one row) are 0 / 0, undefined."""
+    scores = rows.scores
+    if len(scores) < 2 or float(scores.min()) == float(scores.max()):
+        what = f"{len(scores)} row" + ("s" if len(scores) != 1 else "")
+        if len(scores):
+            what += f", every score {float(scores[0]):g}"
+        raise UserInputError(
+            f"{rows.path}: {what}: the correlation of the cosines with the "
+            "scores is undefined (it needs two rows with different scores)",
+            argument="dev_file",
+        )
 
 
 def check_cosine_targets(rows, score_scale):
