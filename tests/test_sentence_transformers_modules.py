@@ -34,6 +34,7 @@ def _assemble(
     include_prompt,
     dense=None,
     normalize_before_dense=False,
+    truncate_dim=None,
 ):
     import torch
     from sentence_transformers.base.modules import Dense
@@ -57,6 +58,7 @@ def _assemble(
         prompts={"query": "query: ", "document": "passage: "},
         default_prompt_name="query",
         similarity_fn_name="dot",
+        truncate_dim=truncate_dim,
         device="cpu",
     )
     model.save(directory)
@@ -66,8 +68,9 @@ def _assemble(
 @pytest.fixture(scope="module")
 def prompted(st, minilm_dir, tmp_path_factory):
     """(ours, theirs) of a weightedmean model, normalized, then a SiLU Dense
-    without bias and Normalize again, with prompts, a default prompt,
-    include_prompt=False and dot similarity."""
+    without bias (48 wide) and Normalize again, with prompts, a default
+    prompt, include_prompt=False, dot similarity and a saved truncate_dim
+    of 32 (sentence-transformers' encode cuts to it)."""
     import torch
 
     directory = _assemble(
@@ -78,6 +81,7 @@ def prompted(st, minilm_dir, tmp_path_factory):
         False,
         dense={"bias": False, "activation_function": torch.nn.SiLU()},
         normalize_before_dense=True,
+        truncate_dim=32,
     )
     assert not os.path.exists(os.path.join(directory, "vocab.txt"))
     return (
@@ -152,11 +156,11 @@ def test_prompts_dense_truncate_dim_and_api(prompted):
         atol=TOLERANCE,
     )
     single = ours.encode(TEXTS[0])
-    assert single.shape == (48,)
+    assert ours.truncate_dim == 32 and single.shape == (32,)  # the saved width
     tensor = ours.encode(TEXTS[:2], convert_to_tensor=True)
     np.testing.assert_allclose(tensor.numpy(), ours.encode(TEXTS[:2]), atol=1e-6)
     rows = ours.encode(TEXTS[:2], convert_to_numpy=False)
-    assert len(rows) == 2 and tuple(rows[0].shape) == (48,)
+    assert len(rows) == 2 and tuple(rows[0].shape) == (32,)
 
 
 @pytest.mark.slow
@@ -268,6 +272,18 @@ def test_exports_serve_what_encode_gives(prompted, tmp_path):
         )
     )
     np.testing.assert_allclose(litert(text=TEXTS)["embeddings"], expected, atol=5e-5)
+    assert expected.shape == (len(TEXTS), 32)  # the saved truncate_dim, served
+    # MediaPipe tokenizes the text itself: the default prompt cannot be
+    # applied, so the export stops with one line (not vectors 0.7 away).
+    with pytest.raises(UserInputError, match="default prompt 'query'"):
+        litert_export.run(
+            LiteRTExportOptions(
+                model_type="embedding",
+                init_checkpoint=directory,
+                output_file=str(tmp_path / "mediapipe.tflite"),
+                target="mediapipe",
+            )
+        )
     # truncate_dim given to the model is exported too.
     truncated = BertSentenceEncoder.from_checkpoint(directory, truncate_dim=16)
     from bert_tf.serving.saved_model_exporter import export_saved_model

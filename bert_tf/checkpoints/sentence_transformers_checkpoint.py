@@ -116,6 +116,7 @@ class SentenceTransformersModel:
     default_prompt_name: str | None = None
     similarity_fn_name: str | None = None
     normalize_before_dense: bool = False
+    truncate_dim: int | None = None
 
 
 def _read_json(path):
@@ -316,6 +317,16 @@ def read_sentence_transformers(path):
             f"{os.path.join(path, ST_CONFIG_FILE)}: similarity_fn_name "
             f"{similarity!r} is not supported; expected one of {SIMILARITY_FUNCTIONS}"
         )
+    truncate_dim = st_config.get("truncate_dim")
+    if truncate_dim is not None and (
+        isinstance(truncate_dim, bool)
+        or not isinstance(truncate_dim, int)
+        or truncate_dim < 1
+    ):
+        raise UserInputError(
+            f"{os.path.join(path, ST_CONFIG_FILE)}: truncate_dim "
+            f"{truncate_dim!r} is not a positive integer"
+        )
     prompts = {k: v or "" for k, v in (st_config.get("prompts") or {}).items()}
     default_prompt_name = st_config.get("default_prompt_name")
     if default_prompt_name is not None and default_prompt_name not in prompts:
@@ -332,6 +343,7 @@ def read_sentence_transformers(path):
         dense_use_bias=dense_use_bias,
         normalize=normalize,
         normalize_before_dense=normalize_before_dense,
+        truncate_dim=truncate_dim,
         max_seq_length=max_seq_length,
         do_lower_case=do_lower_case,
         include_prompt=include_prompt,
@@ -410,6 +422,7 @@ def save_sentence_transformers(model, directory):
             "similarity_fn_name": model.similarity_fn_name or "cosine",
             "prompts": dict(model.prompts),
             "default_prompt_name": model.default_prompt_name,
+            "truncate_dim": model.truncate_dim,
         },
     )
     modules = [("Transformer", "")]

@@ -520,6 +520,9 @@ class BertSentenceEncoder(BertTaskModel):
             normalize = info.normalize if normalize is None else normalize
             if info.normalize_before_dense:
                 kwargs.setdefault("normalize_before_dense", True)
+            if info.truncate_dim is not None:
+                # sentence-transformers' saved width (its encode cuts to it).
+                kwargs.setdefault("truncate_dim", info.truncate_dim)
             kwargs.setdefault("include_prompt", info.include_prompt)
             kwargs.setdefault("prompts", info.prompts)
             kwargs.setdefault("default_prompt_name", info.default_prompt_name)

@@ -93,6 +93,17 @@ def export_mediapipe(
             "text, so only uncased models can be exported for it"
         )
     if isinstance(model, BertSentenceEncoder):
+        prompt = model.prompts.get(model.default_prompt_name or "", "")
+        if prompt:
+            # MediaPipe tokenizes the text itself: the file cannot put the
+            # prompt before it, and its vectors would not be encode's.
+            raise ValueError(
+                f"the model's default prompt {model.default_prompt_name!r} "
+                f"({prompt!r}) cannot be applied by a MediaPipe TextEmbedder, "
+                "which tokenizes the text it is given: --target=litert applies "
+                "it (or prepend it to the texts on the device, from a model "
+                "saved without a default prompt)"
+            )
         kind, output_name, labels = "embedding", "embedding", None
         task, description = "TextEmbedder", "The sentence embedding of the text."
     elif isinstance(model, BertClassifier):
@@ -261,6 +272,8 @@ class _MediaPipeModule(tf.Module):
         # its preprocessor's vocabulary table too, whose initializer would
         # become a second subgraph (MediaPipe takes one).
         self._call_model = model.__call__
+        # What encode cuts its vectors to (a saved truncate_dim).
+        self.truncate_dim = getattr(model, "truncate_dim", None)
         self.kind = kind
         self.seq_length = int(seq_length)
         # As litert_exporter: tf.Variables the converter folds into constants.
@@ -280,8 +293,10 @@ class _MediaPipeModule(tf.Module):
             "segment_ids": tf.gather(segment_ids, kept, axis=1),
         }
         if self.kind == "embedding":
-            vectors = self._call_model(inputs, training=False)
-            return {"embedding": tf.cast(vectors, tf.float32)}
+            vectors = tf.cast(self._call_model(inputs, training=False), tf.float32)
+            if self.truncate_dim:
+                vectors = vectors[:, : self.truncate_dim]
+            return {"embedding": vectors}
         logits = self._call_model(inputs, training=False)
         # BertClassifier gives {"logits": ...}, BertTextClassifier the tensor.
         if isinstance(logits, dict):
