@@ -338,3 +338,25 @@ def test_module_orders_read_as_sentence_transformers_runs_them(prompted, tmp_pat
     assert read(*base, "Normalize") == (False, False, True)
     with pytest.raises(UserInputError, match="a second Dense"):
         read(*base, "Dense", "Normalize", "Dense")
+
+
+def test_a_vocabulary_larger_than_the_config_is_refused_at_load(minilm_dir, tmp_path):
+    """vocab.txt with more entries than config.json's vocab_size: one line
+    naming both (before: loaded, then an InvalidArgumentError on the first
+    text with such a token)."""
+    import json
+
+    from bert_tf.models.bert_reranker import BertReranker
+
+    directory = tmp_path / "smaller_config"
+    directory.mkdir()
+    for entry in os.listdir(minilm_dir):
+        if entry != "config.json":
+            os.symlink(os.path.join(minilm_dir, entry), directory / entry)
+    config = json.load(open(os.path.join(minilm_dir, "config.json")))
+    config["vocab_size"] = 30000
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(UserInputError, match=r"30522 entries but vocab_size .* 30000"):
+        BertSentenceEncoder.from_checkpoint(str(directory))
+    with pytest.raises(UserInputError, match=r"30522 entries but vocab_size .* 30000"):
+        BertReranker.from_checkpoint(str(directory), new_head=True)

@@ -7,6 +7,7 @@ import tensorflow as tf
 from bert_tf.checkpoints.cross_encoder_checkpoint import ACTIVATIONS
 from bert_tf.checkpoints.cross_encoder_checkpoint import read_cross_encoder
 from bert_tf.checkpoints.cross_encoder_checkpoint import save_cross_encoder
+from bert_tf.checkpoints.loading import check_vocab_matches_config
 from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import load_checkpoint
 from bert_tf.checkpoints.name_map import is_ignored
@@ -323,6 +324,8 @@ class BertReranker(BertTextTask, BertClassifier):
         checkpoint = files.checkpoint
         config = checkpoint.load_config(config)
         vocab_file, options = checkpoint_vocabulary(checkpoint, vocab_file, path)
+        # Ids past the embedding table would fail on the first such text.
+        check_vocab_matches_config(vocab_file, config)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False
         seq_length = min(

@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.checkpoints.loading import check_vocab_matches_config
 from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.loading import load_checkpoint
@@ -541,6 +542,8 @@ class BertSentenceEncoder(BertTaskModel):
             files = path if hasattr(path, "reader") else find_checkpoint(path)
         config = files.load_config(config)
         vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
+        # Ids past the embedding table would fail on the first such text.
+        check_vocab_matches_config(vocab_file, config)
         if do_lower_case is None:
             do_lower_case = files.do_lower_case is not False
         if asked_length is not None and not (
