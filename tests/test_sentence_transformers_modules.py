@@ -360,3 +360,28 @@ def test_a_vocabulary_larger_than_the_config_is_refused_at_load(minilm_dir, tmp_
         BertSentenceEncoder.from_checkpoint(str(directory))
     with pytest.raises(UserInputError, match=r"30522 entries but vocab_size .* 30000"):
         BertReranker.from_checkpoint(str(directory), new_head=True)
+
+
+@pytest.mark.slow
+def test_a_stale_vocab_txt_beside_tokenizer_json_is_not_read(minilm_dir, tmp_path):
+    """A vocab.txt that disagrees with tokenizer.json in one directory:
+    tokenizer.json is read, as sentence-transformers reads it (before: the
+    vocab.txt, vectors up to 2.3 away)."""
+    from bert_tf.text.tokenizer_json import read_tokenizer_files
+
+    directory = tmp_path / "stale_vocab"
+    directory.mkdir()
+    for entry in os.listdir(minilm_dir):
+        if entry != "vocab.txt":
+            os.symlink(os.path.join(minilm_dir, entry), directory / entry)
+    lines = open(os.path.join(minilm_dir, "vocab.txt"), encoding="utf-8").readlines()
+    cat, dog = lines.index("cat\n"), lines.index("dog\n")
+    lines[cat], lines[dog] = lines[dog], lines[cat]
+    (directory / "vocab.txt").write_text("".join(lines), encoding="utf-8")
+    assert read_tokenizer_files(str(directory)).vocab_file.endswith("tokenizer.json")
+    texts = ["a cat chases a dog"]
+    np.testing.assert_allclose(
+        BertSentenceEncoder.from_checkpoint(str(directory)).encode(texts),
+        BertSentenceEncoder.from_checkpoint(minilm_dir).encode(texts),
+        atol=1e-6,
+    )

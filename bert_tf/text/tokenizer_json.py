@@ -184,6 +184,19 @@ def read_tokenizer_files(directory):
     vocab_file = None
     if os.path.exists(vocab):
         vocab_file = vocab
+        if os.path.exists(tokenizer_json) and not _same_tokens(vocab, tokenizer_json):
+            # transformers 5 and sentence-transformers read tokenizer.json:
+            # a stale vocab.txt beside it would embed other ids.
+            from absl import logging
+
+            logging.warning(
+                "%s differs from %s: reading %s, as transformers and "
+                "sentence-transformers do",
+                vocab,
+                tokenizer_json,
+                TOKENIZER_FILE,
+            )
+            vocab_file = tokenizer_json
     elif os.path.exists(tokenizer_json):
         vocab_file = tokenizer_json
     max_length = config.get("model_max_length")
@@ -194,3 +207,12 @@ def read_tokenizer_files(directory):
         tokenize_chinese_chars=settings["tokenize_chinese_chars"],
         model_max_length=max_length if isinstance(max_length, int) else None,
     )
+
+
+def _same_tokens(vocab_txt, tokenizer_json):
+    """Whether vocab.txt holds tokenizer.json's tokens, with the same ids."""
+    with open(vocab_txt, encoding="utf-8", errors="replace") as f:
+        lines = [line.strip() for line in f]
+    while lines and not lines[-1]:
+        lines.pop()  # a trailing blank line adds no token
+    return lines == list(_parse(tokenizer_json)[0])
