@@ -385,3 +385,21 @@ def test_a_stale_vocab_txt_beside_tokenizer_json_is_not_read(minilm_dir, tmp_pat
         BertSentenceEncoder.from_checkpoint(minilm_dir).encode(texts),
         atol=1e-6,
     )
+
+
+@pytest.mark.slow
+def test_added_tokens_are_one_line_not_other_vectors(minilm_dir, tmp_path):
+    """Tokens added with tokenizer.add_tokens (saved by transformers): one
+    line naming them (before: split into word pieces, vectors 1.15 away)."""
+    from transformers import AutoTokenizer
+
+    directory = tmp_path / "added"
+    directory.mkdir()
+    for entry in os.listdir(minilm_dir):
+        if not entry.startswith(("tokenizer", "vocab", "special_tokens")):
+            os.symlink(os.path.join(minilm_dir, entry), directory / entry)
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir)
+    tokenizer.add_tokens(["covid19vaccine", "<ent>"])
+    tokenizer.save_pretrained(str(directory))
+    with pytest.raises(UserInputError, match=r"2 added token\(s\) .*'covid19vaccine'"):
+        BertSentenceEncoder.from_checkpoint(str(directory))

@@ -116,6 +116,23 @@ def _parsed(path, mtime_ns, size):
         raise UserInputError(
             f"{path}: the WordPiece ids are not 0..{len(ids) - 1} without gaps"
         )
+    # Tokens added with tokenizer.add_tokens (ids after the vocabulary, the
+    # embeddings resized): transformers splits them off before WordPiece;
+    # this project's tokenizers (in the graph too) do not, so their texts
+    # would embed otherwise. One line, not other vectors.
+    added = [
+        entry.get("content")
+        for entry in data.get("added_tokens") or []
+        if entry.get("content") not in vocab
+    ]
+    if added:
+        shown = ", ".join(repr(t) for t in added[:5])
+        raise UserInputError(
+            f"{path}: {len(added)} added token(s) outside the WordPiece "
+            f"vocabulary ({shown}{', ...' if len(added) > 5 else ''}): "
+            "transformers splits them off before WordPiece, bert_tf's "
+            "tokenizers do not; not supported"
+        )
     settings = {}
     if normalizer:
         settings = {
