@@ -238,9 +238,9 @@ def test_rerank_orders_the_candidates_by_the_cross_encoder(
     assert moved  # the cross-encoder changed some order
 
 
-def _run_search_in_process(*flags):
+def _run_search_in_process(*flags, stdin=None):
     """(exit code, stderr lines, whether TensorFlow was imported) of the
-    command run in a child process."""
+    command run in a child process (`stdin`: bytes fed to it)."""
     code = textwrap.dedent(
         f"""
         import sys
@@ -255,13 +255,14 @@ def _run_search_in_process(*flags):
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
-        text=True,
         timeout=300,
         env=script_env(),
-        stdin=subprocess.DEVNULL,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
     )
-    exit_line = result.stdout.strip().splitlines()[-1].split()
-    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    stdout, stderr = (result.stdout.decode(), result.stderr.decode())
+    exit_line = stdout.strip().splitlines()[-1].split()
+    errors = [line for line in stderr.splitlines() if "error:" in line]
     return int(exit_line[1]), errors, exit_line[2] == "True"
 
 
@@ -304,6 +305,16 @@ def test_a_bad_index_is_one_line_before_tensorflow(tmp_path):
         assert code == 2, flags
         assert len(errors) == 1 and errors[0].startswith(message), (flags, errors)
         assert not tensorflow, flags
+    # Issue 61.8: a query on stdin that is not UTF-8 (before: a raw
+    # UnicodeDecodeError traceback).
+    code, errors, _ = _run_search_in_process(
+        f"--index={uri}", "--collection=other", stdin=b"who won\ncaf\xe9 au lait\n"
+    )
+    assert code == 2
+    assert errors == [
+        "search: error: stdin:2: not UTF-8 (invalid continuation byte: byte "
+        "0xe9 at column 4)"
+    ], errors
 
 
 def test_rows_keep_text_and_title_cut_to_a_varchar(tmp_path):

@@ -33,10 +33,30 @@ def checked_input(options, arguments):
             raise UserInputError(
                 "no queries: give them after the flags, or one a line on stdin"
             )
-        queries = [line.strip() for line in sys.stdin if line.strip()]
+        queries = _stdin_queries()
     if not queries:
         raise UserInputError("no queries: the arguments or stdin hold only blanks")
     return options, open_index(options), queries
+
+
+def _stdin_queries():
+    """stdin's non-blank lines, read as UTF-8 bytes: a line that is not
+    UTF-8 is one error naming it (not a decoding traceback)."""
+    queries = []
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream already (a test's StringIO)
+        return [line.strip() for line in sys.stdin if line.strip()]
+    for number, raw in enumerate(stream, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise UserInputError(
+                f"stdin:{number}: not UTF-8 ({error.reason}: byte "
+                f"{raw[error.start]:#04x} at column {error.start + 1})"
+            ) from None
+        if line.strip():
+            queries.append(line.strip())
+    return queries
 
 
 COMMAND = Command(
