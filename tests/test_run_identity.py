@@ -125,3 +125,36 @@ def test_a_run_recorded_by_another_tool_stops(tmp_path):
         stop_if_other_run(
             "run_ner", run, NerOptions(train_file=str(tmp_path / "train.txt"))
         )
+
+
+def test_run_reranker_rerun_with_another_loss_stops(tmp_path):
+    """Issue 61.12: run_reranker's run-defining flags (--rerank_loss,
+    --hard_negatives, --retrieval_checkpoint, --passage_length) are compared
+    as the other tools' are."""
+    from bert_tf.options.reranker_options import RerankerOptions
+
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text('{"_id": "d1", "text": "a cat"}\n')
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "cat?"}\n')
+    (beir / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    (tmp_path / "out").mkdir()
+    run = RunOptions(
+        output_dir=str(tmp_path / "out"),
+        init_checkpoint=str(tmp_path),
+        max_seq_length=None,
+        do_train=True,
+    )
+    options = RerankerOptions(
+        data_dir=str(beir), retrieval_checkpoint=str(tmp_path), rerank_loss="listwise"
+    )
+    record(run, options, "run_reranker", data=options.training_fingerprints(run))
+    stop_if_other_run("run_reranker", run, options)  # a resume
+    for changed, shown in (
+        ({"rerank_loss": "bce"}, "rerank_loss"),
+        ({"hard_negatives": 5}, "hard_negatives"),
+    ):
+        with pytest.raises(UserInputError, match=shown):
+            stop_if_other_run(
+                "run_reranker", run, dataclasses.replace(options, **changed)
+            )
