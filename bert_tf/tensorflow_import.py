@@ -23,11 +23,20 @@ import sys
 import tempfile
 
 __all__ = [
+    "hold_back_keras_extras",
     "import_tensorflow",
     "install_quiet_import",
     "prefer_onednn",
     "stderr_held_back",
 ]
+
+# Packages Keras imports with TensorFlow when they are installed, for
+# integrations a bert_tf command never uses: scikit-learn (its estimator
+# wrappers), matplotlib (image-gallery plots) and pandas (DataFrames in
+# `fit`). With all three installed they were 2.3 of 7.8 s of the import
+# (python -X importtime, 2 cores, 2026-12-03).
+KERAS_EXTRAS = ("sklearn", "matplotlib", "pandas")
+_held_back = ()
 
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 # platform.machine() (lower case) of the CPUs prefer_onednn asks oneDNN for.
@@ -59,6 +68,41 @@ def stderr_held_back(show):
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+def hold_back_keras_extras():
+    """Makes this process's TensorFlow import skip `KERAS_EXTRAS` (Keras
+    treats them as not installed); they import as usual afterwards. For the
+    commands' processes, which use none of those Keras integrations, not for
+    a library user's (whose Keras may need them)."""
+    global _held_back
+    _held_back = KERAS_EXTRAS
+
+
+class _HoldBack(importlib.abc.MetaPathFinder):
+    """Refuses the held-back packages while it is on `sys.meta_path`."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.partition(".")[0] in self.names:
+            raise ImportError(f"{fullname}: held back while TensorFlow imports")
+        return None
+
+
+@contextlib.contextmanager
+def _extras_held_back():
+    names = tuple(n for n in _held_back if n not in sys.modules)
+    if not names:
+        yield
+        return
+    finder = _HoldBack(names)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
 
 
 class _TensorFlowInfoFilter(logging.Filter):
@@ -100,7 +144,7 @@ def import_tensorflow(verbosity=0):
         # Later C++ messages: errors only (its warnings are about TensorFlow's
         # own internals, e.g. tf.data graph rewrites).
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    with stderr_held_back(show):
+    with stderr_held_back(show), _extras_held_back():
         import tensorflow as tf
 
         # Probing for GPUs is where a CUDA build on a machine without one
@@ -126,7 +170,7 @@ class _QuietImportHook(importlib.abc.MetaPathFinder):
         exec_module = spec.loader.exec_module
 
         def exec_quietly(module):
-            with stderr_held_back(False):
+            with stderr_held_back(False), _extras_held_back():
                 exec_module(module)
                 module.config.list_physical_devices("GPU")  # the cuInit probe
             _quiet(module)

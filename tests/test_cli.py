@@ -408,6 +408,39 @@ def test_import_bert_tf_turns_onednn_on_unless_told_otherwise(setting, expected)
     assert result.stdout.split()[-2:] == expected.split()
 
 
+@pytest.mark.slow
+def test_a_commands_tensorflow_import_skips_keras_extras():
+    """The commands import TensorFlow without Keras's scikit-learn,
+    matplotlib and pandas integrations (seconds of every start); the
+    packages import as usual afterwards. A library process (no command)
+    keeps them."""
+    import importlib.util
+
+    extras = [
+        n for n in ("sklearn", "matplotlib", "pandas") if importlib.util.find_spec(n)
+    ]
+    if not extras:
+        pytest.skip("none of scikit-learn, matplotlib, pandas is installed")
+    probe = (
+        "import sys\n"
+        "from bert_tf.tensorflow_import import hold_back_keras_extras, import_tensorflow\n"
+        "hold_back_keras_extras()\n"
+        "import_tensorflow()\n"
+        "import keras\n"
+        f"extras = {extras!r}\n"
+        "print(sorted(n for n in extras if n in sys.modules))\n"
+        "import importlib; [importlib.import_module(n) for n in extras]\n"
+        "print('imported afterwards')\n"
+    )
+    result = run_python("-c", probe)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split("\n")[-3:-1] == ["[]", "imported afterwards"]
+    library = "import sys, bert_tf, tensorflow, keras; print(sorted(sys.modules))"
+    result = run_python("-c", library)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert set(extras) & set(eval(result.stdout.strip().splitlines()[-1]))
+
+
 def test_shared_flags_list_the_strategies_the_trainer_knows():
     from bert_tf.options.distribution_options import STRATEGIES
     from bert_tf.training import strategy

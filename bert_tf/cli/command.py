@@ -34,6 +34,7 @@ from absl import logging
 from bert_tf.cli.flags import ORIGINAL_FLAGS
 from bert_tf.errors import UserInputError
 from bert_tf.options.run_identity import stop_if_other_run
+from bert_tf.tensorflow_import import hold_back_keras_extras
 from bert_tf.tensorflow_import import import_tensorflow
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
@@ -301,6 +302,9 @@ class Command:
         """Parses the flags and calls ``work(*options)`` (``work(flags.FLAGS)``
         for flags defined by hand)."""
         argv = list(sys.argv if argv is None else argv) or [self.name]
+        # A command's TensorFlow import without Keras's scikit-learn,
+        # matplotlib and pandas integrations (seconds of every start).
+        hold_back_keras_extras()
 
         def main(argv):
             verbosity = flags.FLAGS.verbosity
