@@ -385,3 +385,45 @@ def test_documents_cut_one_at_a_time_with_taken_ids_as_the_whole_corpus():
     assert parts == whole
     alone = beir.split_passages({"coll": corpus["coll"]}, lambda word: 1, 3, 2)
     assert [p.id for p in alone] != [p.id for p in whole[:2]]  # taken matters
+
+
+def test_a_fold_short_of_documents_says_why(caplog):
+    """Issue 61.11: documents of 200 passages make the fold ask 100 x 200
+    passages a query, beyond the 16,384 Milvus returns: the queries that come
+    back with fewer documents than asked are counted in one warning, with
+    the reason; an index that returns fewer passages than asked, too."""
+    import logging
+
+    from bert_tf.retrieval.document_search import documents_found
+    from bert_tf.retrieval.milvus_schema import MAX_TOP_K
+    from bert_tf.retrieval.vector_store import SearchResults
+
+    passages = [
+        beir.Passage(f"d{d}#{i}", f"d{d}", "t") for d in range(100) for i in range(200)
+    ]
+    ranked = [p.id for p in passages]  # each document's passages together
+
+    def milvus(depth, returned=MAX_TOP_K):
+        kept = ranked[: min(depth, returned)]
+        return SearchResults([kept], [list(range(len(kept), 0, -1))])
+
+    with caplog.at_level(logging.WARNING):
+        (found,) = documents_found(milvus, passages, 100)
+    assert len(found) == 82  # 16,384 passages hold 82 documents
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "1 of 1 queries got fewer than 100 documents (as few as 82): the fold "
+        "needs 20000 passages a query (top k x the 200 passages of the longest "
+        "document), more than Milvus returns (16384)"
+    )
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        (found,) = documents_found(milvus, passages, 50)  # 10,000 passages
+        assert len(found) == 50 and not caplog.records
+        documents_found(lambda depth: milvus(depth, 1000), passages, 50)
+    (record,) = caplog.records
+    assert "(as few as 5): the index returned fewer passages" in record.getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):  # BM25 finds what shares a word
+        documents_found(lambda depth: milvus(depth, 1000), passages, 50, False)
+    assert not caplog.records

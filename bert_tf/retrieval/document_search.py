@@ -26,9 +26,11 @@ __all__ = [
 ]
 
 
-def documents_found(search, passages, top_k):
+def documents_found(search, passages, top_k, complete=True):
     """Per query, [(doc id, score)] best first: the passages `search(depth)`
-    returns (`SearchResults`), each document scored by its best passage.
+    returns (`SearchResults`), each document scored by its best passage;
+    `complete`: every query should find `top_k` documents (dense and hybrid
+    searches; BM25 finds only passages sharing a word), else a warning.
 
     Enough passages are asked for the fold to be exact: the k-th best
     document's best passage ranks at most (k - 1) x (most passages of one
@@ -40,10 +42,39 @@ def documents_found(search, passages, top_k):
         per_doc[p.doc_id] = per_doc.get(p.doc_id, 0) + 1
     most = max(per_doc.values()) if per_doc else 1
     found = search(top_k * most)
-    return [
+    results = [
         beir.fold_to_documents(zip(ids, scores, strict=True), doc_of, top_k)
         for ids, scores in zip(found.ids, found.scores, strict=True)
     ]
+    if complete:
+        _warn_if_short(results, min(top_k, len(per_doc)), top_k * most, most)
+    return results
+
+
+def _warn_if_short(results, wanted, depth, most):
+    """One warning when queries got fewer documents than they asked for: a
+    search stops at Milvus's limit of passages (an approximate index may
+    return fewer too), and one long document can fill it."""
+    from bert_tf.retrieval.milvus_schema import MAX_TOP_K
+
+    short = [len(found) for found in results if len(found) < wanted]
+    if not short:
+        return
+    why = (
+        f"the fold needs {depth} passages a query (top k x the {most} passages "
+        f"of the longest document), more than Milvus returns ({MAX_TOP_K})"
+        if depth > MAX_TOP_K
+        else "the index returned fewer passages than asked (an approximate "
+        "index: raise its search breadth, e.g. --hnsw_ef)"
+    )
+    logging.warning(
+        "%d of %d queries got fewer than %d documents (as few as %d): %s",
+        len(short),
+        len(results),
+        wanted,
+        min(short),
+        why,
+    )
 
 
 def search_progress(count):
@@ -117,7 +148,7 @@ def retrieve_documents(
         )
     else:
         raise ValueError(f"mode={mode!r}: expected one of {RETRIEVAL_MODES}")
-    return documents_found(search, passages, top_k)
+    return documents_found(search, passages, top_k, complete=mode != "bm25")
 
 
 def searched_for_evaluation(store, mode="dense"):
