@@ -15,6 +15,8 @@ import pytest
 import tensorflow as tf
 from tiny_models import tiny_bert_config
 
+pytestmark = pytest.mark.slow  # exports, and loads in fresh processes
+
 from bert_tf import serving
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier

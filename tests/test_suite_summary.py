@@ -4,6 +4,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs pytest in a child process
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
