@@ -15,8 +15,6 @@ import pytest
 import tensorflow as tf
 from tiny_models import tiny_bert_config
 
-pytestmark = pytest.mark.slow  # exports, and loads in fresh processes
-
 from bert_tf import serving
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
@@ -26,6 +24,8 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog
 _FRESH = """
 import json, sys
 import tensorflow as tf
+
+pytestmark = pytest.mark.slow  # exports, and loads in fresh processes
 path, how = sys.argv[1], sys.argv[2]
 if how == "tf":
     try:
