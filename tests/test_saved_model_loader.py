@@ -19,13 +19,14 @@ from bert_tf import serving
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 
+pytestmark = pytest.mark.slow  # exports, and loads in fresh processes
+
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog"]
 
 _FRESH = """
 import json, sys
 import tensorflow as tf
 
-pytestmark = pytest.mark.slow  # exports, and loads in fresh processes
 path, how = sys.argv[1], sys.argv[2]
 if how == "tf":
     try:
