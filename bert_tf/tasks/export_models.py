@@ -194,18 +194,18 @@ def _renames(labels, trained, labels_flag):
     classification run's); another count is a `UserInputError`. Names that
     are the run's own in another order are no renaming (the record's check
     stops them: a reorder would swap the classes' names)."""
-    labels, trained = [str(x) for x in labels], trained and [str(x) for x in trained]
-    if trained is None or labels == trained:
-        return False
-    if glue.is_regression_label_list(trained) or any(
+    if trained is None or glue.is_regression_label_list(trained):
+        return False  # a regression run: the record's check names it
+    labels, trained = [str(x) for x in labels], [str(x) for x in trained]
+    if labels == trained or any(
         new != old and new in trained for new, old in zip(labels, trained, strict=False)
     ):
         return False
     if len(labels) != len(trained):
         raise UserInputError(
             f"{labels_flag}: {len(labels)} labels, but the run was trained with "
-            f"{len(trained)} ({','.join(map(str, trained))}); --labels renames "
-            "them in label-id order, one name each",
+            f"{len(trained)} ({','.join(trained)}); labels renames them in "
+            "label-id order, one name each",
             argument="labels",
         )
     return True
