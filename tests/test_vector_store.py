@@ -1,9 +1,12 @@
 """Vector stores: Milvus Lite for real (no mocked client) against exact search in the graph."""
 
 import os
+import pathlib
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -302,3 +305,88 @@ def test_milvus_lite_and_faiss_info_lines_are_not_logged(tmp_path):
     assert "WARNING:milvus_lite:warnings stay" in lines
     noisy = [line for line in lines if line.startswith(("INFO:faiss", "INFO:milvus"))]
     assert not noisy, noisy
+
+
+_HOLD = "from pymilvus import MilvusClient; import sys, time\nc = MilvusClient(sys.argv[1]); print('held', flush=True); time.sleep(120)"
+
+
+@pytest.mark.slow  # starts a process
+def test_a_lite_file_another_process_holds_is_one_line(tmp_path, capfd):
+    # Issue 61.15b: the loser of two runs on one Milvus Lite file got Milvus
+    # Lite's own traceback on stderr before the one-line error.
+    # (The test's process keeps a Lite file it opened open, so the other
+    # process makes the file.)
+    uri = str(tmp_path / "index.db")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, uri], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        capfd.readouterr()
+        with pytest.raises(UserInputError) as error:
+            MilvusStore(uri, "c", DIM, "m")
+        message = str(error.value)
+        assert message.startswith(f"uri={uri}: cannot connect (")
+        assert "another process" in message and "\n" not in message
+        assert "Traceback" not in capfd.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+_OPEN_READ_ONLY = textwrap.dedent(
+    """
+    import sys
+    from bert_tf.errors import UserInputError
+    from bert_tf.retrieval.milvus_store import MilvusStore
+    try:
+        MilvusStore(sys.argv[1], "c", 16, "m")
+    except UserInputError as error:
+        print(error)
+    """
+)
+
+
+@pytest.mark.slow  # starts a process
+def test_a_read_only_lite_file_is_one_line():
+    # Issue 61.8: a read-only index printed Milvus Lite's traceback, then
+    # "cannot connect (...; is another process using this file?)", which it
+    # was not. The file system's permissions bind a user who is not root.
+    # Under /tmp, which user nobody can reach (pytest's tmp_path is 0700);
+    # the file made by another process (this one would keep it open).
+    tmp_path = pathlib.Path(tempfile.mkdtemp(dir="/tmp"))
+    uri = str(tmp_path / "index.db")
+    made = "from pymilvus import MilvusClient; import sys; MilvusClient(sys.argv[1])"
+    subprocess.run([sys.executable, "-c", made, uri], check=True, timeout=120)
+    command = [sys.executable, "-c", _OPEN_READ_ONLY, uri]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        command += [sys.executable, "-c", _OPEN_READ_ONLY, uri]
+    for path in [tmp_path, *tmp_path.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        run = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "HOME": str(tmp_path)},
+        )
+    finally:
+        for path in [tmp_path, *tmp_path.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        shutil.rmtree(tmp_path)
+    if (
+        run.returncode
+        and "Permission denied" in run.stderr
+        and "Traceback" not in run.stderr
+    ):
+        pytest.skip(
+            f"user nobody cannot run {sys.executable} here: {run.stderr.strip()}"
+        )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == (
+        f"uri={uri}: cannot connect (no write access to {uri}/LOCK: Milvus Lite "
+        "opens its database read-write, even to search)"
+    )
+    assert "Traceback" not in run.stderr, run.stderr

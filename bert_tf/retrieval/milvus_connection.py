@@ -105,23 +105,87 @@ def connect(uri, flag):
         # long call or idle spell with GOAWAY "too_many_pings" and logs it.
         # A connection inside the process needs no keepalive.
         options["grpc_options"] = {"grpc.keepalive_time_ms": 2**31 - 1}
+    failures = []
     try:
-        return MilvusClient(uri=uri, timeout=10, **options)
+        with _lite_start_failures(failures):
+            return MilvusClient(uri=uri, timeout=10, **options)
     except MilvusException as e:
         # pymilvus's own message is often empty; what failed under it
-        # (e.g. an OSError of Milvus Lite) is the cause to show.
-        cause, seen = e, {id(e)}
-        # (A chain may loop back on itself.)
-        while (below := cause.__cause__ or cause.__context__) is not None:
-            if id(below) in seen:
-                break
-            seen.add(id(below))
-            cause = below
-        reason = e.message or ""
-        if cause is not e:
-            reason = f"{reason}: {type(cause).__name__}: {cause}".lstrip(": ")
-        hint = "" if is_server(uri) else "; is another process using this file?"
+        # (e.g. an OSError of Milvus Lite) is the cause to show. Milvus Lite
+        # logs its own start failure and returns nothing, so its exception
+        # is taken from that log record (and the record not printed).
+        if failures:
+            reason = _cause_text(failures[-1])
+        else:
+            cause, reason = _deepest_cause(e), e.message or ""
+            if cause is not e:
+                reason = f"{reason}: {type(cause).__name__}: {cause}".lstrip(": ")
+        # Milvus Lite's own reason says whether another process holds the
+        # file; without it, that is the likely cause.
+        hint = (
+            ""
+            if is_server(uri) or failures
+            else "; is another process using this file?"
+        )
         raise UserInputError(
             f"{flag}={uri}: cannot connect ({reason or type(e).__name__}{hint})",
             argument=argument_of(flag),
         ) from None
+
+
+def _deepest_cause(error):
+    cause, seen = error, {id(error)}
+    # (A chain may loop back on itself.)
+    while (below := cause.__cause__ or cause.__context__) is not None:
+        if id(below) in seen:
+            break
+        seen.add(id(below))
+        cause = below
+    return cause
+
+
+def _cause_text(cause):
+    # Milvus Lite wraps the lock's OSError in its own error; the OSError
+    # names the file.
+    below = cause.__cause__ or cause.__context__
+    if isinstance(cause, PermissionError) or isinstance(below, PermissionError):
+        error = cause if isinstance(cause, PermissionError) else below
+        return (
+            f"no write access to {error.filename or 'its files'}: Milvus Lite "
+            "opens its database read-write, even to search"
+        )
+    if type(cause).__name__ == "DataDirLockedError":
+        # One process at a time may open a Milvus Lite file.
+        return (
+            "another process has it open; Milvus Lite lets one process at a "
+            "time use a file: wait for it to end, or use a Milvus server"
+        )
+    return f"{type(cause).__name__}: {cause}"
+
+
+class _lite_start_failures:
+    """Collects the exceptions Milvus Lite logs when its embedded server
+    fails to start (it logs them with their traceback and returns None, so
+    pymilvus raises a bare "Open local milvus failed"); while active, those
+    records are kept from the user's stderr."""
+
+    def __init__(self, failures):
+        self._failures = failures
+        self._logger = logging.getLogger("milvus_lite.server_manager")
+        self._handler = logging.Handler(logging.ERROR)
+        self._handler.emit = self._keep
+
+    def _keep(self, record):
+        if record.exc_info and record.exc_info[1] is not None:
+            self._failures.append(record.exc_info[1])
+
+    def __enter__(self):
+        self._propagate = self._logger.propagate
+        self._logger.propagate = False
+        self._logger.addHandler(self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        self._logger.removeHandler(self._handler)
+        self._logger.propagate = self._propagate
+        return False
