@@ -295,6 +295,42 @@ def test_span_and_encoder_outputs(exported, tiny_models, shared_data):
         encoder.encode(TEXTS_A[:2])
 
 
+# A 20,000-character text: each family cuts it by word pieces, as the encoder's
+# own preprocessing does (the original's packing of the Python tokenizer's
+# pieces), not by characters, and keeps its answer to the text's head.
+LONG = ("Angela Merkel visited Paris's Louvre on Tuesday; Ünïcödé café. " * 320)[:20000]
+
+
+@pytest.mark.slow
+def test_20000_character_texts_are_cut_by_word_pieces(
+    exported, tiny_models, shared_data
+):
+    vocab = _vocab(shared_data)
+    short = TEXTS_A[0]
+    # classifier: the long text first and second of a pair, and alone.
+    pairs = ([LONG, short, LONG], [short, LONG, ""])
+    got = LiteRTModel(exported["classifier", "none"])(text_a=pairs[0], text_b=pairs[1])
+    logits = tiny_models["classifier"](_original_inputs(vocab, *pairs))["logits"]
+    want = tf.nn.softmax(logits).numpy()
+    np.testing.assert_allclose(got["probabilities"], want, atol=2e-5)
+    inputs = _original_inputs(vocab, [LONG, short])
+    for kind, output in (("encoder", "sequence_output"), ("tagger", "logits")):
+        got = LiteRTModel(exported[kind, "none"])(
+            **{"text_a" if kind == "encoder" else "text": [LONG, short]}
+        )
+        want = tiny_models[kind](inputs)[output].numpy()
+        np.testing.assert_allclose(got[output], want, atol=5e-5)
+    got = LiteRTModel(exported["embedding", "none"])(text=[LONG, short])
+    want = tiny_models["embedding"](inputs)
+    np.testing.assert_allclose(got["embeddings"], want, atol=5e-5)
+    question = ["Who visited Paris?"]
+    got = LiteRTModel(exported["span", "none"])(question=question, context=[LONG])
+    want = tiny_models["span"](_original_inputs(vocab, question, [LONG]))
+    np.testing.assert_allclose(got["start_logits"], want["start_logits"], atol=5e-5)
+    # The context's offsets stay in its first pieces' bytes.
+    assert 0 < got["token_end"].max() < 200
+
+
 # --- CRF tagger ---------------------------------------------------------------
 
 

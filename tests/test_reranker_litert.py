@@ -150,6 +150,16 @@ def test_float32_scores_equal_cross_encoder_predict(float32_file, reference):
         r["corpus_id"] for r in theirs[:2]
     ]
     assert model.score_pairs([], []).shape == (0,)
+    # Issue 61.13: a 20,000-character passage (or query) is cut by word
+    # pieces to the 512 positions, as CrossEncoder.predict cuts it.
+    long = (" ".join(p for _, passages in queries for p in passages) * 8)[:20000]
+    long_pairs = [(query, long), (long, passages[0])]
+    expected_long = cross_encoder.predict(long_pairs)
+    np.testing.assert_allclose(
+        model.score_pairs([query, long], [long, passages[0]]),
+        expected_long,
+        atol=FLOAT32_TOLERANCE,
+    )
     # Another family's methods name the file's.
     with pytest.raises(ValueError, match="is a reranker export, not an embedding"):
         model.encode(["a"])
