@@ -275,15 +275,18 @@ def test_exports_serve_what_encode_gives(prompted, tmp_path):
     assert expected.shape == (len(TEXTS), 32)  # the saved truncate_dim, served
     # MediaPipe tokenizes the text itself: the default prompt cannot be
     # applied, so the export stops with one line (not vectors 0.7 away).
-    with pytest.raises(UserInputError, match="default prompt 'query'"):
-        litert_export.run(
-            LiteRTExportOptions(
-                model_type="embedding",
-                init_checkpoint=directory,
-                output_file=str(tmp_path / "mediapipe.tflite"),
-                target="mediapipe",
+    # So is a prompt the export is asked for (--prompt_name=document).
+    for name in (None, "document"):
+        with pytest.raises(UserInputError, match=f"default prompt '{name or 'query'}'"):
+            litert_export.run(
+                LiteRTExportOptions(
+                    model_type="embedding",
+                    init_checkpoint=directory,
+                    output_file=str(tmp_path / "mediapipe.tflite"),
+                    target="mediapipe",
+                    prompt_name=name,
+                )
             )
-        )
     # truncate_dim given to the model is exported too.
     truncated = BertSentenceEncoder.from_checkpoint(directory, truncate_dim=16)
     from bert_tf.serving.saved_model_exporter import export_saved_model
