@@ -340,3 +340,45 @@ def test_cli_errors_name_the_flag(exports, tmp_path):
     missing = run(f"--saved_model={tmp_path / 'nothing'}", "--text_column=a")
     assert missing.returncode == 2
     assert "--saved_model" in missing.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_bom_duplicate_keys_and_no_readable_row(exports, stsb_rows, tmp_path):
+    """Issue 61.10: a UTF-8 BOM before the header is read as the other TSV
+    readers read it; a key given to two rows, and a run with no readable
+    row, are one line each (they ran to exit 0), leaving no Beam temp
+    directories."""
+    from bert_tf.beam.batch_prediction import run_pipeline
+    from bert_tf.errors import UserInputError
+
+    version = exports["embedding"]
+    bom = tmp_path / "bom.tsv"
+    bom.write_bytes(
+        b"\xef\xbb\xbf" + b"id\ttext\nr1\tA man plays a guitar.\nr2\tDogs.\n"
+    )
+    run_pipeline(
+        version, str(bom), "tsv", str(tmp_path / "bom"), "text", id_column="id"
+    )
+    rows = {row["key"]: row for row in _read_jsonl(tmp_path / "bom")}
+    assert sorted(rows) == ["r1", "r2"]
+    for key, text in (("r1", "A man plays a guitar."), ("r2", "Dogs.")):
+        expected = _expected(version, {"text": text})
+        _assert_same(
+            {k: v for k, v in rows[key].items() if k != "key"}, expected, False, key
+        )
+    twice = tmp_path / "twice.tsv"
+    twice.write_text("id\ttext\nr1\tOne.\nr1\tTwo.\nr2\tThree.\n")
+    with pytest.raises(UserInputError) as error:
+        run_pipeline(
+            version,
+            str(twice),
+            "tsv",
+            str(tmp_path / "o" / "p"),
+            "text",
+            id_column="id",
+        )
+    assert str(error.value).startswith("id_column=id: the value 'r1' keys 2 rows")
+    assert f"{twice}:2, {twice}:3" in str(error.value)
+    assert not glob.glob(str(tmp_path / "o" / "beam-temp-*"))
+    with pytest.raises(UserInputError, match=r"none of its 3 rows could be read"):
+        run_pipeline(version, str(twice), "tsv", str(tmp_path / "n" / "p"), "nope")

@@ -18,6 +18,7 @@ import contextlib
 import errno
 import io
 import logging
+import os
 import re
 import shlex
 import sys
@@ -275,5 +276,21 @@ def run_to_end(pipeline, output):
         user_error = _user_error_of(error, output)
         if user_error is None:
             raise
+        _remove_beam_temp(output)
         raise user_error from None
     return result
+
+
+def _remove_beam_temp(output):
+    """Removes the ``beam-temp-<name>-*`` directories Beam's file sinks of
+    `output` leave beside it when a step stops on bad input: what a run the
+    user must repeat wrote nothing of its own. (A failure of another kind
+    keeps them, for its diagnosis.)"""
+    import glob
+    import shutil
+
+    if "://" in output:  # a bucket's: left to its lifecycle rules
+        return
+    directory, name = os.path.split(os.path.abspath(output))
+    for temp in glob.glob(os.path.join(directory, f"beam-temp-{glob.escape(name)}*")):
+        shutil.rmtree(temp, ignore_errors=True)
