@@ -8,6 +8,7 @@ chunk of texts and its vectors.
 """
 
 import csv
+import errno
 import json
 import os
 import time
@@ -137,6 +138,34 @@ def count_rows(input_file, file_format=None, text_column=None, id_column=None):
     return rows
 
 
+def _memory_map(output_file, shape):
+    """The float32 `.npy` memory map `output_file`.tmp of `shape`, its disk
+    blocks taken now. A write through a map to a full disk is a SIGBUS that
+    kills the process (nothing to catch), so a disk without room for the
+    whole array is an OSError naming `output_file` before any text is
+    embedded, and the partial file is removed."""
+    path = output_file + ".tmp"
+    try:
+        embeddings = np.lib.format.open_memmap(
+            path, mode="w+", dtype=np.float32, shape=shape
+        )
+        if hasattr(os, "posix_fallocate"):  # (not on macOS or Windows)
+            with open(path, "r+b") as f:
+                try:
+                    os.posix_fallocate(f.fileno(), 0, os.path.getsize(path))
+                except OSError as error:
+                    # A file system without it: written as before.
+                    if error.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                        raise
+    except OSError as error:
+        if os.path.exists(path):
+            os.remove(path)
+        if error.filename:
+            raise
+        raise OSError(error.errno, error.strerror, output_file) from None
+    return embeddings
+
+
 def embed_file(
     model,
     input_file,
@@ -163,12 +192,7 @@ def embed_file(
     directory = os.path.dirname(os.path.abspath(output_file))
     os.makedirs(directory, exist_ok=True)
     ids_file = os.path.splitext(output_file)[0] + ".ids.txt"
-    embeddings = np.lib.format.open_memmap(
-        output_file + ".tmp",
-        mode="w+",
-        dtype=np.float32,
-        shape=(rows, model.embedding_dim),
-    )
+    embeddings = _memory_map(output_file, (rows, model.embedding_dim))
     writer = None
     if output_tfrecord:
         import tensorflow as tf
