@@ -44,6 +44,21 @@ def minilm_dir():
 
 
 @pytest.fixture
+def full_disk(tmp_path):
+    """A directory on a 4 KiB tmpfs: a disk that fills up at once (ENOSPC).
+    Mounting needs root: skipped, saying so, elsewhere."""
+    import subprocess
+
+    disk = tmp_path / "full_disk"
+    disk.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(disk)]
+    if os.geteuid() != 0 or subprocess.run(mount, capture_output=True).returncode:
+        pytest.skip("cannot mount a 4 KiB tmpfs here (needs root): no full disk")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.fixture
 def tiny_config():
     from tiny_models import tiny_bert_config
 

@@ -165,14 +165,13 @@ def test_a_tflite_without_the_litert_extra_is_one_line(monkeypatch, tmp_path):
     assert 'pip install ".[litert]"' in message and "\n" not in message
 
 
-def test_a_full_disk_is_one_line_not_a_sigbus(shared_data, tmp_path):
+def test_a_full_disk_is_one_line_not_a_sigbus(shared_data, full_disk, tmp_path):
     """Issue 61.9: the output is a memory map, and a write through it to a
     full disk killed embed.py with SIGBUS (exit -7, nothing written, no
     word). Its blocks are taken first: a disk without room is an OSError
     naming the output, which the command prints as one line. A 4 KiB tmpfs
     is the full disk (mounting needs root; skipped otherwise)."""
     import errno
-    import subprocess
 
     import keras
     from tiny_models import tiny_bert_config
@@ -182,34 +181,27 @@ def test_a_full_disk_is_one_line_not_a_sigbus(shared_data, tmp_path):
     from bert_tf.tasks.embed_file import embed_file
     from bert_tf.text.preprocessing import BertPreprocessor
 
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mount = ["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(disk)]
-    if os.geteuid() != 0 or subprocess.run(mount, capture_output=True).returncode:
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
-        keras.utils.set_random_seed(5)
-        vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
-        encoder = bert_tf.BertSentenceEncoder(
-            tiny_bert_config(30522, dropout=0.0),
-            preprocessor=BertPreprocessor(vocab, True, 16, padding="longest"),
-            pooling="mean",
-        )
-        source = tmp_path / "in.txt"
-        source.write_text("a short text\n" * 100, encoding="utf-8")
-        assert 100 * 4 * encoder.embedding_dim > 4096
-        output = str(disk / "vectors.npy")
-        with pytest.raises(OSError) as error:
-            embed_file(encoder, str(source), output)
-        assert error.value.errno == errno.ENOSPC
-        assert one_line(error.value) == f"{output}: No space left on device"
-        assert os.listdir(disk) == []  # nothing half-written left behind
-        # Where there is room, the same call writes every row.
-        assert embed_file(encoder, str(source), str(tmp_path / "v.npy")) == 100
-        np.testing.assert_allclose(
-            np.load(tmp_path / "v.npy"),
-            encoder.encode(["a short text"] * 100),
-            atol=1e-5,
-        )
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
+    disk = full_disk
+    keras.utils.set_random_seed(5)
+    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
+    encoder = bert_tf.BertSentenceEncoder(
+        tiny_bert_config(30522, dropout=0.0),
+        preprocessor=BertPreprocessor(vocab, True, 16, padding="longest"),
+        pooling="mean",
+    )
+    source = tmp_path / "in.txt"
+    source.write_text("a short text\n" * 100, encoding="utf-8")
+    assert 100 * 4 * encoder.embedding_dim > 4096
+    output = str(disk / "vectors.npy")
+    with pytest.raises(OSError) as error:
+        embed_file(encoder, str(source), output)
+    assert error.value.errno == errno.ENOSPC
+    assert one_line(error.value) == f"{output}: No space left on device"
+    assert os.listdir(disk) == []  # nothing half-written left behind
+    # Where there is room, the same call writes every row.
+    assert embed_file(encoder, str(source), str(tmp_path / "v.npy")) == 100
+    np.testing.assert_allclose(
+        np.load(tmp_path / "v.npy"),
+        encoder.encode(["a short text"] * 100),
+        atol=1e-5,
+    )

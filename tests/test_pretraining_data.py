@@ -781,3 +781,23 @@ def test_more_tasks_than_shards_and_task_index_checks(
         pretraining.create_pretraining_data(
             [small_corpus], [str(tmp_path / "x")], vocab_file, num_tasks=2, task_index=2
         )
+
+
+@pytest.mark.parametrize("shard_size_mb", [None, 0.001])
+def test_a_full_disk_leaves_no_cut_file(
+    sample_text, vocab_file, full_disk, shard_size_mb
+):
+    """Issue 61.9: a full disk stopped the run with one line but left the
+    cut file under the output's name, for a later glob to read as a smaller
+    corpus. (The Beam path writes through temporary files already.)"""
+    output = str(full_disk / "records.tfrecord")
+    with pytest.raises(OSError) as error:
+        pretraining.create_pretraining_data(
+            [sample_text],
+            [output],
+            vocab_file,
+            dupe_factor=2,
+            shard_size_mb=shard_size_mb,
+        )
+    assert error.value.filename == output
+    assert os.listdir(full_disk) == []

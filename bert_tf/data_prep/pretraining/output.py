@@ -96,6 +96,15 @@ class RoundRobinWriter:
             with _named(path):
                 file.close()
 
+    def discard(self):
+        """Closes and removes the files (local ones) after a failed write."""
+        for path, file in zip(self.output_files, self.files, strict=False):
+            with contextlib.suppress(OSError):
+                file.close()
+            if "://" not in path:
+                with contextlib.suppress(OSError):
+                    os.remove(path)
+
 
 @contextlib.contextmanager
 def _named(path):
@@ -124,8 +133,12 @@ def write_records(records, output_files, inv_vocab):
     writer = RoundRobinWriter(output_files)
     try:
         writer.write_records(records)
-    finally:
         writer.close()
+    except BaseException:
+        # A cut file (a full disk, an interrupt) must not pass for output:
+        # a later glob of the shards would read it as a smaller corpus.
+        writer.discard()
+        raise
     for record in records[:NUM_LOGGED_INSTANCES]:
         log_record(record, inv_vocab)
     logging.info("Wrote %d total instances", writer.total)

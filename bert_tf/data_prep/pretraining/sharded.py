@@ -342,8 +342,10 @@ def write_sharded(
                         consume(pending.popleft().get())
                 while pending:
                     consume(pending.popleft().get())
-    finally:
         writer.close()
+    except BaseException:
+        writer.discard()  # no cut file passes for output (see write_records)
+        raise
     stats.num_records = writer.total
     logging.info(
         "Read %d documents (%d empty documents dropped) in %d shards of up to "
