@@ -390,3 +390,21 @@ def test_a_read_only_lite_file_is_one_line():
         "opens its database read-write, even to search)"
     )
     assert "Traceback" not in run.stderr, run.stderr
+
+
+@pytest.mark.slow  # starts a process
+def test_a_full_disk_is_one_line_without_milvus_lites_traceback(full_disk):
+    # Issue 61.9: Milvus Lite logged its servicer's 20-line traceback before
+    # the store's one line. (In another process: this one would keep the
+    # file open and the disk could not be unmounted.)
+    uri = str(full_disk / "index.db")
+    run = subprocess.run(
+        [sys.executable, "-c", _OPEN_READ_ONLY, uri],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().endswith("No space left on device)"), run.stdout
+    assert run.stdout.strip().startswith(f"uri={uri}")
+    assert "Traceback" not in run.stderr, run.stderr

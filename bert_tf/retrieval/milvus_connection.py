@@ -26,10 +26,15 @@ def quiet_client_logs():
     Milvus Lite logs its server's start and stop and every background index
     build ("bg: built 1 segment indexes") at INFO, and faiss, which it loads,
     logs each CPU variant it tries (with the ModuleNotFoundError of those it
-    lacks): 10 of run_retrieval's 27 lines were theirs. Their warnings stay.
+    lacks): 10 of run_retrieval's 27 lines were theirs. Their warnings stay
+    (but those of the servicer, below).
     """
     logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
     logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
+    # Its servicer logs each failed call with a traceback (a full disk: 20
+    # lines) before answering it with the error, which the store prints in
+    # its one line.
+    logging.getLogger("milvus_lite.adapter.grpc.servicer").setLevel(logging.CRITICAL)
     for name in ("milvus_lite", "faiss"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
