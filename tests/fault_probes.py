@@ -282,6 +282,17 @@ def _ivf_warned(paths, pid, result):
     ]
 
 
+# Two corpus shards that both hold document d1; a gzip shard cut in half.
+_SHARDS = (
+    "import json, os; os.makedirs(r'{T}/shards', exist_ok=True)\n"
+    "for name, ids in (('a', (0, 1)), ('b', (1, 2))):\n"
+    "    open(rf'{T}/shards/{name}.jsonl', 'w').write(''.join(json.dumps({'_id': f'd{i}', 'title': '', 'text': f'text {i}'}) + '\\n' for i in ids))"
+)
+_CUT_GZ = (
+    "import gzip, json, os; os.makedirs(r'{T}/cut', exist_ok=True)\n"
+    "data = gzip.compress(''.join(json.dumps({'_id': f'd{i}', 'title': '', 'text': f'text number {i}'}) + '\\n' for i in range(200)).encode())\n"
+    "open(r'{T}/cut/corpus.jsonl.gz', 'wb').write(data[: len(data) // 2])"
+)
 RET = ["--init_checkpoint={T}/st", "--eval_split=test", "--data_dir={T}/beir"]
 SIM = ["--init_checkpoint={T}/st", "--num_train_epochs=1"]
 EMB = ["--init_checkpoint={T}/st", "--input_file={T}/two_lines.txt"]
@@ -461,6 +472,11 @@ PROBES = [
     error("create_pretraining_data", "cpd-output-is-vocab", ["--input_file={T}/corpus.txt", "--output_file={T}/vocab_copy.txt", "--vocab_file={T}/vocab_copy.txt", "--max_seq_length=32"], "--output_file={T}/vocab_copy.txt", "--vocab_file"),
     # File-system faults: a full disk, a FIFO, symlink loops, dangling symlinks, a directory as a file.
     error("create_pretraining_data", "cpd-output-disk-full", ["--input_file={T}/corpus.txt", "--output_file=/dev/full", *CPD], "/dev/full", "No space left on device"),
+    # Issue 61.9: Beam's user errors (each was our line inside Beam's traceback,
+    # a raw ValueError, or 154 lines of Beam's usage).
+    error("create_pretraining_data", "cpd-beam-non-utf8", ["--runner=DirectRunner", "--input_file={T}/latin1.txt", "--output_file=" + out("cq") + ".tfrecord", *CPD], "{T}/latin1.txt", slow=True),
+    error("create_pretraining_data", "cpd-beam-unknown-runner", ["--runner=Bogus", "--input_file={T}/corpus.txt", "--output_file=" + out("cr") + ".tfrecord", *CPD], "--runner='Bogus'"),
+    error("create_pretraining_data", "cpd-beam-bad-option-value", ["--runner=DirectRunner", "--beam_options=--direct_num_workers=abc", "--input_file={T}/corpus.txt", "--output_file=" + out("cs") + ".tfrecord", *CPD], "--beam_options='--direct_num_workers=abc'", "invalid int value"),
     error("create_pretraining_data", "cpd-input-fifo", ["--input_file={T}/pipe.txt", "--output_file=" + out("cm") + ".tfrecord", *CPD], "{T}/pipe.txt", "FIFO"),
     error("create_pretraining_data", "cpd-input-symlink-loop", ["--input_file={T}/loop.txt", "--output_file=" + out("cn") + ".tfrecord", *CPD], "{T}/loop.txt"),
     error("create_pretraining_data", "cpd-vocab-dangling-symlink", ["--input_file={T}/corpus.txt", "--output_file=" + out("co") + ".tfrecord", "--vocab_file={T}/dangling.txt"], "{T}/dangling.txt"),
@@ -551,6 +567,8 @@ PROBES = [
     error("run_retrieval", "ret-zero-weights", ["--do_eval", "--retrieval_mode=hybrid", "--fusion=weighted", "--dense_weight=0", "--bm25_weight=0", "--output_dir=" + out("rf3"), *RET], "--dense_weight=0 --bm25_weight=0"),
     error("run_retrieval", "ret-rescore-hybrid", ["--do_eval", "--retrieval_mode=hybrid", "--vector_type=int8", "--rescore_k=50", "--output_dir=" + out("rf4"), *RET], "--rescore_k=50", "hybrid"),
     error("run_retrieval", "ret-milvus-path-not-a-database", ["--do_index", "--milvus_uri={T}/not_a_database.db", "--output_dir=" + out("rd"), *RET], "--milvus_uri={T}/not_a_database.db", "not a Milvus Lite database"),
+    error("run_retrieval", "ret-beam-id-in-two-shards", ["--do_index", "--runner=DirectRunner", "--corpus_file={T}/shards/*.jsonl", "--output_dir=" + out("rg"), *RET], "'d1' comes from 2 documents", pre=_SHARDS, slow=True),
+    error("run_retrieval", "ret-beam-truncated-gz", ["--do_index", "--runner=DirectRunner", "--corpus_file={T}/cut/*.gz", "--output_dir=" + out("rh"), *RET], "{T}/cut/corpus.jsonl.gz", "not a whole gzip file", pre=_CUT_GZ, slow=True),
     correct("run_retrieval", "ret-passage-ids-never-document-ids", ["--do_index", "--do_eval", "--passage_length=16", "--output_dir=" + out("ret-passage-ids-never-document-ids"), *RET], _every_document_in_the_run, slow=True),
     error("run_retrieval", "ret-eval-other-passage-length", ["--do_eval", "--passage_length=8", "--output_dir=" + out("ret-passage-ids-never-document-ids"), *RET], "--overwrite_index", "does not match", slow=True),
     correct("run_retrieval", "ret-ivf-on-few-passages-warns", ["--do_index", "--index_type=IVF_FLAT", "--output_dir=" + out("ret-ivf-on-few-passages-warns"), *RET], _ivf_warned, slow=True),
