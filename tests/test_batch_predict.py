@@ -343,12 +343,13 @@ def test_cli_errors_name_the_flag(exports, tmp_path):
 
 
 @pytest.mark.slow
-def test_bom_duplicate_keys_and_no_readable_row(exports, stsb_rows, tmp_path):
+def test_bom_duplicate_keys_and_no_readable_row(exports, full_disk, tmp_path):
     """Issue 61.10: a UTF-8 BOM before the header is read as the other TSV
     readers read it; a key given to two rows, and a run with no readable
     row, are one line each (they ran to exit 0), leaving no Beam temp
     directories."""
     from bert_tf.beam.batch_prediction import run_pipeline
+    from bert_tf.cli.command import one_line
     from bert_tf.errors import UserInputError
 
     version = exports["embedding"]
@@ -382,3 +383,11 @@ def test_bom_duplicate_keys_and_no_readable_row(exports, stsb_rows, tmp_path):
     assert not glob.glob(str(tmp_path / "o" / "beam-temp-*"))
     with pytest.raises(UserInputError, match=r"none of its 3 rows could be read"):
         run_pipeline(version, str(twice), "tsv", str(tmp_path / "n" / "p"), "nope")
+    # A full disk (61.9): one line naming the output, nothing left on it.
+    many = tmp_path / "many.tsv"
+    many.write_text("text\n" + "a sentence of a few words\n" * 200)
+    output = str(full_disk / "pred")
+    with pytest.raises(OSError) as error:
+        run_pipeline(version, str(many), "tsv", output, "text")
+    assert one_line(error.value) == f"{output}: No space left on device"
+    assert os.listdir(full_disk) == []
