@@ -5,6 +5,7 @@ A URI is a Milvus Lite file (``<path>.db``, embedded) or a server
 pymilvus, so a tool checks its URI before loading anything.
 """
 
+import contextlib
 import logging
 import os
 
@@ -150,13 +151,12 @@ def _deepest_cause(error):
 
 
 def _cause_text(cause):
-    # Milvus Lite wraps the lock's OSError in its own error; the OSError
-    # names the file.
-    below = cause.__cause__ or cause.__context__
-    if isinstance(cause, PermissionError) or isinstance(below, PermissionError):
-        error = cause if isinstance(cause, PermissionError) else below
+    # Milvus Lite may wrap the lock file's OSError in its own error; the
+    # OSError names the file.
+    root = _deepest_cause(cause)
+    if isinstance(root, PermissionError):
         return (
-            f"no write access to {error.filename or 'its files'}: Milvus Lite "
+            f"no write access to {root.filename or 'its files'}: Milvus Lite "
             "opens its database read-write, even to search"
         )
     if type(cause).__name__ == "DataDirLockedError":
@@ -168,29 +168,21 @@ def _cause_text(cause):
     return f"{type(cause).__name__}: {cause}"
 
 
-class _lite_start_failures:
-    """Collects the exceptions Milvus Lite logs when its embedded server
-    fails to start (it logs them with their traceback and returns None, so
-    pymilvus raises a bare "Open local milvus failed"); while active, those
-    records are kept from the user's stderr."""
-
-    def __init__(self, failures):
-        self._failures = failures
-        self._logger = logging.getLogger("milvus_lite.server_manager")
-        self._handler = logging.Handler(logging.ERROR)
-        self._handler.emit = self._keep
-
-    def _keep(self, record):
-        if record.exc_info and record.exc_info[1] is not None:
-            self._failures.append(record.exc_info[1])
-
-    def __enter__(self):
-        self._propagate = self._logger.propagate
-        self._logger.propagate = False
-        self._logger.addHandler(self._handler)
-        return self
-
-    def __exit__(self, *exc):
-        self._logger.removeHandler(self._handler)
-        self._logger.propagate = self._propagate
-        return False
+@contextlib.contextmanager
+def _lite_start_failures(failures):
+    """Collects into `failures` the exceptions Milvus Lite logs when its
+    embedded server fails to start (it logs them with their traceback and
+    returns None, so pymilvus raises a bare "Open local milvus failed");
+    meanwhile those records are kept from the user's stderr."""
+    logger = logging.getLogger("milvus_lite.server_manager")
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: failures.extend(
+        [record.exc_info[1]] if record.exc_info and record.exc_info[1] else []
+    )
+    propagate, logger.propagate = logger.propagate, False
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
