@@ -23,6 +23,7 @@ import json
 import os
 import random
 import re
+import stat
 import subprocess
 import sys
 
@@ -801,3 +802,27 @@ def test_a_full_disk_leaves_no_cut_file(
         )
     assert error.value.filename == output
     assert os.listdir(full_disk) == []
+
+
+def test_a_device_or_fifo_output_is_never_removed(sample_text, vocab_file, tmp_path):
+    """A failed write to /dev/full removed /dev/full itself when run as root
+    (the cut-file cleanup of 61.9), leaving a plain file there on which the
+    next run "succeeded". Only a regular file the run wrote is removed."""
+    from bert_tf.data_prep.local_files import remove_partial_output
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    remove_partial_output(str(fifo))
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    regular = tmp_path / "cut.tfrecord"
+    regular.write_bytes(b"x")
+    remove_partial_output(str(regular))
+    assert not regular.exists()
+    if not os.path.exists("/dev/full"):
+        return
+    for _ in range(2):  # a second run fails the same way: the device is kept
+        with pytest.raises(OSError, match="No space left on device"):
+            pretraining.create_pretraining_data(
+                [sample_text], ["/dev/full"], vocab_file, dupe_factor=1
+            )
+        assert stat.S_ISCHR(os.lstat("/dev/full").st_mode)

@@ -33,6 +33,7 @@ from bert_tf.data_prep.corpus.shards import shard_of
 from bert_tf.data_prep.corpus.shards import shard_paths
 from bert_tf.data_prep.corpus.shards import write_atomically
 from bert_tf.data_prep.corpus.summary import COUNTERS
+from bert_tf.data_prep.local_files import remove_partial_output
 from bert_tf.errors import UserInputError
 
 beam = import_beam()
@@ -271,8 +272,7 @@ def worker_user_error(error):
 
 def _remove(paths):
     for path in paths:
-        if os.path.exists(path):
-            os.remove(path)
+        remove_partial_output(path)
 
 
 def _counter_values(result):

@@ -36,3 +36,21 @@ def check_not_a_pipe(path):
             f"{path}: not a regular file (a FIFO, socket or device, which would "
             "block or never end): give a file"
         )
+
+
+def remove_partial_output(path):
+    """Removes the cut output file `path` a failed write left, if it is a
+    regular file.
+
+    An output given as a device (/dev/full, /dev/null) or a FIFO is never
+    removed: run as root, removing /dev/full would leave a plain file in its
+    place, and the next write there would succeed silently.
+
+    Example:
+    >>> remove_partial_output("out/train.tf_record")
+    """
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            os.remove(path)
+    except OSError:
+        pass  # already gone, or not ours to remove

@@ -16,6 +16,7 @@ import time
 import numpy as np
 from absl import logging
 
+from bert_tf.data_prep.local_files import remove_partial_output
 from bert_tf.data_prep.table_reader import BadRowError
 from bert_tf.errors import UserInputError
 from bert_tf.options.embed_options import EMBED_INPUT_FORMATS
@@ -158,8 +159,7 @@ def _memory_map(output_file, shape):
                     if error.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
                         raise
     except OSError as error:
-        if os.path.exists(path):
-            os.remove(path)
+        remove_partial_output(path)
         if error.filename:
             raise
         raise OSError(error.errno, error.strerror, output_file) from None

@@ -10,6 +10,7 @@ import os
 
 from absl import logging
 
+from bert_tf.data_prep.local_files import remove_partial_output
 from bert_tf.data_prep.pretraining.records import FEATURE_NAMES
 from bert_tf.data_prep.pretraining.records import decode_record
 from bert_tf.data_prep.tfrecord_files import frame_records
@@ -102,8 +103,7 @@ class RoundRobinWriter:
             with contextlib.suppress(OSError):
                 file.close()
             if "://" not in path:
-                with contextlib.suppress(OSError):
-                    os.remove(path)
+                remove_partial_output(path)
 
 
 @contextlib.contextmanager
