@@ -25,6 +25,9 @@ DRIVER = textwrap.dedent(
     from absl import logging
 
     logging.use_absl_handler()  # as app.run does, once per process
+    # app.run raises --verbosity's default (-1, warnings) to 0 on its first
+    # run only; a rerun in the same process would log warnings only.
+    flags.FLAGS.set_default("verbosity", 0)
     tool, runs_path, out_path = sys.argv[1:4]
     command = importlib.import_module(f"bert_tf.cli.{tool}").COMMAND
     results = []

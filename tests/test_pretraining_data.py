@@ -826,3 +826,35 @@ def test_a_device_or_fifo_output_is_never_removed(sample_text, vocab_file, tmp_p
                 [sample_text], ["/dev/full"], vocab_file, dupe_factor=1
             )
         assert stat.S_ISCHR(os.lstat("/dev/full").st_mode)
+
+
+def test_runs_in_one_process_log_as_separate_processes_do(
+    sample_text, vocab_file, tmp_path
+):
+    """The end-to-end tests batch runs of one command in one child process
+    (tests/cli_one_process.py). absl's app.run raises the log to INFO on its
+    first run only, so a second run's progress log was lost; a test reading
+    it would fail or, asserting an absence, pass wrongly."""
+    from cli_one_process import run_in_one_process
+
+    runs = [
+        [
+            f"--input_file={sample_text}",
+            f"--output_file={tmp_path}/out{i}.tfrecord",
+            f"--vocab_file={vocab_file}",
+            "--max_seq_length=64",
+            "--dupe_factor=1",
+        ]
+        for i in range(2)
+    ]
+    first, second = run_in_one_process(
+        "create_pretraining_data", runs, str(tmp_path / "driver")
+    )
+    assert first.returncode == second.returncode == 0
+    written = [
+        line.split("] ", 1)[1]
+        for run in (first, second)
+        for line in run.stderr.splitlines()
+        if "total instances" in line
+    ]
+    assert len(written) == 2 and written[0] == written[1], written
