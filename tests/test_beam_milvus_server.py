@@ -1,10 +1,10 @@
 """run_retrieval.py --do_index --runner on a real Milvus server (`milvus-lite
-server`, tests/milvus_server.py), issue 60: two Beam workers writing in
-parallel store the one-process rows of the Milvus Lite file (they failed
-with ``current_seq is monotonic``: concurrent flushes); a run SIGKILLed
-midway keeps every batch it wrote and the rerun embeds only the rest; two
-runs started at once on one collection: the second is refused in one line
-(`IndexLock`)."""
+server`, tests/milvus_server.py), issue 60: two Beam workers write in
+parallel (they failed with ``current_seq is monotonic``: concurrent
+flushes); a run SIGKILLed midway keeps every batch it wrote; of two reruns
+started at once one resumes, embedding only the rest, and the other is
+refused in one line (`IndexLock`); the rows equal the one-process Milvus
+Lite file's."""
 
 import json
 import os
@@ -32,7 +32,6 @@ from test_beam_corpus_indexing import TWO_WORKERS  # noqa: E402
 from test_beam_corpus_indexing import _assert_same_rows  # noqa: E402
 from test_beam_corpus_indexing import _one_process_index  # noqa: E402
 from test_beam_corpus_indexing import _rows  # noqa: E402
-from test_run_retrieval import _tiny_st_dir  # noqa: E402
 
 from bert_tf.errors import UserInputError  # noqa: E402
 from bert_tf.retrieval.index_lock import LOCK_PROPERTY  # noqa: E402
@@ -41,9 +40,11 @@ from bert_tf.retrieval.indexing import INDEX_CHUNK  # noqa: E402
 from bert_tf.retrieval.milvus_store import MilvusStore  # noqa: E402
 from bert_tf.retrieval.vector_store import StoredPassage  # noqa: E402
 
-# Paragraphs: several embedding batches of INDEX_CHUNK passages, so that a
-# kill after the first stored batch lands midway.
-NUM_DOCS = 150
+# Paragraphs of the killed run (1,955 passages): four embedding batches of
+# INDEX_CHUNK passages per worker, so that a kill after the first stored
+# batch lands midway. MiniLM embeds a batch in about 3.5 s here; the tiny
+# model embeds all of them within a second, before a kill can land.
+KILL_DOCS = 400
 _COUNTS = re.compile(
     r"Indexed (\d+) documents: (\d+) passages embedded, (\d+) already in the "
     r"store, (\d+) removed"
@@ -56,16 +57,6 @@ def server(tmp_path_factory):
         yield uri
 
 
-@pytest.fixture(scope="module")
-def corpus(squad_beir, shared_data, tmp_path_factory):  # noqa: F811
-    """(BEIR directory, tiny encoder, the one-process Lite file's rows)."""
-    root = tmp_path_factory.mktemp("beam_server_corpus")
-    data = squad_subset(squad_beir, root / "data", NUM_DOCS)
-    encoder = _tiny_st_dir(shared_data, root / "tiny", 1)
-    _one_process_index(data, encoder, root / "one")
-    return data, encoder, _rows(root / "one" / "index.db", in_child=False)
-
-
 def _client(uri):
     """A fresh connection (an idle one gets a GOAWAY from the server after
     the minutes the runs take: see test_milvus_server.py)."""
@@ -74,15 +65,11 @@ def _client(uri):
     return MilvusClient(uri=uri, timeout=10)
 
 
-def _count(uri, collection):
-    client = _client(uri)
-    try:
-        if not client.has_collection(collection):
-            return 0
-        result = client.query(collection, filter="", output_fields=["count(*)"])
-        return int(result[0]["count(*)"])
-    finally:
-        client.close()
+def _count(client, collection):
+    if not client.has_collection(collection):
+        return 0
+    result = client.query(collection, filter="", output_fields=["count(*)"])
+    return int(result[0]["count(*)"])
 
 
 def _server_rows(uri, collection):
@@ -94,20 +81,6 @@ def _server_rows(uri, collection):
         p.id: (p.doc_id, p.text_hash, v, texts[p.id].text, texts[p.id].title)
         for p, v in zip(passages, vectors, strict=True)
     }
-
-
-def _flags(data, encoder, output, server, collection):
-    return (
-        f"--data_dir={data}",
-        f"--output_dir={output}",
-        f"--init_checkpoint={encoder}",
-        f"--milvus_uri={server}",
-        f"--milvus_collection={collection}",
-        *PASSAGES,
-        "--do_index",
-        "--runner=DirectRunner",
-        f"--beam_options={TWO_WORKERS}",
-    )
 
 
 def _start(flags, log):
@@ -127,77 +100,82 @@ def _counts(stderr):
     return tuple(int(x) for x in found.groups())
 
 
-def test_two_workers_killed_then_rerun_store_the_one_process_rows(
-    server, corpus, tmp_path
+def test_killed_run_keeps_its_batches_and_of_two_reruns_one_resumes(
+    server,
+    squad_beir,  # noqa: F811
+    minilm_dir,
+    tmp_path,
 ):
-    """Two workers write in parallel; SIGKILLed (driver and workers) once a
-    batch is stored, the run keeps its rows; the rerun (two workers again)
-    embeds only the others, and the rows equal the one-process Lite file's
-    (ids, documents, text hashes, texts, titles, vectors within 1e-5)."""
-    data, encoder, expected = corpus
-    assert len(expected) > 3 * INDEX_CHUNK  # a kill after one batch is midway
-    flags = _flags(data, encoder, tmp_path / "out", server, "killed")
-    with open(tmp_path / "killed.log", "w") as log:
-        process = _start(flags, log)
-        try:
-            deadline = time.time() + 300
-            while process.poll() is None and time.time() < deadline:
-                if _count(server, "killed") >= INDEX_CHUNK:
-                    break
-                time.sleep(0.1)
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    log_text = (tmp_path / "killed.log").read_text()
-    assert process.returncode == -signal.SIGKILL, log_text[-3000:]
-    assert "current_seq" not in log_text
-    kept = _count(server, "killed")
-    assert INDEX_CHUNK <= kept < len(expected)
-
-    rerun = subprocess.run(
-        [sys.executable, SCRIPT, *flags],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=script_env(),
+    """Two Beam workers write in parallel (they failed with ``current_seq is
+    monotonic``); SIGKILLed (driver and workers) once a batch is stored, the
+    run keeps its rows. Then two reruns (two workers each) start at once:
+    one takes over the killed run's lock and embeds only the passages not
+    stored, the other is refused in one line (exit 2). The rows equal the
+    one-process Lite file's (ids, documents, text hashes, texts, titles,
+    vectors within 1e-5), and the lock is gone."""
+    data = squad_subset(squad_beir, tmp_path / "data", KILL_DOCS)
+    flags = (
+        f"--data_dir={data}",
+        f"--init_checkpoint={minilm_dir}",
+        f"--milvus_uri={server}",
+        "--milvus_collection=killed",
+        *PASSAGES,
+        "--do_index",
+        "--runner=DirectRunner",
+        f"--beam_options={TWO_WORKERS}",
     )
-    assert rerun.returncode == 0, rerun.stderr[-4000:]
-    documents, embedded, kept_again, removed = _counts(rerun.stderr)
-    assert (documents, kept_again, removed) == (NUM_DOCS, kept, 0)
-    assert embedded == len(expected) - kept
-    _assert_same_rows(_server_rows(server, "killed"), expected)
-
-
-def test_two_runs_at_once_on_one_collection_the_second_is_refused(
-    server, corpus, tmp_path
-):
-    """Two runs started together on a new collection: one stores the
-    one-process rows, the other ends with one line naming the lock, exit 2;
-    the lock is gone after."""
-    data, encoder, expected = corpus
-    processes = []
-    for name in ("a", "b"):
-        flags = _flags(data, encoder, tmp_path / name, server, "twice")
-        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 (closed below)
-        processes.append((_start(flags, log), log, tmp_path / f"{name}.log"))
-    results = []
-    for process, log, path in processes:
-        process.wait(timeout=600)
-        log.close()
-        results.append((process.returncode, path.read_text()))
-    codes = sorted(code for code, _ in results)
-    assert codes == [0, 2], [text[-3000:] for _, text in results]
-    refused = next(text for code, text in results if code == 2)
-    last = refused.strip().splitlines()[-1]
-    assert "another index run holds it" in last and "'twice'" in last, last
-    _assert_same_rows(_server_rows(server, "twice"), expected)
     client = _client(server)
     try:
-        properties = client.describe_collection("twice").get("properties", {})
+        with open(tmp_path / "killed.log", "w") as log:
+            process = _start((*flags, f"--output_dir={tmp_path / 'out'}"), log)
+            try:
+                deadline = time.time() + 300
+                while process.poll() is None and time.time() < deadline:
+                    if _count(client, "killed") >= INDEX_CHUNK:
+                        break
+                    time.sleep(0.05)
+            finally:
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        time.sleep(0.5)  # a request sent before the kill may still be served
+        kept = _count(client, "killed")
     finally:
         client.close()
-    assert LOCK_PROPERTY not in properties
+    log_text = (tmp_path / "killed.log").read_text()
+    assert process.returncode == -signal.SIGKILL, log_text[-3000:]
+
+    reruns = []
+    for name in ("a", "b"):
+        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 (closed below)
+        output = f"--output_dir={tmp_path / name}"
+        reruns.append((_start((*flags, output), log), log, tmp_path / f"{name}.log"))
+    # Meanwhile (two cores), the one-process rows.
+    _one_process_index(data, minilm_dir, tmp_path / "one")
+    expected = _rows(tmp_path / "one" / "index.db", in_child=False)
+    results = []
+    for rerun, log, path in reruns:
+        rerun.wait(timeout=600)
+        log.close()
+        results.append((rerun.returncode, path.read_text()))
+    assert INDEX_CHUNK <= kept < len(expected) - INDEX_CHUNK  # midway
+    assert sorted(code for code, _ in results) == [0, 2], [
+        text[-3000:] for _, text in results
+    ]
+    refused = next(text for code, text in results if code == 2)
+    last = refused.strip().splitlines()[-1]
+    assert "collection 'killed': another index run holds it" in last, last
+    resumed = next(text for code, text in results if code == 0)
+    assert "current_seq" not in log_text + resumed
+    documents, embedded, kept_again, removed = _counts(resumed)
+    assert (documents, kept_again, removed) == (KILL_DOCS, kept, 0)
+    assert embedded == len(expected) - kept
+    _assert_same_rows(_server_rows(server, "killed"), expected)
+    client = _client(server)
+    try:
+        assert LOCK_PROPERTY not in client.describe_collection("killed")["properties"]
+    finally:
+        client.close()
 
 
 def test_index_lock_refuses_a_live_holder_and_takes_over_a_dead_one(server):

@@ -297,9 +297,13 @@ def build(pipeline, files, run, options, facts, stored, split, staged=()):
     deletes = changes.removed | "Deletes" >> beam.Map(lambda pid: ("delete", pid))
     writer_args = (options, facts, run.output_dir)
     if is_server(options.uri(run.output_dir)):
-        return (
-            (embedded | "Rows" >> beam.Map(_upsert), deletes)
-            | "AllChanges" >> beam.Flatten()
+        # Written in the stage that embeds them, batch by batch, so a killed
+        # run keeps every batch written: a Flatten of the upserts and the
+        # deletes made the local runner (FnApiRunner) store nothing until
+        # every passage was embedded (its inputs are materialized first).
+        written = (
+            embedded
+            | "Rows" >> beam.Map(_upsert)
             # Whole embedding batches (Beam's adaptive batching would start
             # at one row a request).
             | "WriteBatches"
@@ -308,6 +312,12 @@ def build(pipeline, files, run, options, facts, stored, split, staged=()):
             )
             | "ParallelWriters" >> beam.ParDo(_WriteBatch(*writer_args))
         )
+        deleted = (
+            deletes
+            | "DeleteBatches" >> beam.BatchElements(max_batch_size=INDEX_CHUNK)
+            | "Deleters" >> beam.ParDo(_WriteBatch(*writer_args))
+        )
+        return written, deleted
     directory = _staging_dir(run, options, facts)
     staged_files = (
         embedded

@@ -29,7 +29,7 @@ STALE_SECONDS = 120
 # Between writing the lock and reading it back: longer than the few
 # milliseconds between another run's read and write of it, so that of two
 # runs started at once both read back the one written last (see `acquire`).
-SETTLE_SECONDS = 1.0
+SETTLE_SECONDS = 2.0
 _WRITE_ATTEMPTS = 3
 
 __all__ = ["IndexLock", "LOCK_PROPERTY"]
