@@ -533,8 +533,16 @@ class RetrievalTask(Task):
         return store
 
     def predict(self, model, global_step):
-        """--do_index: the corpus into the vector store."""
-        with self.store() as store:
+        """--do_index: the corpus into the vector store (a server's
+        collection claimed for this run: `IndexLock`)."""
+        from bert_tf.retrieval.index_lock import IndexLock
+        from bert_tf.retrieval.milvus_connection import is_server
+
+        uri = self.options.uri(self.output_dir)
+        if self.options.overwrite_index and is_server(uri):
+            # Not dropped under another run's writers.
+            IndexLock(uri, self.options.milvus_collection).check_free()
+        with self.store() as store, IndexLock.of_store(store):
             counts = index_corpus(
                 self.towers,
                 self.passages,
