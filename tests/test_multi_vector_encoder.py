@@ -50,6 +50,13 @@ CONFIGS = {
 }
 
 
+def _worst(ours, theirs):
+    """The largest difference of two lists of token vectors (same shapes)."""
+    return max(
+        np.abs(a - b).max(initial=0.0) for a, b in zip(ours, theirs, strict=True)
+    )
+
+
 @pytest.fixture(scope="module")
 def texts(shared_data):
     """Real STS-B dev sentences: 30 queries, 30 documents, and 4 documents
@@ -145,25 +152,30 @@ def test_token_vectors_match(encoded, name, side):
     assert [len(v) for v in ours] == [len(v) for v in theirs]
     width = 256 if name == "plain" else 64
     assert all(v.shape[1] == width and v.dtype == np.float32 for v in ours)
-    worst = max(np.abs(a - b).max() for a, b in zip(ours, theirs, strict=True))
-    assert worst <= TOLERANCE, worst
+    assert _worst(ours, theirs) <= TOLERANCE, _worst(ours, theirs)
 
 
 @pytest.mark.slow
 def test_the_settings_show_in_the_vectors(encoded, pairs, texts):
     """What each setting does is visible (so the parity above covers it)."""
+    import tensorflow as tf
+
     queries, documents = texts
     projected_q, _ = encoded["projected", "query"]
     # "fixed" expansion: every query is exactly 16 tokens, [MASK]s scored.
     assert {len(v) for v in projected_q} == {16}
-    plain_q, _ = encoded["plain", "query"]
-    # "min": at least 12; queries keep their own tokens past it.
-    assert min(len(v) for v in plain_q) >= 12
-    assert max(len(v) for v in plain_q) > 12
+
+    plain = pairs["plain"][0]
+    # "min": short queries padded with [MASK] to 12 tokens (the skiplist,
+    # which "plain" applies to queries too, then drops punctuation); long
+    # queries keep their own tokens past 12.
+    inputs, expanded = plain.task_inputs(tf.constant(["two words"]), "query")
+    assert inputs["input_ids"].shape == (1, 12) and int(expanded.numpy().sum()) == 8
+    assert (inputs["input_mask"].numpy() == 1).all()  # attend=True
+    inputs, _ = plain.task_inputs(tf.constant(documents[-1:]), "query")
+    assert inputs["input_ids"].shape == (1, 20)  # query_length, past the 12
     # Document length 48 cuts the long documents; the skiplist drops
     # punctuation from documents only ("projected").
-    import tensorflow as tf
-
     projected = pairs["projected"][0]
     long_texts = tf.constant(documents[-4:])
     inputs, _ = projected.task_inputs(long_texts, "document", "passage: ")
@@ -364,9 +376,42 @@ def test_keras_round_trip_and_sentence_transformers_save(
     reference = theirs.encode_document(documents[-6:], convert_to_numpy=True)
     ours_d = model.encode_document(documents[-6:])
     assert [len(v) for v in ours_d] == [len(v) for v in reference]
-    assert (
-        max(np.abs(a - b).max() for a, b in zip(ours_d, reference, strict=True))
-        <= TOLERANCE
-    )
+    assert _worst(ours_d, reference) <= TOLERANCE
     reread = BertMultiVectorEncoder.from_checkpoint(directory)
     assert reread.task_arguments() == model.task_arguments()
+
+
+@pytest.mark.slow
+def test_keep_only_token_ids_and_unsliced_output(saved, texts, tmp_path):
+    """MultiVectorMask's allowlist (documents score only those ids), read from
+    an edited copy of "plain" by both libraries; `output_value=None` gives
+    the unsliced vectors with the same scoring mask."""
+    from sentence_transformers import MultiVectorEncoder
+
+    from bert_tf import BertMultiVectorEncoder
+
+    _, documents = texts
+    ours = BertMultiVectorEncoder.from_checkpoint(saved["plain"])
+    vocab = ours.preprocessor.python_tokenizer().vocab
+    keep = sorted({vocab[w] for w in ("a", "man", "the", "is", "woman", "dog")})
+
+    def edit(directory):
+        _set_json(
+            os.path.join(directory, "1_MultiVectorMask", "config.json"),  # no Dense
+            keep_only_token_ids=keep,
+        )
+
+    directory = _edited_copy(saved["plain"], str(tmp_path / "keep"), edit)
+    ours = BertMultiVectorEncoder.from_checkpoint(directory)
+    theirs = MultiVectorEncoder(directory, device="cpu")
+    sample = documents[:12]
+    mine = ours.encode_document(sample)
+    reference = theirs.encode_document(sample, convert_to_numpy=True)
+    assert [len(v) for v in mine] == [len(v) for v in reference]
+    assert sum(len(v) for v in mine) > 0
+    assert _worst(mine, reference) <= TOLERANCE
+    raw = ours.encode_document(sample, output_value=None)
+    for row, vectors in zip(raw, mine, strict=True):
+        kept = row["token_embeddings"][row["attention_mask"]]
+        np.testing.assert_array_equal(kept, vectors)
+        assert set(row["input_ids"][row["attention_mask"]]) <= set(keep)
