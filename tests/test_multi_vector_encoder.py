@@ -415,3 +415,63 @@ def test_keep_only_token_ids_and_unsliced_output(saved, texts, tmp_path):
         kept = row["token_embeddings"][row["attention_mask"]]
         np.testing.assert_array_equal(kept, vectors)
         assert set(row["input_ids"][row["attention_mask"]]) <= set(keep)
+
+
+@pytest.mark.slow
+def test_normalize_before_dense_and_token_pooling_that_merges_nothing(
+    saved, texts, tmp_path
+):
+    """A token Normalize before a Dense with a bias, and a saved
+    HierarchicalTokenPooling with pool_factor 1 (it only normalises), read by
+    both libraries."""
+    from sentence_transformers import MultiVectorEncoder
+
+    from bert_tf import BertMultiVectorEncoder
+
+    def edit(directory):
+        # A bias on the Dense, without which a normalisation before it would
+        # not show after the last Normalize.
+        from safetensors.numpy import load_file
+        from safetensors.numpy import save_file
+
+        weights_file = os.path.join(directory, "1_Dense", "model.safetensors")
+        weights = load_file(weights_file)
+        weights["linear.bias"] = (
+            np.random.default_rng(0).normal(0, 0.1, size=64).astype(np.float32)
+        )
+        os.unlink(weights_file)  # the link to the original
+        save_file(weights, weights_file)
+        _set_json(os.path.join(directory, "1_Dense", "config.json"), bias=True)
+        os.makedirs(os.path.join(directory, "0_Normalize"))
+        shutil.copy(
+            os.path.join(directory, "3_Normalize", "config.json"),
+            os.path.join(directory, "0_Normalize", "config.json"),
+        )
+        with open(os.path.join(directory, "modules.json")) as f:
+            modules = json.load(f)
+        modules.insert(1, {**modules[-1], "path": "0_Normalize"})
+        for i, module in enumerate(modules):
+            module.update(idx=i, name=str(i))
+        with open(os.path.join(directory, "modules.json"), "w") as f:
+            json.dump(modules, f)
+        _add_module(
+            directory,
+            _POOLING + "HierarchicalTokenPooling",
+            "5_Pool",
+            {"pool_factor": 1.0, "normalize_embeddings": True, "tasks": ["document"]},
+        )
+
+    directory = _edited_copy(saved["projected"], str(tmp_path / "edited"), edit)
+    ours = BertMultiVectorEncoder.from_checkpoint(directory)
+    assert ours.normalize_before_dense and ours.normalize and ours.dense_use_bias
+    theirs = MultiVectorEncoder(directory, device="cpu")
+    _, documents = texts
+    mine = ours.encode_document(documents[:10])
+    reference = theirs.encode_document(documents[:10], convert_to_numpy=True)
+    assert [len(v) for v in mine] == [len(v) for v in reference]
+    assert _worst(mine, reference) <= TOLERANCE
+    # The normalisation before the Dense changes the vectors (it is read).
+    without = BertMultiVectorEncoder.from_checkpoint(
+        directory, normalize_before_dense=False
+    )
+    assert _worst(mine, without.encode_document(documents[:10])) > 1e-3
