@@ -96,12 +96,14 @@ def _assemble(minilm_dir, directory, spec):
 def saved(minilm_dir, tmp_path_factory):
     """{name: directory} of the sentence-transformers-saved models."""
     pytest.importorskip("sentence_transformers")
-    os.environ["HF_HUB_OFFLINE"] = "1"
     root = tmp_path_factory.mktemp("multi_vector")
-    return {
-        name: _assemble(minilm_dir, str(root / name), spec)
-        for name, spec in CONFIGS.items()
-    }
+    # No hub: the models come from the shipped MiniLM (for this module only).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        yield {
+            name: _assemble(minilm_dir, str(root / name), spec)
+            for name, spec in CONFIGS.items()
+        }
 
 
 @pytest.fixture(scope="module")
@@ -335,6 +337,16 @@ REFUSED = {
         "1_Dense/config.json: use_residual=true",
     ),
 }
+
+
+@pytest.mark.slow
+def test_the_dense_encoder_points_at_the_multi_vector_one(saved):
+    from bert_tf import BertSentenceEncoder
+
+    with pytest.raises(
+        UserInputError, match="load it with bert_tf.BertMultiVectorEncoder"
+    ):
+        BertSentenceEncoder.from_checkpoint(saved["projected"])
 
 
 @pytest.mark.slow

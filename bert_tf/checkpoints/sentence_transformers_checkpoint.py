@@ -219,6 +219,14 @@ def read_sentence_transformers(path):
         FileNotFoundError: a file that modules.json names is missing.
     """
     path = os.fspath(path)
+    st_file = os.path.join(path, ST_CONFIG_FILE)
+    if os.path.exists(st_file) and _read_json(st_file).get("model_type") == (
+        "MultiVectorEncoder"
+    ):
+        raise UserInputError(
+            f"{st_file}: model_type 'MultiVectorEncoder' makes one vector per token: "
+            "load it with bert_tf.BertMultiVectorEncoder"
+        )
     modules_file = os.path.join(path, MODULES_FILE)
     modules = _read_json(modules_file)
     transformer_dir = None
