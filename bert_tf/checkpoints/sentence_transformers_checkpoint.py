@@ -219,6 +219,14 @@ def read_sentence_transformers(path):
         FileNotFoundError: a file that modules.json names is missing.
     """
     path = os.fspath(path)
+    st_file = os.path.join(path, ST_CONFIG_FILE)
+    if os.path.exists(st_file) and _read_json(st_file).get("model_type") == (
+        "MultiVectorEncoder"
+    ):
+        raise UserInputError(
+            f"{st_file}: model_type 'MultiVectorEncoder' makes one vector per token: "
+            "load it with bert_tf.BertMultiVectorEncoder"
+        )
     modules_file = os.path.join(path, MODULES_FILE)
     modules = _read_json(modules_file)
     transformer_dir = None
@@ -282,6 +290,41 @@ def read_sentence_transformers(path):
             f"{modules_file}: needs a Transformer and a Pooling module"
         )
 
+    checkpoint, max_seq_length, _ = read_transformer_module(
+        path, transformer_dir, dense
+    )
+    st_config, prompts, default_prompt_name, truncate_dim = read_model_config(path)
+    similarity = st_config.get("similarity_fn_name")
+    if similarity not in (None, *SIMILARITY_FUNCTIONS):
+        raise UserInputError(
+            f"{os.path.join(path, ST_CONFIG_FILE)}: similarity_fn_name "
+            f"{similarity!r} is not supported; expected one of {SIMILARITY_FUNCTIONS}"
+        )
+    return SentenceTransformersModel(
+        path=path,
+        checkpoint=checkpoint,
+        pooling=pooling,
+        dense_units=dense_units,
+        dense_activation=dense_activation,
+        dense_use_bias=dense_use_bias,
+        normalize=normalize,
+        normalize_before_dense=normalize_before_dense,
+        truncate_dim=truncate_dim,
+        max_seq_length=max_seq_length,
+        do_lower_case=checkpoint.do_lower_case,
+        include_prompt=include_prompt,
+        prompts=prompts,
+        default_prompt_name=default_prompt_name,
+        similarity_fn_name=similarity,
+    )
+
+
+def read_transformer_module(path, transformer_dir, dense=None):
+    """`(checkpoint, max_seq_length, sentence_config)` of the Transformer
+    module in `transformer_dir` of the sentence-transformers directory
+    `path`: its weights (with `dense`, {our name: array}, beside them),
+    tokenizer and lower-casing, its longest input and its
+    sentence_bert_config.json ({} without one)."""
     files = safetensors_files(transformer_dir)
     if not files:
         raise FileNotFoundError(
@@ -308,15 +351,20 @@ def read_sentence_transformers(path):
     # sentence-transformers 6 writes no max_seq_length: the tokenizer's
     # model_max_length is the longest input then.
     max_seq_length = sentence_config.get("max_seq_length") or tokenizer.model_max_length
+    return checkpoint, max_seq_length, sentence_config
+
+
+def read_model_config(path):
+    """`(config, prompts, default_prompt_name, truncate_dim)` of `path`'s
+    config_sentence_transformers.json ({} and no prompts without one).
+
+    Raises:
+        UserInputError: a truncate_dim that is not a positive int, a default
+            prompt that is not one of the prompts.
+    """
     st_config = {}
     if os.path.exists(os.path.join(path, ST_CONFIG_FILE)):
         st_config = _read_json(os.path.join(path, ST_CONFIG_FILE))
-    similarity = st_config.get("similarity_fn_name")
-    if similarity not in (None, *SIMILARITY_FUNCTIONS):
-        raise UserInputError(
-            f"{os.path.join(path, ST_CONFIG_FILE)}: similarity_fn_name "
-            f"{similarity!r} is not supported; expected one of {SIMILARITY_FUNCTIONS}"
-        )
     truncate_dim = st_config.get("truncate_dim")
     if truncate_dim is not None and (
         isinstance(truncate_dim, bool)
@@ -334,23 +382,7 @@ def read_sentence_transformers(path):
             f"{os.path.join(path, ST_CONFIG_FILE)}: default_prompt_name "
             f"{default_prompt_name!r} is not one of its prompts {sorted(prompts)}"
         )
-    return SentenceTransformersModel(
-        path=path,
-        checkpoint=checkpoint,
-        pooling=pooling,
-        dense_units=dense_units,
-        dense_activation=dense_activation,
-        dense_use_bias=dense_use_bias,
-        normalize=normalize,
-        normalize_before_dense=normalize_before_dense,
-        truncate_dim=truncate_dim,
-        max_seq_length=max_seq_length,
-        do_lower_case=do_lower_case,
-        include_prompt=include_prompt,
-        prompts=prompts,
-        default_prompt_name=default_prompt_name,
-        similarity_fn_name=similarity,
-    )
+    return st_config, prompts, default_prompt_name, truncate_dim
 
 
 def hf_config_dict(config):
@@ -390,15 +422,11 @@ def write_tokenizer_files(directory, preprocessor, model_max_length):
     )
 
 
-def save_sentence_transformers(model, directory):
-    """Writes `model` (a `BertSentenceEncoder`) as a sentence-transformers
-    directory that `SentenceTransformer(directory)` loads in PyTorch (and
-    `BertSentenceEncoder.from_checkpoint` reads back).
-
-    Returns:
-        `directory`.
-    """
-    directory = os.fspath(directory)
+def write_transformer_module(model, directory, sentence_config):
+    """The Transformer module of `model` (a model with `encoder` and
+    `preprocessor`) in `directory`: model.safetensors, config.json, the
+    tokenizer files and sentence_bert_config.json (`sentence_config` plus
+    do_lower_case false: the tokenizer files say the casing)."""
     os.makedirs(directory, exist_ok=True)
     encoder = model.encoder
     config = encoder.config
@@ -410,11 +438,64 @@ def save_sentence_transformers(model, directory):
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     save_file(tensors, os.path.join(directory, "model.safetensors"))
     write_json(os.path.join(directory, "config.json"), hf_config_dict(config))
-    preprocessor = model.preprocessor
-    write_tokenizer_files(directory, preprocessor, config.max_position_embeddings)
+    write_tokenizer_files(directory, model.preprocessor, config.max_position_embeddings)
     write_json(
         os.path.join(directory, SENTENCE_CONFIG_FILE),
-        {"max_seq_length": preprocessor.seq_length, "do_lower_case": False},
+        {**sentence_config, "do_lower_case": False},
+    )
+
+
+def write_dense_module(dense_dir, dense, use_bias, activation, io_name=None):
+    """A Dense module (config.json + model.safetensors) of the Keras Dense
+    `dense` in `dense_dir`; `io_name` its module input and output name
+    ("token_embeddings" for a per-token projection; default: the pooled
+    embedding's)."""
+    os.makedirs(dense_dir, exist_ok=True)
+    kernel = np.asarray(dense.kernel.numpy(), np.float32)
+    weights = {"linear.weight": np.ascontiguousarray(kernel.T)}
+    if use_bias:
+        weights["linear.bias"] = np.asarray(dense.bias.numpy(), np.float32)
+    save_file(weights, os.path.join(dense_dir, "model.safetensors"))
+    config = {
+        "in_features": kernel.shape[0],
+        "out_features": kernel.shape[1],
+        "bias": bool(use_bias),
+        "activation_function": _KERAS_ACTIVATIONS[activation or "linear"],
+    }
+    if io_name is not None:
+        config.update(module_input_name=io_name, module_output_name=io_name)
+    write_json(os.path.join(dense_dir, "config.json"), config)
+
+
+def write_modules_json(directory, modules):
+    """modules.json of `modules`, (kind, path) pairs in order; a kind is a
+    `sentence_transformers.models` name or a full class path."""
+    write_json(
+        os.path.join(directory, MODULES_FILE),
+        [
+            {
+                "idx": i,
+                "name": str(i),
+                "path": path,
+                "type": kind if "." in kind else f"sentence_transformers.models.{kind}",
+            }
+            for i, (kind, path) in enumerate(modules)
+        ],
+    )
+
+
+def save_sentence_transformers(model, directory):
+    """Writes `model` (a `BertSentenceEncoder`) as a sentence-transformers
+    directory that `SentenceTransformer(directory)` loads in PyTorch (and
+    `BertSentenceEncoder.from_checkpoint` reads back).
+
+    Returns:
+        `directory`.
+    """
+    directory = os.fspath(directory)
+    config = model.encoder.config
+    write_transformer_module(
+        model, directory, {"max_seq_length": model.preprocessor.seq_length}
     )
     write_json(
         os.path.join(directory, ST_CONFIG_FILE),
@@ -444,37 +525,14 @@ def save_sentence_transformers(model, directory):
         modules.append(("Normalize", f"{len(modules)}_Normalize"))
     if model.dense is not None:
         path = f"{len(modules)}_Dense"
-        dense_dir = os.path.join(directory, path)
-        os.makedirs(dense_dir, exist_ok=True)
-        kernel = np.asarray(model.dense.kernel.numpy(), np.float32)
-        weights = {"linear.weight": np.ascontiguousarray(kernel.T)}
-        if model.dense_use_bias:
-            weights["linear.bias"] = np.asarray(model.dense.bias.numpy(), np.float32)
-        save_file(weights, os.path.join(dense_dir, "model.safetensors"))
-        write_json(
-            os.path.join(dense_dir, "config.json"),
-            {
-                "in_features": kernel.shape[0],
-                "out_features": kernel.shape[1],
-                "bias": bool(model.dense_use_bias),
-                "activation_function": _KERAS_ACTIVATIONS[
-                    model.dense_activation or "linear"
-                ],
-            },
+        write_dense_module(
+            os.path.join(directory, path),
+            model.dense,
+            model.dense_use_bias,
+            model.dense_activation,
         )
         modules.append(("Dense", path))
     if model.normalize:
         modules.append(("Normalize", f"{len(modules)}_Normalize"))
-    write_json(
-        os.path.join(directory, MODULES_FILE),
-        [
-            {
-                "idx": i,
-                "name": str(i),
-                "path": path,
-                "type": f"sentence_transformers.models.{kind}",
-            }
-            for i, (kind, path) in enumerate(modules)
-        ],
-    )
+    write_modules_json(directory, modules)
     return directory

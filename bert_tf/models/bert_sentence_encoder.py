@@ -7,13 +7,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.checkpoints.loading import check_vocab_matches_config
-from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.loading import load_checkpoint
-from bert_tf.checkpoints.name_map import encoder_variables
-from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_BIAS
-from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_KERNEL
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SIMILARITY_FUNCTIONS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import (
     read_sentence_transformers,
@@ -33,14 +28,16 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
-from bert_tf.text.preprocessing import BertPreprocessor
+from bert_tf.models.text_encoder import TextEncoderMixin
+from bert_tf.models.text_encoder import checked_texts
+from bert_tf.models.text_encoder import checkpoint_preprocessor
 
 # sentence-transformers' default batch size for encode().
 DEFAULT_BATCH_SIZE = 32
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertSentenceEncoder(BertTaskModel):
+class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
     """A sentence-embedding model: encoder, pooling, optional Dense, optional
     L2 normalisation (sentence-transformers' Transformer → Pooling → Dense →
     Normalize).
@@ -177,18 +174,6 @@ class BertSentenceEncoder(BertTaskModel):
         """The width of `encode`'s vectors (`truncate_dim` when set)."""
         return self.truncate_dim or self.model_dim
 
-    def _checked_truncate_dim(self, truncate_dim):
-        if truncate_dim is None:
-            return None
-        if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int):
-            raise TypeError(f"truncate_dim must be an int, got {truncate_dim!r}")
-        if not 0 < truncate_dim <= self.model_dim:
-            raise ValueError(
-                f"truncate_dim={truncate_dim} must be in 1..{self.model_dim} (the "
-                "model's embedding width)"
-            )
-        return truncate_dim
-
     def task_arguments(self):
         arguments = {
             "pooling": "+".join(self.pooling),
@@ -214,31 +199,6 @@ class BertSentenceEncoder(BertTaskModel):
         }
         arguments.update({k: v for k, v in extra.items() if v != defaults.get(k, None)})
         return arguments
-
-    def get_config(self):
-        config = super().get_config()
-        if self.preprocessor is not None:
-            config["preprocessor"] = keras.saving.serialize_keras_object(
-                self.preprocessor
-            )
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if config.get("preprocessor") is not None:
-            config["preprocessor"] = keras.saving.deserialize_keras_object(
-                config["preprocessor"]
-            )
-        return super().from_config(config)
-
-    def checkpoint_variables(self):
-        names = encoder_variables(self.encoder)
-        if self.dense is not None:
-            names[DENSE_KERNEL] = self.dense.kernel
-            if self.dense_use_bias:
-                names[DENSE_BIAS] = self.dense.bias
-        return names
 
     # --- raw text -------------------------------------------------------------
 
@@ -275,25 +235,6 @@ class BertSentenceEncoder(BertTaskModel):
                     argument="truncate_dim",
                 )
             self.truncate_dim = self._checked_truncate_dim(truncate_dim)
-
-    def resolve_prompt(self, prompt=None, prompt_name=None):
-        """The prompt text `encode` prepends: `prompt`, else
-        `prompts[prompt_name]`, else the default prompt's, else ""
-        (sentence-transformers' rule)."""
-        if prompt is not None:
-            if not isinstance(prompt, str):
-                raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-            return prompt
-        if prompt_name is not None:
-            if prompt_name not in self.prompts:
-                raise ValueError(
-                    f"prompt_name={prompt_name!r} is not one of the model's prompts "
-                    f"{sorted(self.prompts)}"
-                )
-            return self.prompts[prompt_name]
-        if self.default_prompt_name is not None:
-            return self.prompts.get(self.default_prompt_name) or ""
-        return ""
 
     def prompt_length(self, prompt):
         """Positions a prompt takes at the start of each row ([CLS] and its
@@ -384,18 +325,7 @@ class BertSentenceEncoder(BertTaskModel):
         >>> model.encode(["A man plays a guitar."], prompt_name="query").shape
         (1, 384)
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-            raise TypeError(f"batch_size must be an int, got {batch_size!r}")
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else list(sentences)
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(
-                    f"sentences[{index}] is {type(text).__name__}, not str "
-                    "(decode bytes first; None has no text)"
-                )
+        single, texts = checked_texts(sentences, batch_size)
         prompt = self.resolve_prompt(prompt, prompt_name)
         truncate_dim = self._checked_truncate_dim(truncate_dim) or self.truncate_dim
         key = (prompt, truncate_dim)
@@ -540,26 +470,10 @@ class BertSentenceEncoder(BertTaskModel):
                     argument="pooling",
                 )
             files = path if hasattr(path, "reader") else find_checkpoint(path)
-        config = files.load_config(config)
-        vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
-        # Ids past the embedding table would fail on the first such text.
-        check_vocab_matches_config(vocab_file, config)
-        if do_lower_case is None:
-            do_lower_case = files.do_lower_case is not False
-        if asked_length is not None and not (
-            3 <= asked_length <= config.max_position_embeddings
-        ):
-            # Cut to the positions without a word, the asked length was not given.
-            raise UserInputError(
-                f"max_seq_length={asked_length}: must be in [3, "
-                f"{config.max_position_embeddings}] (the model's "
-                "max_position_embeddings)",
-                argument="max_seq_length",
-            )
-        max_seq_length = min(max_seq_length or 128, config.max_position_embeddings)
-        preprocessor = BertPreprocessor(
-            vocab_file, do_lower_case, max_seq_length, padding="longest", **options
+        config, preprocessor = checkpoint_preprocessor(
+            files, path, config, vocab_file, do_lower_case, max_seq_length, asked_length
         )
+        max_seq_length = preprocessor.seq_length
         model = cls(
             config,
             preprocessor=preprocessor,
