@@ -228,7 +228,7 @@ class RerankingTask(Task):
         if verdict and verdict["keep_first_stage"]:
             logging.warning(
                 "%s (step %s: re-ranking lowered %s) stays until a run with "
-                "--do_eval judges the newly trained cross-encoder",
+                "--do_eval judges the trained cross-encoder again",
                 verdict["path"],
                 verdict["global_step"],
                 verdict["metric"],
