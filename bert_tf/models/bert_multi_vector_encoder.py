@@ -18,8 +18,10 @@ from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
 from bert_tf.models.text_encoder import TextEncoderMixin
+from bert_tf.models.text_encoder import check_default_prompt
 from bert_tf.models.text_encoder import checked_texts
 from bert_tf.models.text_encoder import checkpoint_preprocessor
+from bert_tf.models.text_encoder import projection_layers
 from bert_tf.retrieval.max_sim import max_sim
 from bert_tf.retrieval.max_sim import max_sim_pairwise
 from bert_tf.retrieval.max_sim import pad_token_vectors
@@ -127,8 +129,6 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
                 f"similarity_fn_name={similarity_fn_name!r}: expected one of "
                 f"{MULTI_VECTOR_SIMILARITIES}"
             )
-        if normalize_before_dense and not dense_units:
-            raise ValueError("normalize_before_dense needs dense_units")
         if preprocessor is not None and preprocessor.padding != "longest":
             raise ValueError(
                 "preprocessor must pad to each batch's longest text "
@@ -147,34 +147,22 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
         # "document" prompt (empty unless set), so encode_query never falls
         # back to the default prompt.
         prompts = {"query": "", "document": "", **(prompts or {})}
-        if default_prompt_name is not None and default_prompt_name not in prompts:
-            raise ValueError(
-                f"default_prompt_name={default_prompt_name!r} is not one of "
-                f"prompts {sorted(prompts)}"
-            )
+        check_default_prompt(prompts, default_prompt_name)
         with global_dtype_policy(kwargs.get("dtype")):
             encoder = build_encoder(encoder)
             # === Layers ===
-            pre_norm = dense = None
-            if normalize_before_dense:
-                pre_norm = keras.layers.UnitNormalization(
-                    dtype="float32", name="normalize_tokens_before_dense"
-                )
-            if dense_units:
-                dense = keras.layers.Dense(
-                    dense_units,
-                    activation=dense_activation,
-                    use_bias=dense_use_bias,
-                    name="dense",
-                )
-            if normalize:
-                last = keras.layers.UnitNormalization(
-                    dtype="float32", name="normalize_tokens"
-                )
-            else:
-                last = keras.layers.Activation(
-                    "linear", dtype="float32", name="token_embeddings"
-                )
+            pre_norm, dense, last = projection_layers(
+                dense_units,
+                dense_activation,
+                dense_use_bias,
+                normalize,
+                normalize_before_dense,
+                (
+                    "normalize_tokens_before_dense",
+                    "normalize_tokens",
+                    "token_embeddings",
+                ),
+            )
             # === Functional model ===
             inputs, encoded = encode_inputs(encoder)
             vectors = encoded["sequence_output"]

@@ -29,8 +29,10 @@ from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
 from bert_tf.models.text_encoder import TextEncoderMixin
+from bert_tf.models.text_encoder import check_default_prompt
 from bert_tf.models.text_encoder import checked_texts
 from bert_tf.models.text_encoder import checkpoint_preprocessor
+from bert_tf.models.text_encoder import projection_layers
 
 # sentence-transformers' default batch size for encode().
 DEFAULT_BATCH_SIZE = 32
@@ -94,11 +96,7 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
     ):
         modes = pooling_modes(pooling)
         prompts = dict(prompts or {})
-        if default_prompt_name is not None and default_prompt_name not in prompts:
-            raise ValueError(
-                f"default_prompt_name={default_prompt_name!r} is not one of "
-                f"prompts {sorted(prompts)}"
-            )
+        check_default_prompt(prompts, default_prompt_name)
         if similarity_fn_name not in (None, *SIMILARITY_FUNCTIONS):
             raise ValueError(
                 f"similarity_fn_name={similarity_fn_name!r}: expected one of "
@@ -110,29 +108,14 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
             pooling_layer = SentencePooling(
                 modes, include_prompt=include_prompt, name="pooling"
             )
-            if normalize_before_dense and not dense_units:
-                raise ValueError("normalize_before_dense needs dense_units")
-            pooled_norm = None
-            if normalize_before_dense:
-                pooled_norm = keras.layers.UnitNormalization(
-                    dtype="float32", name="normalize_pooled"
-                )
-            dense = None
-            if dense_units:
-                dense = keras.layers.Dense(
-                    dense_units,
-                    activation=dense_activation,
-                    use_bias=dense_use_bias,
-                    name="dense",
-                )
-            # Float32 out whatever the policy (as sentence-transformers
-            # returns); the normalisation also runs in float32.
-            if normalize:
-                last = keras.layers.UnitNormalization(dtype="float32", name="normalize")
-            else:
-                last = keras.layers.Activation(
-                    "linear", dtype="float32", name="embeddings"
-                )
+            pooled_norm, dense, last = projection_layers(
+                dense_units,
+                dense_activation,
+                dense_use_bias,
+                normalize,
+                normalize_before_dense,
+                ("normalize_pooled", "normalize", "embeddings"),
+            )
             # === Functional model ===
             inputs, encoded = encode_inputs(encoder)
             embeddings = pooling_layer(encoded["sequence_output"], inputs["input_mask"])

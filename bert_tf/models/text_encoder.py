@@ -89,6 +89,48 @@ class TextEncoderMixin:
         return ""
 
 
+def projection_layers(
+    dense_units, activation, use_bias, normalize, normalize_before_dense, names
+):
+    """`(before, dense, last)`: the layers after the encoder (or pooling)
+    that sentence-transformers' Normalize, Dense, Normalize modules are, any
+    of the first two None. The normalisations and `last` run in float32
+    whatever the policy (as sentence-transformers returns float32).
+
+    Args:
+        names: the Keras names of the normalisation before the Dense, of the
+            last one, and of `last` without normalisation (a linear
+            activation); kept as they are, `.keras` files load by them.
+
+    Raises:
+        ValueError: `normalize_before_dense` without `dense_units`.
+    """
+    if normalize_before_dense and not dense_units:
+        raise ValueError("normalize_before_dense needs dense_units")
+    before = dense = None
+    if normalize_before_dense:
+        before = keras.layers.UnitNormalization(dtype="float32", name=names[0])
+    if dense_units:
+        dense = keras.layers.Dense(
+            dense_units, activation=activation, use_bias=use_bias, name="dense"
+        )
+    if normalize:
+        last = keras.layers.UnitNormalization(dtype="float32", name=names[1])
+    else:
+        last = keras.layers.Activation("linear", dtype="float32", name=names[2])
+    return before, dense, last
+
+
+def check_default_prompt(prompts, default_prompt_name):
+    """Raises ValueError unless `default_prompt_name` is None or a key of
+    `prompts`."""
+    if default_prompt_name is not None and default_prompt_name not in prompts:
+        raise ValueError(
+            f"default_prompt_name={default_prompt_name!r} is not one of "
+            f"prompts {sorted(prompts)}"
+        )
+
+
 def checked_texts(sentences, batch_size):
     """`(single, texts)` of `encode`'s arguments: whether `sentences` is one
     str, and the list of texts.
