@@ -119,7 +119,8 @@ class SentenceTransformersModel:
     truncate_dim: int | None = None
 
 
-def _read_json(path):
+def read_module_json(path):
+    """A module's JSON file (FileNotFoundError naming it when missing)."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found (named by a modules.json)")
     return read_json(path)
@@ -168,7 +169,7 @@ class _DenseReader:
 
 
 def _read_dense(directory):
-    config = _read_json(os.path.join(directory, "config.json"))
+    config = read_module_json(os.path.join(directory, "config.json"))
     where = os.path.join(directory, "config.json")
     if config.get("use_residual"):
         raise UserInputError(f"{where}: use_residual=true is not supported")
@@ -210,6 +211,77 @@ def _read_dense(directory):
     return dense, kernel.shape[1], _TORCH_ACTIVATIONS[name], use_bias
 
 
+def read_transformer_module(transformer_dir, path):
+    """`(checkpoint, do_lower_case, max_seq_length, sentence_config)` of the
+    Transformer module in `transformer_dir` (of the model at `path`):
+    its weights and tokenizer, with sentence_bert_config.json's casing and
+    length applied, and that file's dict ({} when absent)."""
+    files = safetensors_files(transformer_dir)
+    if not files:
+        raise FileNotFoundError(
+            f"{transformer_dir}: no model.safetensors (the Transformer module's weights)"
+        )
+    sentence_config = {}
+    for candidate in (transformer_dir, path):
+        config_path = os.path.join(candidate, SENTENCE_CONFIG_FILE)
+        if os.path.exists(config_path):
+            sentence_config = read_module_json(config_path)
+            break
+    checkpoint = hf_checkpoint_files(transformer_dir, files)
+    tokenizer = read_tokenizer_files(transformer_dir)
+    do_lower_case = tokenizer.do_lower_case
+    if sentence_config.get("do_lower_case"):
+        # Lower-cases before the tokenizer: accents stay as the tokenizer says.
+        if not do_lower_case:
+            checkpoint.tokenizer_options["strip_accents"] = bool(
+                tokenizer.strip_accents
+            )
+        do_lower_case = True
+    checkpoint.do_lower_case = do_lower_case
+    # sentence-transformers 6 writes no max_seq_length: the tokenizer's
+    # model_max_length is the longest input then.
+    max_seq_length = sentence_config.get("max_seq_length") or tokenizer.model_max_length
+    return checkpoint, do_lower_case, max_seq_length, sentence_config
+
+
+def read_model_config(path):
+    """config_sentence_transformers.json of the model at `path` ({} when
+    absent) with its `truncate_dim`, `prompts` and `default_prompt_name`
+    checked, and `similarity_fn_name` as written (each model checks its own).
+
+    Raises:
+        UserInputError: a truncate_dim that is not a positive integer, a
+            default_prompt_name that is not one of the prompts.
+    """
+    st_config = {}
+    if os.path.exists(os.path.join(path, ST_CONFIG_FILE)):
+        st_config = read_module_json(os.path.join(path, ST_CONFIG_FILE))
+    truncate_dim = st_config.get("truncate_dim")
+    if truncate_dim is not None and (
+        isinstance(truncate_dim, bool)
+        or not isinstance(truncate_dim, int)
+        or truncate_dim < 1
+    ):
+        raise UserInputError(
+            f"{os.path.join(path, ST_CONFIG_FILE)}: truncate_dim "
+            f"{truncate_dim!r} is not a positive integer"
+        )
+    prompts = {k: v or "" for k, v in (st_config.get("prompts") or {}).items()}
+    default_prompt_name = st_config.get("default_prompt_name")
+    if default_prompt_name is not None and default_prompt_name not in prompts:
+        raise UserInputError(
+            f"{os.path.join(path, ST_CONFIG_FILE)}: default_prompt_name "
+            f"{default_prompt_name!r} is not one of its prompts {sorted(prompts)}"
+        )
+    return {
+        **st_config,
+        "similarity_fn_name": st_config.get("similarity_fn_name"),
+        "truncate_dim": truncate_dim,
+        "prompts": prompts,
+        "default_prompt_name": default_prompt_name,
+    }
+
+
 def read_sentence_transformers(path):
     """Reads the sentence-transformers directory `path`.
 
@@ -220,7 +292,7 @@ def read_sentence_transformers(path):
     """
     path = os.fspath(path)
     modules_file = os.path.join(path, MODULES_FILE)
-    modules = _read_json(modules_file)
+    modules = read_module_json(modules_file)
     transformer_dir = None
     pooling = None
     include_prompt = True
@@ -243,7 +315,7 @@ def read_sentence_transformers(path):
             if transformer_dir is None or pooling is not None:
                 order_error = "Pooling not right after the Transformer"
             pooling, include_prompt = _pooling_modes(
-                _read_json(os.path.join(directory, "config.json")),
+                read_module_json(os.path.join(directory, "config.json")),
                 os.path.join(directory, "config.json"),
             )
         elif kind == "Dense":
@@ -258,7 +330,7 @@ def read_sentence_transformers(path):
                 order_error = "Normalize before Pooling"
             config_path = os.path.join(directory, "config.json")
             if module.get("path") and os.path.exists(config_path):
-                source = _read_json(config_path).get("module_input_name")
+                source = read_module_json(config_path).get("module_input_name")
                 if source not in (None, "sentence_embedding"):
                     raise UserInputError(
                         f"{config_path}: Normalize of {source!r} is not supported "
@@ -282,58 +354,20 @@ def read_sentence_transformers(path):
             f"{modules_file}: needs a Transformer and a Pooling module"
         )
 
-    files = safetensors_files(transformer_dir)
-    if not files:
-        raise FileNotFoundError(
-            f"{transformer_dir}: no model.safetensors (the Transformer module's weights)"
-        )
-    sentence_config = {}
-    for candidate in (transformer_dir, path):
-        config_path = os.path.join(candidate, SENTENCE_CONFIG_FILE)
-        if os.path.exists(config_path):
-            sentence_config = _read_json(config_path)
-            break
-    checkpoint = hf_checkpoint_files(transformer_dir, files)
+    checkpoint, do_lower_case, max_seq_length, _ = read_transformer_module(
+        transformer_dir, path
+    )
     checkpoint.reader = _DenseReader(checkpoint.reader, dense)
-    tokenizer = read_tokenizer_files(transformer_dir)
-    do_lower_case = tokenizer.do_lower_case
-    if sentence_config.get("do_lower_case"):
-        # Lower-cases before the tokenizer: accents stay as the tokenizer says.
-        if not do_lower_case:
-            checkpoint.tokenizer_options["strip_accents"] = bool(
-                tokenizer.strip_accents
-            )
-        do_lower_case = True
-    checkpoint.do_lower_case = do_lower_case
-    # sentence-transformers 6 writes no max_seq_length: the tokenizer's
-    # model_max_length is the longest input then.
-    max_seq_length = sentence_config.get("max_seq_length") or tokenizer.model_max_length
-    st_config = {}
-    if os.path.exists(os.path.join(path, ST_CONFIG_FILE)):
-        st_config = _read_json(os.path.join(path, ST_CONFIG_FILE))
-    similarity = st_config.get("similarity_fn_name")
+    model_config = read_model_config(path)
+    similarity = model_config["similarity_fn_name"]
     if similarity not in (None, *SIMILARITY_FUNCTIONS):
         raise UserInputError(
             f"{os.path.join(path, ST_CONFIG_FILE)}: similarity_fn_name "
             f"{similarity!r} is not supported; expected one of {SIMILARITY_FUNCTIONS}"
         )
-    truncate_dim = st_config.get("truncate_dim")
-    if truncate_dim is not None and (
-        isinstance(truncate_dim, bool)
-        or not isinstance(truncate_dim, int)
-        or truncate_dim < 1
-    ):
-        raise UserInputError(
-            f"{os.path.join(path, ST_CONFIG_FILE)}: truncate_dim "
-            f"{truncate_dim!r} is not a positive integer"
-        )
-    prompts = {k: v or "" for k, v in (st_config.get("prompts") or {}).items()}
-    default_prompt_name = st_config.get("default_prompt_name")
-    if default_prompt_name is not None and default_prompt_name not in prompts:
-        raise UserInputError(
-            f"{os.path.join(path, ST_CONFIG_FILE)}: default_prompt_name "
-            f"{default_prompt_name!r} is not one of its prompts {sorted(prompts)}"
-        )
+    truncate_dim = model_config["truncate_dim"]
+    prompts = model_config["prompts"]
+    default_prompt_name = model_config["default_prompt_name"]
     return SentenceTransformersModel(
         path=path,
         checkpoint=checkpoint,
@@ -390,6 +424,33 @@ def write_tokenizer_files(directory, preprocessor, model_max_length):
     )
 
 
+def write_transformer_module(
+    directory, variables, config, preprocessor, architecture="BertModel"
+):
+    """Writes a Transformer module into `directory`: `variables` ({original
+    name: variable}) as model.safetensors under Hugging Face names (with the
+    "bert." prefix unless `architecture` is "BertModel"), config.json, the
+    tokenizer files and sentence_bert_config.json."""
+    os.makedirs(directory, exist_ok=True)
+    tensors = {}
+    for name, variable in variables.items():
+        candidates, transpose = hf_names(name)
+        hf_name = candidates[0]
+        if architecture == "BertModel":
+            hf_name = hf_name.removeprefix("bert.")
+        value = np.asarray(variable.numpy(), np.float32)
+        tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
+    save_file(tensors, os.path.join(directory, "model.safetensors"))
+    hf_config = hf_config_dict(config)
+    hf_config["architectures"] = [architecture]
+    write_json(os.path.join(directory, "config.json"), hf_config)
+    write_tokenizer_files(directory, preprocessor, config.max_position_embeddings)
+    write_json(
+        os.path.join(directory, SENTENCE_CONFIG_FILE),
+        {"max_seq_length": preprocessor.seq_length, "do_lower_case": False},
+    )
+
+
 def save_sentence_transformers(model, directory):
     """Writes `model` (a `BertSentenceEncoder`) as a sentence-transformers
     directory that `SentenceTransformer(directory)` loads in PyTorch (and
@@ -399,22 +460,9 @@ def save_sentence_transformers(model, directory):
         `directory`.
     """
     directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
-    encoder = model.encoder
-    config = encoder.config
-    tensors = {}
-    for name, variable in encoder.checkpoint_variables().items():
-        candidates, transpose = hf_names(name)
-        hf_name = candidates[0].removeprefix("bert.")
-        value = np.asarray(variable.numpy(), np.float32)
-        tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
-    save_file(tensors, os.path.join(directory, "model.safetensors"))
-    write_json(os.path.join(directory, "config.json"), hf_config_dict(config))
-    preprocessor = model.preprocessor
-    write_tokenizer_files(directory, preprocessor, config.max_position_embeddings)
-    write_json(
-        os.path.join(directory, SENTENCE_CONFIG_FILE),
-        {"max_seq_length": preprocessor.seq_length, "do_lower_case": False},
+    config = model.encoder.config
+    write_transformer_module(
+        directory, model.encoder.checkpoint_variables(), config, model.preprocessor
     )
     write_json(
         os.path.join(directory, ST_CONFIG_FILE),
@@ -465,16 +513,19 @@ def save_sentence_transformers(model, directory):
         modules.append(("Dense", path))
     if model.normalize:
         modules.append(("Normalize", f"{len(modules)}_Normalize"))
+    write_modules_json(
+        directory,
+        [(f"sentence_transformers.models.{kind}", path) for kind, path in modules],
+    )
+    return directory
+
+
+def write_modules_json(directory, modules):
+    """modules.json listing `modules`, (module class path, folder) pairs, in order."""
     write_json(
         os.path.join(directory, MODULES_FILE),
         [
-            {
-                "idx": i,
-                "name": str(i),
-                "path": path,
-                "type": f"sentence_transformers.models.{kind}",
-            }
+            {"idx": i, "name": str(i), "path": path, "type": kind}
             for i, (kind, path) in enumerate(modules)
         ],
     )
-    return directory

@@ -33,10 +33,13 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
+from bert_tf.models.text_encoding import DEFAULT_BATCH_SIZE
+from bert_tf.models.text_encoding import check_batch_size
+from bert_tf.models.text_encoding import checked_texts
+from bert_tf.models.text_encoding import encode_in_length_order
+from bert_tf.models.text_encoding import resolve_prompt
+from bert_tf.models.text_encoding import task_prompt_name
 from bert_tf.text.preprocessing import BertPreprocessor
-
-# sentence-transformers' default batch size for encode().
-DEFAULT_BATCH_SIZE = 32
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -280,20 +283,9 @@ class BertSentenceEncoder(BertTaskModel):
         """The prompt text `encode` prepends: `prompt`, else
         `prompts[prompt_name]`, else the default prompt's, else ""
         (sentence-transformers' rule)."""
-        if prompt is not None:
-            if not isinstance(prompt, str):
-                raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-            return prompt
-        if prompt_name is not None:
-            if prompt_name not in self.prompts:
-                raise ValueError(
-                    f"prompt_name={prompt_name!r} is not one of the model's prompts "
-                    f"{sorted(self.prompts)}"
-                )
-            return self.prompts[prompt_name]
-        if self.default_prompt_name is not None:
-            return self.prompts.get(self.default_prompt_name) or ""
-        return ""
+        return resolve_prompt(
+            self.prompts, self.default_prompt_name, prompt, prompt_name
+        )
 
     def prompt_length(self, prompt):
         """Positions a prompt takes at the start of each row ([CLS] and its
@@ -384,18 +376,8 @@ class BertSentenceEncoder(BertTaskModel):
         >>> model.encode(["A man plays a guitar."], prompt_name="query").shape
         (1, 384)
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-            raise TypeError(f"batch_size must be an int, got {batch_size!r}")
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else list(sentences)
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(
-                    f"sentences[{index}] is {type(text).__name__}, not str "
-                    "(decode bytes first; None has no text)"
-                )
+        check_batch_size(batch_size)
+        texts, single = checked_texts(sentences)
         prompt = self.resolve_prompt(prompt, prompt_name)
         truncate_dim = self._checked_truncate_dim(truncate_dim) or self.truncate_dim
         key = (prompt, truncate_dim)
@@ -405,22 +387,15 @@ class BertSentenceEncoder(BertTaskModel):
                 lambda batch: self.embed_strings(batch, prompt, truncate_dim),
                 input_signature=[tf.TensorSpec([None], tf.string)],
             )
-        encode_batch = self._encode_functions[key]
-        output = np.zeros((len(texts), truncate_dim or self.model_dim), np.float32)
-        bar = None
-        if show_progress_bar:
-            bar = keras.utils.Progbar(len(texts), unit_name="sentence")
-        # Prompted texts are sorted by length as sentence-transformers does.
-        order = np.argsort([-len(prompt + t) for t in texts], kind="stable")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
-            batch = tf.constant([texts[i] for i in rows], tf.string)
-            output[rows] = encode_batch(batch).numpy()
-            done = min(start + batch_size, len(texts))
-            if bar is not None:
-                bar.update(done)
-            if progress is not None:
-                progress(done, len(texts))
+        output = encode_in_length_order(
+            texts,
+            self._encode_functions[key],
+            truncate_dim or self.model_dim,
+            prompt,
+            batch_size,
+            show_progress_bar,
+            progress,
+        )
         if normalize_embeddings:
             norms = np.linalg.norm(output, axis=1, keepdims=True)
             output = output / np.maximum(norms, 1e-12)
@@ -433,18 +408,13 @@ class BertSentenceEncoder(BertTaskModel):
     def encode_query(self, sentences, prompt_name=None, prompt=None, **kwargs):
         """`encode` with the model's "query" prompt (when it has one and
         neither `prompt` nor `prompt_name` is given)."""
-        if prompt_name is None and prompt is None and "query" in self.prompts:
-            prompt_name = "query"
+        prompt_name = task_prompt_name(self.prompts, "query", prompt_name, prompt)
         return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
     def encode_document(self, sentences, prompt_name=None, prompt=None, **kwargs):
         """`encode` with the model's "document" (else "passage", "corpus")
         prompt, as sentence-transformers' `encode_document`."""
-        if prompt_name is None and prompt is None:
-            for name in ("document", "passage", "corpus"):
-                if name in self.prompts:
-                    prompt_name = name
-                    break
+        prompt_name = task_prompt_name(self.prompts, "document", prompt_name, prompt)
         return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
     def similarity(self, embeddings_a, embeddings_b):
