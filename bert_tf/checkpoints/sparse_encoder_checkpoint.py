@@ -37,10 +37,11 @@ from bert_tf.layers.splade_pooling import SPLADE_POOLING_STRATEGIES
 from bert_tf.text.tokenizer_json import read_tokenizer_files
 
 ROUTER_CONFIG_FILE = "router_config.json"
-# The routes a model encodes with: `encode` (None), `encode_query`,
-# `encode_document`; each resolves to "splade" (the network), "static" (the
-# SparseStaticEmbedding) or None (sentence-transformers raises: no route).
-TASKS = (None, "query", "document")
+# The routes a model encodes with: `encode` ("default": no task),
+# `encode_query`, `encode_document`; each resolves to "splade" (the network),
+# "static" (the SparseStaticEmbedding) or None (sentence-transformers
+# raises: no route).
+TASKS = ("default", "query", "document")
 SPLADE_ROUTE = "splade"
 STATIC_ROUTE = "static"
 # sentence_bert_config.json keys of a masked-LM Transformer that change no
@@ -326,7 +327,9 @@ def _read_router(path, directory, where):
         default_route = next(iter(structure))
     routes = {}
     for task in TASKS:
-        route = _resolve_route(task, structure, mappings, default_route)
+        route = _resolve_route(
+            None if task == "default" else task, structure, mappings, default_route
+        )
         routes[task] = kinds.get(route)
     splade_route = next((r for r, k in kinds.items() if k == SPLADE_ROUTE), None)
     if splade_route is None:
@@ -453,9 +456,16 @@ def save_sparse_encoder(model, directory):
             ("SpladePooling", "document_1_SpladePooling"),
         ]
         static_dir = "query_0_SparseStaticEmbedding"
+    # BertForMaskedLM has no pooler (transformers would call its weights
+    # unexpected).
+    variables = {
+        name: variable
+        for name, variable in model.checkpoint_variables().items()
+        if not name.startswith("bert/pooler/")
+    }
     write_transformer_module(
         os.path.join(directory, splade[0][1]),
-        model.checkpoint_variables(),
+        variables,
         model.encoder.config,
         model.preprocessor,
         architecture="BertForMaskedLM",
@@ -496,7 +506,7 @@ def save_sparse_encoder(model, directory):
     mappings = {
         str((task, None)): route_of[route]
         for task, route in model.routes.items()
-        if task is not None and route is not None and route_of[route] != task
+        if task != "default" and route is not None and route_of[route] != task
     }
     write_json(
         os.path.join(directory, ROUTER_CONFIG_FILE),
@@ -507,7 +517,7 @@ def save_sparse_encoder(model, directory):
             },
             "structure": structure,
             "parameters": {
-                "default_route": route_of[model.routes[None]],
+                "default_route": route_of[model.routes["default"] or SPLADE_ROUTE],
                 "allow_empty_key": True,
                 "route_mappings": mappings,
             },
@@ -526,5 +536,7 @@ def _write_static(model, directory):
     # No max_length: no truncation, as a tokenizer without model_max_length
     # (transformers' "very large" 1e30) does.
     write_tokenizer_files(
-        directory, model.query_preprocessor, layer.max_length or int(1e30)
+        directory,
+        model.query_preprocessor or model.preprocessor,
+        layer.max_length or int(1e30),
     )

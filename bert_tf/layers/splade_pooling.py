@@ -24,7 +24,8 @@ class SpladePooling(keras.layers.Layer):
 
     Call args:
         logits: float tensor [batch, seq, vocab].
-        mask: int tensor [batch, seq], 1 at real tokens.
+        input_mask: int tensor [batch, seq], 1 at real tokens (not `mask`,
+            which Keras reserves).
 
     Example:
     >>> SpladePooling("max")(logits, features["input_mask"]).shape
@@ -47,9 +48,9 @@ class SpladePooling(keras.layers.Layer):
         self.pooling_strategy = pooling_strategy
         self.activation_function = activation_function
 
-    def call(self, logits, mask):
+    def call(self, logits, input_mask):
         logits = ops.cast(logits, "float32")
-        mask = ops.cast(mask, "float32")[:, :, None]
+        mask = ops.cast(input_mask, "float32")[:, :, None]
         weights = ops.log1p(ops.relu(logits * mask))
         if self.activation_function == "log1p_relu":
             weights = ops.log1p(weights)
@@ -57,7 +58,7 @@ class SpladePooling(keras.layers.Layer):
             return ops.max(weights, axis=1)
         return ops.sum(weights, axis=1)
 
-    def compute_output_shape(self, logits_shape, mask_shape):
+    def compute_output_shape(self, logits_shape, input_mask_shape):
         return (logits_shape[0], logits_shape[2])
 
     def get_config(self):

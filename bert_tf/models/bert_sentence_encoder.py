@@ -7,8 +7,6 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.checkpoints.loading import check_vocab_matches_config
-from bert_tf.checkpoints.loading import checkpoint_vocabulary
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.loading import load_checkpoint
 from bert_tf.checkpoints.name_map import encoder_variables
@@ -36,10 +34,10 @@ from bert_tf.models.task_model import encode as encode_inputs
 from bert_tf.models.text_encoding import DEFAULT_BATCH_SIZE
 from bert_tf.models.text_encoding import check_batch_size
 from bert_tf.models.text_encoding import checked_texts
+from bert_tf.models.text_encoding import checkpoint_preprocessor
 from bert_tf.models.text_encoding import encode_in_length_order
 from bert_tf.models.text_encoding import resolve_prompt
 from bert_tf.models.text_encoding import task_prompt_name
-from bert_tf.text.preprocessing import BertPreprocessor
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -511,24 +509,8 @@ class BertSentenceEncoder(BertTaskModel):
                 )
             files = path if hasattr(path, "reader") else find_checkpoint(path)
         config = files.load_config(config)
-        vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
-        # Ids past the embedding table would fail on the first such text.
-        check_vocab_matches_config(vocab_file, config)
-        if do_lower_case is None:
-            do_lower_case = files.do_lower_case is not False
-        if asked_length is not None and not (
-            3 <= asked_length <= config.max_position_embeddings
-        ):
-            # Cut to the positions without a word, the asked length was not given.
-            raise UserInputError(
-                f"max_seq_length={asked_length}: must be in [3, "
-                f"{config.max_position_embeddings}] (the model's "
-                "max_position_embeddings)",
-                argument="max_seq_length",
-            )
-        max_seq_length = min(max_seq_length or 128, config.max_position_embeddings)
-        preprocessor = BertPreprocessor(
-            vocab_file, do_lower_case, max_seq_length, padding="longest", **options
+        preprocessor = checkpoint_preprocessor(
+            files, config, path, vocab_file, do_lower_case, max_seq_length, asked_length
         )
         model = cls(
             config,
@@ -543,7 +525,7 @@ class BertSentenceEncoder(BertTaskModel):
             "+".join(model.pooling),
             model.dense_units,
             model.normalize,
-            max_seq_length,
+            preprocessor.seq_length,
         )
         return model
 

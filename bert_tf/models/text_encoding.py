@@ -5,6 +5,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.checkpoints.loading import check_vocab_matches_config
+from bert_tf.checkpoints.loading import checkpoint_vocabulary
+from bert_tf.errors import UserInputError
+from bert_tf.text.preprocessing import BertPreprocessor
+
 # sentence-transformers' default batch size for encode().
 DEFAULT_BATCH_SIZE = 32
 # The prompts `encode_document` tries, in sentence-transformers' order.
@@ -99,3 +104,46 @@ def encode_in_length_order(
         if progress is not None:
             progress(done, len(texts))
     return output
+
+
+def checkpoint_preprocessor(
+    files,
+    config,
+    path,
+    vocab_file=None,
+    do_lower_case=None,
+    max_seq_length=None,
+    asked_length=None,
+):
+    """The `BertPreprocessor` (padding="longest") of a checkpoint's model.
+
+    Args:
+        files: its `CheckpointFiles`; `config` its `BertConfig`; `path` what
+            the user named (for messages).
+        vocab_file, do_lower_case: given by the user, else the files' own.
+        max_seq_length: the length to use (default 128), cut to the model's
+            `max_position_embeddings`.
+        asked_length: the `max_seq_length` the user gave (checked).
+
+    Raises:
+        UserInputError: `asked_length` outside [3, max_position_embeddings].
+    """
+    vocab_file, options = checkpoint_vocabulary(files, vocab_file, path)
+    # Ids past the embedding table would fail on the first such text.
+    check_vocab_matches_config(vocab_file, config)
+    if do_lower_case is None:
+        do_lower_case = files.do_lower_case is not False
+    if asked_length is not None and not (
+        3 <= asked_length <= config.max_position_embeddings
+    ):
+        # Cut to the positions without a word, the asked length was not given.
+        raise UserInputError(
+            f"max_seq_length={asked_length}: must be in [3, "
+            f"{config.max_position_embeddings}] (the model's "
+            "max_position_embeddings)",
+            argument="max_seq_length",
+        )
+    max_seq_length = min(max_seq_length or 128, config.max_position_embeddings)
+    return BertPreprocessor(
+        vocab_file, do_lower_case, max_seq_length, padding="longest", **options
+    )
