@@ -123,8 +123,9 @@ def test_max_pooling_matches_sentence_transformers(pair, texts):
         _reference(theirs, "encode_query", texts[:8]), reference
     ).numpy()
     np.testing.assert_allclose(similarity, expected, rtol=1e-5)
-    # One text in, one vector out; sparse output holds the same entries.
-    np.testing.assert_allclose(ours.encode(texts[3]), documents[3], atol=1e-6)
+    # One text in, one vector out (alone, not padded: float32 noise only);
+    # sparse output holds the same entries.
+    _allclose(ours.encode(texts[3]), documents[3])
     sparse = ours.encode(texts[:4], convert_to_sparse_tensor=True)
     np.testing.assert_allclose(
         ours.similarity(sparse, documents[:4]),
@@ -228,7 +229,7 @@ def test_refused_configs_say_file_and_key(saved, tmp_path):
     """Each refusal is one line naming the file and the key."""
 
     def refused(edit, file, match):
-        directory = _copy(saved["max"], tmp_path / file.replace("/", "_"))
+        directory = _copy(saved["max"], tmp_path / str(len(os.listdir(tmp_path))))
         _edit_json(directory / file, edit)
         with pytest.raises(UserInputError, match=match) as caught:
             read_sparse_encoder(directory)
