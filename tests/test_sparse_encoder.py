@@ -111,7 +111,7 @@ def _check_parity(ours, theirs, texts, methods=("encode_query", "encode_document
 
 
 @pytest.mark.slow
-def test_max_pooling_matches_sentence_transformers(pair, texts):
+def test_max_pooling_matches_sentence_transformers(pair, texts, saved):
     ours, theirs = pair("max")
     assert ours.pooling_strategy == "max" and ours.activation_function == "relu"
     # sentence-transformers 6 writes no max_seq_length: the tokenizer's 512.
@@ -132,6 +132,14 @@ def test_max_pooling_matches_sentence_transformers(pair, texts):
         ours.similarity(documents[:4], documents[:4]),
         rtol=1e-6,
     )
+    # The BertForMaskedLM checkpoint alone: max pooling and ReLU, as
+    # sentence-transformers makes of one.
+    import bert_tf
+
+    plain = bert_tf.BertSparseEncoder.from_checkpoint(
+        os.path.join(saved["max"], "model.safetensors"), max_seq_length=512
+    )
+    _allclose(plain.encode(texts[:4]), documents[:4])
 
 
 @pytest.mark.slow

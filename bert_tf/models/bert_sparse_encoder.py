@@ -163,15 +163,7 @@ class BertSparseEncoder(BertTaskModel):
             encoder = build_encoder(encoder)
             config = encoder.config
             # === Layers ===
-            masked_lm = MaskedLMHead(
-                encoder.embeddings,
-                hidden_size=config.hidden_size,
-                vocab_size=config.vocab_size,
-                hidden_act=config.hidden_act,
-                initializer_range=config.initializer_range,
-                layer_norm_eps=config.layer_norm_eps,
-                name="masked_lm",
-            )
+            masked_lm = MaskedLMHead.for_encoder(encoder, name="masked_lm")
             pooling = SpladePooling(
                 pooling_strategy, activation_function, name="splade_pooling"
             )
