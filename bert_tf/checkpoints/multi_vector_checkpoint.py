@@ -20,8 +20,9 @@ from bert_tf.checkpoints.loading import CheckpointFiles
 from bert_tf.checkpoints.sentence_transformers_checkpoint import MODULES_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import ST_CONFIG_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import _read_dense
-from bert_tf.checkpoints.sentence_transformers_checkpoint import _read_json
+from bert_tf.checkpoints.sentence_transformers_checkpoint import model_type_of
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_model_config
+from bert_tf.checkpoints.sentence_transformers_checkpoint import read_module_json
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_transformer_module
 from bert_tf.checkpoints.sentence_transformers_checkpoint import write_dense_module
 from bert_tf.checkpoints.sentence_transformers_checkpoint import write_json
@@ -68,10 +69,7 @@ _TEXT_MODALITY = {
 def is_multi_vector_dir(path):
     """Whether `path` is a directory sentence-transformers saved as a
     `MultiVectorEncoder`."""
-    config = os.path.join(path, ST_CONFIG_FILE) if isinstance(path, str) else ""
-    if not (config and os.path.exists(os.path.join(path, MODULES_FILE))):
-        return False
-    return os.path.exists(config) and _read_json(config).get("model_type") == MODEL_TYPE
+    return model_type_of(path) == MODEL_TYPE
 
 
 @dataclasses.dataclass
@@ -203,7 +201,7 @@ def _io_names(config, where, module):
 
 def _read_mask(directory, model):
     where = os.path.join(directory, "config.json")
-    config = _read_json(where) if os.path.exists(where) else {}
+    config = read_module_json(where) if os.path.exists(where) else {}
     unknown = sorted(
         set(config) - {"skiplist_words", "skiplist_tasks", "keep_only_token_ids"}
     )
@@ -230,7 +228,7 @@ def _read_token_pooling(directory, model):
     then: normalising, which must agree with the model's); one that
     clusters (Ward linkage) is refused."""
     where = os.path.join(directory, "config.json")
-    config = _read_json(where) if os.path.exists(where) else {}
+    config = read_module_json(where) if os.path.exists(where) else {}
     if (
         config.get("pool_factor", 1.0) > 1
         or config.get("max_tokens") is not None
@@ -253,7 +251,7 @@ def _read_modules(path, model):
     modules_file = os.path.join(path, MODULES_FILE)
     transformer_dir = None
     dense = {}
-    for module in sorted(_read_json(modules_file), key=lambda m: m.get("idx", 0)):
+    for module in sorted(read_module_json(modules_file), key=lambda m: m.get("idx", 0)):
         kind = module.get("type", "").rsplit(".", 1)[-1]
         directory = os.path.join(path, module.get("path", ""))
         config_path = os.path.join(directory, "config.json")
@@ -270,13 +268,13 @@ def _read_modules(path, model):
         elif kind == "Dense":
             if dense:
                 raise UserInputError(f"{modules_file}: a second Dense is not supported")
-            _io_names(_read_json(config_path), config_path, "Dense")
+            _io_names(read_module_json(config_path), config_path, "Dense")
             model.normalize_before_dense, model.normalize = model.normalize, False
             dense, model.dense_units, model.dense_activation, model.dense_use_bias = (
                 _read_dense(directory)
             )
         elif kind == "Normalize":
-            config = _read_json(config_path) if module.get("path") else {}
+            config = read_module_json(config_path) if module.get("path") else {}
             if (
                 config.get("module_input_name", "sentence_embedding")
                 != TOKEN_EMBEDDINGS

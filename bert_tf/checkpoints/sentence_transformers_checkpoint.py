@@ -44,6 +44,14 @@ _LEGACY_POOLING_KEYS = {
     "pooling_mode_lasttoken": "lasttoken",
 }
 ST_CONFIG_FILE = "config_sentence_transformers.json"
+# The model types of sentence-transformers' other families: not one vector
+# per text, so `read_sentence_transformers` names the class that reads them.
+_OTHER_MODEL_TYPES = {
+    "MultiVectorEncoder": "makes one vector per token: load it with "
+    "bert_tf.BertMultiVectorEncoder",
+    "SparseEncoder": "weighs every vocabulary entry (SPLADE): load it with "
+    "bert_tf.BertSparseEncoder",
+}
 # sentence-transformers' similarity functions (similarity_fn_name).
 SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
 # torch activation class (Dense's activation_function) <-> Keras activation.
@@ -71,6 +79,18 @@ _HF_HIDDEN_ACT = {
     "tanh": "tanh",
     "linear": "linear",
 }
+
+
+def model_type_of(path):
+    """config_sentence_transformers.json's `model_type` of the
+    sentence-transformers directory `path` (None when `path` is none or the
+    file does not say)."""
+    if not isinstance(path, str) or not is_sentence_transformers_dir(path):
+        return None
+    config = os.path.join(path, ST_CONFIG_FILE)
+    if not os.path.exists(config):
+        return None
+    return read_module_json(config).get("model_type")
 
 
 def is_sentence_transformers_dir(path):
@@ -119,7 +139,8 @@ class SentenceTransformersModel:
     truncate_dim: int | None = None
 
 
-def _read_json(path):
+def read_module_json(path):
+    """A module's JSON file (FileNotFoundError naming it when missing)."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found (named by a modules.json)")
     return read_json(path)
@@ -168,7 +189,7 @@ class _DenseReader:
 
 
 def _read_dense(directory):
-    config = _read_json(os.path.join(directory, "config.json"))
+    config = read_module_json(os.path.join(directory, "config.json"))
     where = os.path.join(directory, "config.json")
     if config.get("use_residual"):
         raise UserInputError(f"{where}: use_residual=true is not supported")
@@ -219,16 +240,14 @@ def read_sentence_transformers(path):
         FileNotFoundError: a file that modules.json names is missing.
     """
     path = os.fspath(path)
-    st_file = os.path.join(path, ST_CONFIG_FILE)
-    if os.path.exists(st_file) and _read_json(st_file).get("model_type") == (
-        "MultiVectorEncoder"
-    ):
+    model_type = model_type_of(path)
+    if model_type in _OTHER_MODEL_TYPES:
         raise UserInputError(
-            f"{st_file}: model_type 'MultiVectorEncoder' makes one vector per token: "
-            "load it with bert_tf.BertMultiVectorEncoder"
+            f"{os.path.join(path, ST_CONFIG_FILE)}: model_type {model_type!r} "
+            f"{_OTHER_MODEL_TYPES[model_type]}"
         )
     modules_file = os.path.join(path, MODULES_FILE)
-    modules = _read_json(modules_file)
+    modules = read_module_json(modules_file)
     transformer_dir = None
     pooling = None
     include_prompt = True
@@ -251,7 +270,7 @@ def read_sentence_transformers(path):
             if transformer_dir is None or pooling is not None:
                 order_error = "Pooling not right after the Transformer"
             pooling, include_prompt = _pooling_modes(
-                _read_json(os.path.join(directory, "config.json")),
+                read_module_json(os.path.join(directory, "config.json")),
                 os.path.join(directory, "config.json"),
             )
         elif kind == "Dense":
@@ -266,7 +285,7 @@ def read_sentence_transformers(path):
                 order_error = "Normalize before Pooling"
             config_path = os.path.join(directory, "config.json")
             if module.get("path") and os.path.exists(config_path):
-                source = _read_json(config_path).get("module_input_name")
+                source = read_module_json(config_path).get("module_input_name")
                 if source not in (None, "sentence_embedding"):
                     raise UserInputError(
                         f"{config_path}: Normalize of {source!r} is not supported "
@@ -334,10 +353,10 @@ def read_transformer_module(path, transformer_dir, dense=None):
     for candidate in (transformer_dir, path):
         config_path = os.path.join(candidate, SENTENCE_CONFIG_FILE)
         if os.path.exists(config_path):
-            sentence_config = _read_json(config_path)
+            sentence_config = read_module_json(config_path)
             break
     checkpoint = hf_checkpoint_files(transformer_dir, files)
-    checkpoint.reader = _DenseReader(checkpoint.reader, dense)
+    checkpoint.reader = _DenseReader(checkpoint.reader, dense or {})
     tokenizer = read_tokenizer_files(transformer_dir)
     do_lower_case = tokenizer.do_lower_case
     if sentence_config.get("do_lower_case"):
@@ -364,7 +383,7 @@ def read_model_config(path):
     """
     st_config = {}
     if os.path.exists(os.path.join(path, ST_CONFIG_FILE)):
-        st_config = _read_json(os.path.join(path, ST_CONFIG_FILE))
+        st_config = read_module_json(os.path.join(path, ST_CONFIG_FILE))
     truncate_dim = st_config.get("truncate_dim")
     if truncate_dim is not None and (
         isinstance(truncate_dim, bool)
@@ -422,22 +441,38 @@ def write_tokenizer_files(directory, preprocessor, model_max_length):
     )
 
 
-def write_transformer_module(model, directory, sentence_config):
+def write_transformer_module(
+    model, directory, sentence_config, variables=None, architecture="BertModel"
+):
     """The Transformer module of `model` (a model with `encoder` and
     `preprocessor`) in `directory`: model.safetensors, config.json, the
     tokenizer files and sentence_bert_config.json (`sentence_config` plus
-    do_lower_case false: the tokenizer files say the casing)."""
+    do_lower_case false: the tokenizer files say the casing).
+
+    Args:
+        variables: {our name: variable} to write; default: the encoder's.
+        architecture: config.json's architecture; a "BertModel" is written
+            without the "bert." prefix of the names, any other (e.g.
+            "BertForMaskedLM" with the masked-LM head's variables) with it.
+    """
     os.makedirs(directory, exist_ok=True)
     encoder = model.encoder
     config = encoder.config
+    if variables is None:
+        variables = encoder.checkpoint_variables()
     tensors = {}
-    for name, variable in encoder.checkpoint_variables().items():
+    for name, variable in variables.items():
         candidates, transpose = hf_names(name)
-        hf_name = candidates[0].removeprefix("bert.")
+        hf_name = candidates[0]
+        if architecture == "BertModel":
+            hf_name = hf_name.removeprefix("bert.")
         value = np.asarray(variable.numpy(), np.float32)
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     save_file(tensors, os.path.join(directory, "model.safetensors"))
-    write_json(os.path.join(directory, "config.json"), hf_config_dict(config))
+    write_json(
+        os.path.join(directory, "config.json"),
+        {**hf_config_dict(config), "architectures": [architecture]},
+    )
     write_tokenizer_files(directory, model.preprocessor, config.max_position_embeddings)
     write_json(
         os.path.join(directory, SENTENCE_CONFIG_FILE),

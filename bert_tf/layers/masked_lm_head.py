@@ -67,6 +67,21 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
         )
 
+    @classmethod
+    def for_encoder(cls, encoder, **kwargs):
+        """The head of `encoder` (a `BertEncoder`), sized and initialised as
+        its config says and tied to its word embeddings."""
+        config = encoder.config
+        return cls(
+            encoder.embeddings,
+            hidden_size=config.hidden_size,
+            vocab_size=config.vocab_size,
+            hidden_act=config.hidden_act,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            **kwargs,
+        )
+
     def build(self, sequence_output_shape=None, masked_lm_positions_shape=None):
         self.transform.build((None, self.hidden_size))
         self.layer_norm.build((None, self.hidden_size))

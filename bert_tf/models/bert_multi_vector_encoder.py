@@ -13,14 +13,15 @@ from bert_tf.checkpoints.multi_vector_checkpoint import MULTI_VECTOR_SIMILARITIE
 from bert_tf.checkpoints.multi_vector_checkpoint import read_multi_vector_encoder
 from bert_tf.checkpoints.multi_vector_checkpoint import save_multi_vector_encoder
 from bert_tf.models.bert_encoder import global_dtype_policy
-from bert_tf.models.bert_sentence_encoder import DEFAULT_BATCH_SIZE
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
+from bert_tf.models.text_encoder import DEFAULT_BATCH_SIZE
 from bert_tf.models.text_encoder import TextEncoderMixin
 from bert_tf.models.text_encoder import check_default_prompt
 from bert_tf.models.text_encoder import checked_texts
 from bert_tf.models.text_encoder import checkpoint_preprocessor
+from bert_tf.models.text_encoder import length_ordered_batches
 from bert_tf.models.text_encoder import projection_layers
 from bert_tf.retrieval.max_sim import max_sim
 from bert_tf.retrieval.max_sim import max_sim_pairwise
@@ -99,6 +100,8 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
 
     default_name = "bert_multi_vector_encoder"
     reads_pooled_output = False
+    # encode_query/encode_document pass the task: lengths, expansion, mask.
+    encodes_tasks = True
 
     def __init__(
         self,
@@ -399,14 +402,9 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
             )
         encode_batch = self._encode_functions[key]
         outputs = [None] * len(texts)
-        bar = None
-        if show_progress_bar:
-            bar = keras.utils.Progbar(len(texts), unit_name="sentence")
-        # Longest first, as sentence-transformers batches (less padding).
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
-            batch = tf.constant([texts[i] for i in rows], tf.string)
+        for rows, batch in length_ordered_batches(
+            texts, batch_size, show_progress_bar, progress
+        ):
             if output_value is None:
                 inputs, _ = self.task_inputs(batch, task, prompt)
                 vectors, mask = encode_batch(batch)
@@ -427,30 +425,7 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
                     norms = np.linalg.norm(kept, axis=-1, keepdims=True)
                     kept = kept / np.maximum(norms, 1e-12)
                 outputs[row] = kept if convert_to_numpy else tf.constant(kept)
-            done = min(start + batch_size, len(texts))
-            if bar is not None:
-                bar.update(done)
-            if progress is not None:
-                progress(done, len(texts))
         return outputs[0] if single else outputs
-
-    def encode_query(self, sentences, prompt_name=None, prompt=None, **kwargs):
-        """`encode` of queries: the "query" prompt (unless `prompt` or
-        `prompt_name` is given), the query length and expansion."""
-        if prompt_name is None and prompt is None:
-            prompt_name = "query"
-        return self.encode(
-            sentences, prompt_name=prompt_name, prompt=prompt, task="query", **kwargs
-        )
-
-    def encode_document(self, sentences, prompt_name=None, prompt=None, **kwargs):
-        """`encode` of documents: the "document" prompt (unless `prompt` or
-        `prompt_name` is given), the document length and skiplist."""
-        if prompt_name is None and prompt is None:
-            prompt_name = "document"
-        return self.encode(
-            sentences, prompt_name=prompt_name, prompt=prompt, task="document", **kwargs
-        )
 
     def _length_normalize(self, length_normalize):
         if length_normalize is None:

@@ -28,14 +28,13 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
+from bert_tf.models.text_encoder import DEFAULT_BATCH_SIZE
 from bert_tf.models.text_encoder import TextEncoderMixin
 from bert_tf.models.text_encoder import check_default_prompt
 from bert_tf.models.text_encoder import checked_texts
 from bert_tf.models.text_encoder import checkpoint_preprocessor
+from bert_tf.models.text_encoder import encode_in_length_order
 from bert_tf.models.text_encoder import projection_layers
-
-# sentence-transformers' default batch size for encode().
-DEFAULT_BATCH_SIZE = 32
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -318,22 +317,14 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
                 lambda batch: self.embed_strings(batch, prompt, truncate_dim),
                 input_signature=[tf.TensorSpec([None], tf.string)],
             )
-        encode_batch = self._encode_functions[key]
-        output = np.zeros((len(texts), truncate_dim or self.model_dim), np.float32)
-        bar = None
-        if show_progress_bar:
-            bar = keras.utils.Progbar(len(texts), unit_name="sentence")
-        # Prompted texts are sorted by length as sentence-transformers does.
-        order = np.argsort([-len(prompt + t) for t in texts], kind="stable")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
-            batch = tf.constant([texts[i] for i in rows], tf.string)
-            output[rows] = encode_batch(batch).numpy()
-            done = min(start + batch_size, len(texts))
-            if bar is not None:
-                bar.update(done)
-            if progress is not None:
-                progress(done, len(texts))
+        output = encode_in_length_order(
+            texts,
+            self._encode_functions[key],
+            truncate_dim or self.model_dim,
+            batch_size,
+            show_progress_bar,
+            progress,
+        )
         if normalize_embeddings:
             norms = np.linalg.norm(output, axis=1, keepdims=True)
             output = output / np.maximum(norms, 1e-12)
@@ -342,23 +333,6 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
         elif not convert_to_numpy:
             output = [tf.constant(row) for row in output]
         return output[0] if single else output
-
-    def encode_query(self, sentences, prompt_name=None, prompt=None, **kwargs):
-        """`encode` with the model's "query" prompt (when it has one and
-        neither `prompt` nor `prompt_name` is given)."""
-        if prompt_name is None and prompt is None and "query" in self.prompts:
-            prompt_name = "query"
-        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
-
-    def encode_document(self, sentences, prompt_name=None, prompt=None, **kwargs):
-        """`encode` with the model's "document" (else "passage", "corpus")
-        prompt, as sentence-transformers' `encode_document`."""
-        if prompt_name is None and prompt is None:
-            for name in ("document", "passage", "corpus"):
-                if name in self.prompts:
-                    prompt_name = name
-                    break
-        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
     def similarity(self, embeddings_a, embeddings_b):
         """[len(a), len(b)] float32 scores of every pair with the model's

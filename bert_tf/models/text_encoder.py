@@ -1,12 +1,16 @@
 """`TextEncoderMixin`: what the text-embedding models share.
 
-`BertSentenceEncoder` (one vector per text) and `BertMultiVectorEncoder` (one
-per token) both carry a preprocessor in their config, an optional Dense after
-the encoder, sentence-transformers' prompts and `truncate_dim`; the pieces
-here are written once for both.
+`BertSentenceEncoder` (one vector per text), `BertMultiVectorEncoder` (one
+per token) and `BertSparseEncoder` (one weight per vocabulary entry) all
+carry a preprocessor in their config, sentence-transformers' prompts and
+`encode`'s rules (its input checks, length-ordered batching, query and
+document prompts); the first two also an optional Dense after the encoder
+and `truncate_dim`. The pieces here are written once for all.
 """
 
 import keras
+import numpy as np
+import tensorflow as tf
 
 from bert_tf.checkpoints.loading import check_vocab_matches_config
 from bert_tf.checkpoints.loading import checkpoint_vocabulary
@@ -16,6 +20,11 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_KERNEL
 from bert_tf.errors import UserInputError
 from bert_tf.text.preprocessing import BertPreprocessor
 
+# sentence-transformers' default batch size for encode().
+DEFAULT_BATCH_SIZE = 32
+# The prompts `encode_document` tries, in sentence-transformers' order.
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
+
 
 class TextEncoderMixin:
     """Config, Dense variables, prompt and `truncate_dim` rules of a task
@@ -23,7 +32,10 @@ class TextEncoderMixin:
     `dense_use_bias`, `prompts`, `default_prompt_name` and `model_dim`.
 
     Listed before `BertTaskModel` among the bases, so its `get_config` adds
-    the preprocessor to the task model's.
+    the preprocessors (`preprocessor_keys`) to the task model's.
+    `encode_query` and `encode_document` call `encode` with the task's
+    prompt, and with `task=` when `encodes_tasks` (the model's `encode`
+    then takes it).
 
     Example:
 
@@ -32,21 +44,24 @@ class TextEncoderMixin:
     ```
     """
 
+    # The attributes holding a `BertPreprocessor` (or None), saved in the config.
+    preprocessor_keys = ("preprocessor",)
+    # Whether `encode` takes `task` ("query"/"document": lengths, routes, ...).
+    encodes_tasks = False
+
     def get_config(self):
         config = super().get_config()
-        if self.preprocessor is not None:
-            config["preprocessor"] = keras.saving.serialize_keras_object(
-                self.preprocessor
-            )
+        for key in self.preprocessor_keys:
+            if getattr(self, key) is not None:
+                config[key] = keras.saving.serialize_keras_object(getattr(self, key))
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        if config.get("preprocessor") is not None:
-            config["preprocessor"] = keras.saving.deserialize_keras_object(
-                config["preprocessor"]
-            )
+        for key in cls.preprocessor_keys:
+            if config.get(key) is not None:
+                config[key] = keras.saving.deserialize_keras_object(config[key])
         return super().from_config(config)
 
     def checkpoint_variables(self):
@@ -87,6 +102,39 @@ class TextEncoderMixin:
         if self.default_prompt_name is not None:
             return self.prompts.get(self.default_prompt_name) or ""
         return ""
+
+    def task_prompt_name(self, task, prompt_name=None, prompt=None):
+        """The prompt name `encode` gets for `task`: `prompt_name` as given
+        when it or `prompt` is, else the model's "query" prompt for a query,
+        its "document" (else "passage", else "corpus") prompt for a document,
+        else None (sentence-transformers' `encode_query`/`encode_document`)."""
+        if prompt_name is not None or prompt is not None:
+            return prompt_name
+        names = ("query",) if task == "query" else DOCUMENT_PROMPT_NAMES
+        return next((name for name in names if name in self.prompts), None)
+
+    def encode_query(self, sentences, prompt_name=None, prompt=None, **kwargs):
+        """`encode` of queries: the model's "query" prompt (unless `prompt` or
+        `prompt_name` is given), and for a model whose `encode` takes a task
+        the query's length, expansion or route."""
+        return self._encode_task("query", sentences, prompt_name, prompt, kwargs)
+
+    def encode_document(self, sentences, prompt_name=None, prompt=None, **kwargs):
+        """`encode` of documents: the model's "document" (else "passage",
+        "corpus") prompt unless `prompt` or `prompt_name` is given, and for a
+        model whose `encode` takes a task the document's length, skiplist or
+        route."""
+        return self._encode_task("document", sentences, prompt_name, prompt, kwargs)
+
+    def _encode_task(self, task, sentences, prompt_name, prompt, kwargs):
+        if self.encodes_tasks:
+            kwargs = {**kwargs, "task": task}
+        return self.encode(
+            sentences,
+            prompt_name=self.task_prompt_name(task, prompt_name, prompt),
+            prompt=prompt,
+            **kwargs,
+        )
 
 
 def projection_layers(
@@ -152,6 +200,41 @@ def checked_texts(sentences, batch_size):
                 "(decode bytes first; None has no text)"
             )
     return single, texts
+
+
+def length_ordered_batches(texts, batch_size, show_progress_bar=None, progress=None):
+    """Yields `(rows, batch)`: the indices of `texts` in a batch of at most
+    `batch_size` and those texts as a string tensor, longest first as
+    sentence-transformers' `encode` sorts them (so each batch pads to
+    little); the progress bar (on stderr when `show_progress_bar`) and
+    `progress(done, total)` advance as each batch is done."""
+    bar = None
+    if show_progress_bar:
+        bar = keras.utils.Progbar(len(texts), unit_name="sentence")
+    # A prompt prefixes every text alike: it changes no order.
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    for start in range(0, len(texts), batch_size):
+        rows = order[start : start + batch_size]
+        yield rows, tf.constant([texts[i] for i in rows], tf.string)
+        done = min(start + batch_size, len(texts))
+        if bar is not None:
+            bar.update(done)
+        if progress is not None:
+            progress(done, len(texts))
+
+
+def encode_in_length_order(
+    texts, encode_batch, width, batch_size, show_progress_bar=None, progress=None
+):
+    """float32 [len(texts), width], the rows in the order given:
+    `encode_batch` (a string tensor [batch] to a [batch, width] tensor) over
+    `length_ordered_batches` of `texts`."""
+    output = np.zeros((len(texts), width), np.float32)
+    for rows, batch in length_ordered_batches(
+        texts, batch_size, show_progress_bar, progress
+    ):
+        output[rows] = encode_batch(batch).numpy()
+    return output
 
 
 def checkpoint_preprocessor(
