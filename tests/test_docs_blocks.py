@@ -114,6 +114,9 @@ BLOCKS = {
         ("bash", "python run_similarity.py", "run (32 STS-B pairs, 1 epoch)"),
         ("bash", "python extract_features.py", "run"),
     ],
+    "docs/guides/sparse-and-multi-vector.md": [
+        ("python", "BertSparseEncoder.from_checkpoint", "run"),
+    ],
     "docs/guides/retrieval.md": [
         (
             "bash",
