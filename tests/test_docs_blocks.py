@@ -114,7 +114,8 @@ BLOCKS = {
         ("bash", "python run_similarity.py", "run (32 STS-B pairs, 1 epoch)"),
         ("bash", "python extract_features.py", "run"),
     ],
-    "docs/guides/multi-vector.md": [
+    "docs/guides/sparse-and-multi-vector.md": [
+        ("python", "BertSparseEncoder.from_checkpoint", "run"),
         (
             "python",
             "BertMultiVectorEncoder.from_checkpoint",

@@ -12,6 +12,9 @@ import shutil
 import numpy as np
 import pytest
 
+from bert_tf.checkpoints.sentence_transformers_checkpoint import (
+    read_sentence_transformers,
+)
 from bert_tf.checkpoints.sparse_encoder_checkpoint import read_sparse_encoder
 from bert_tf.errors import UserInputError
 
@@ -280,6 +283,15 @@ def test_refused_configs_say_file_and_key(saved, tmp_path):
 def test_a_dense_model_is_not_a_sparse_one(minilm_dir):
     with pytest.raises(UserInputError, match="modules.json: modules .*Pooling"):
         read_sparse_encoder(minilm_dir)
+
+
+def test_a_sparse_model_is_not_a_sentence_encoder(saved):
+    with pytest.raises(
+        UserInputError,
+        match="config_sentence_transformers.json: model_type 'SparseEncoder' .*: "
+        "load it with bert_tf.BertSparseEncoder",
+    ):
+        read_sentence_transformers(saved["max"])
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from keras import ops
 
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.loading import load_checkpoint
@@ -175,9 +174,7 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
                 )
             # === Functional model ===
             inputs, encoded = encode_inputs(encoder)
-            # Every position's logits: the head gathers positions 0..seq-1.
-            positions = ops.cumsum(ops.ones_like(inputs["input_ids"]), axis=1) - 1
-            logits = masked_lm(encoded["sequence_output"], positions)
+            logits = masked_lm(encoded["sequence_output"])  # every position
             outputs = pooling(logits, inputs["input_mask"])
             self._init_graph(encoder, inputs, outputs, **kwargs)
         # === Config ===
