@@ -21,6 +21,7 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import MODULES_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import ST_CONFIG_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import _read_dense
 from bert_tf.checkpoints.sentence_transformers_checkpoint import model_type_of
+from bert_tf.checkpoints.sentence_transformers_checkpoint import positive_int
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_model_config
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_module_json
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_transformer_module
@@ -103,14 +104,6 @@ class MultiVectorModel:
     truncate_dim: int | None = None
 
 
-def _positive_int(value, where, key, allow_none=True):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserInputError(f"{where}: {key}={value!r} is not a positive integer")
-    return value
-
-
 def _query_expansion(value, where):
     """sentence-transformers' query_expansion dict, checked, with its
     defaults (attend False, token None: the tokenizer's [MASK])."""
@@ -136,7 +129,7 @@ def _query_expansion(value, where):
     token = value.get("token")
     if token is not None and not isinstance(token, str):
         raise UserInputError(f"{where}: query_expansion token={token!r} is not a str")
-    length = _positive_int(value.get("length"), where, "query_expansion length", False)
+    length = positive_int(value.get("length"), where, "query_expansion length", False)
     return {
         "strategy": value["strategy"],
         "attend": attend,
@@ -172,7 +165,7 @@ def _read_transformer_config(config, where):
             f"{where}: processing_kwargs {config['processing_kwargs']!r} is not "
             "supported (bert_tf tokenizes with the model's own settings)"
         )
-    query_length = _positive_int(config.get("query_length"), where, "query_length")
+    query_length = positive_int(config.get("query_length"), where, "query_length")
     expansion = _query_expansion(config.get("query_expansion"), where)
     if expansion and query_length is not None and query_length < expansion["length"]:
         raise UserInputError(
@@ -181,7 +174,7 @@ def _read_transformer_config(config, where):
         )
     return (
         query_length,
-        _positive_int(config.get("document_length"), where, "document_length"),
+        positive_int(config.get("document_length"), where, "document_length"),
         expansion,
     )
 

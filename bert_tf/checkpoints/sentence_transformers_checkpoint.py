@@ -373,6 +373,20 @@ def read_transformer_module(path, transformer_dir, dense=None):
     return checkpoint, max_seq_length, sentence_config
 
 
+def positive_int(value, where, key, allow_none=True):
+    """`value` (a config's `key`, read from `where`) if a positive int, or
+    None when it is and `allow_none`.
+
+    Raises:
+        UserInputError: anything else, naming `where` and `key`.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserInputError(f"{where}: {key}={value!r} is not a positive integer")
+    return value
+
+
 def read_model_config(path):
     """`(config, prompts, default_prompt_name, truncate_dim)` of `path`'s
     config_sentence_transformers.json ({} and no prompts without one).
@@ -384,16 +398,11 @@ def read_model_config(path):
     st_config = {}
     if os.path.exists(os.path.join(path, ST_CONFIG_FILE)):
         st_config = read_module_json(os.path.join(path, ST_CONFIG_FILE))
-    truncate_dim = st_config.get("truncate_dim")
-    if truncate_dim is not None and (
-        isinstance(truncate_dim, bool)
-        or not isinstance(truncate_dim, int)
-        or truncate_dim < 1
-    ):
-        raise UserInputError(
-            f"{os.path.join(path, ST_CONFIG_FILE)}: truncate_dim "
-            f"{truncate_dim!r} is not a positive integer"
-        )
+    truncate_dim = positive_int(
+        st_config.get("truncate_dim"),
+        os.path.join(path, ST_CONFIG_FILE),
+        "truncate_dim",
+    )
     prompts = {k: v or "" for k, v in (st_config.get("prompts") or {}).items()}
     default_prompt_name = st_config.get("default_prompt_name")
     if default_prompt_name is not None and default_prompt_name not in prompts:

@@ -23,6 +23,7 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import SENTENCE_CONFIG
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SIMILARITY_FUNCTIONS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import ST_CONFIG_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import model_type_of
+from bert_tf.checkpoints.sentence_transformers_checkpoint import positive_int
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_model_config
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_module_json
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_transformer_module
@@ -395,16 +396,9 @@ def read_sparse_encoder(path):
             f"{config_file}: truncate_dim is not supported in a SparseEncoder "
             "(sentence-transformers' sparse models keep the whole vocabulary)"
         )
-    max_active_dims = config.get("max_active_dims")
-    if max_active_dims is not None and (
-        isinstance(max_active_dims, bool)
-        or not isinstance(max_active_dims, int)
-        or max_active_dims < 1
-    ):
-        raise UserInputError(
-            f"{config_file}: max_active_dims {max_active_dims!r} is not a positive "
-            "integer"
-        )
+    max_active_dims = positive_int(
+        config.get("max_active_dims"), config_file, "max_active_dims"
+    )
     model = SparseEncoderModel(
         path=path,
         checkpoint=checkpoint,

@@ -18,7 +18,7 @@ from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
 from bert_tf.models.text_encoder import DEFAULT_BATCH_SIZE
 from bert_tf.models.text_encoder import TextEncoderMixin
-from bert_tf.models.text_encoder import check_default_prompt
+from bert_tf.models.text_encoder import checked_prompts
 from bert_tf.models.text_encoder import checked_texts
 from bert_tf.models.text_encoder import checkpoint_preprocessor
 from bert_tf.models.text_encoder import length_ordered_batches
@@ -127,11 +127,6 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
         expansion_token_id=None,
         **kwargs,
     ):
-        if similarity_fn_name not in (None, *MULTI_VECTOR_SIMILARITIES):
-            raise ValueError(
-                f"similarity_fn_name={similarity_fn_name!r}: expected one of "
-                f"{MULTI_VECTOR_SIMILARITIES}"
-            )
         if preprocessor is not None and preprocessor.padding != "longest":
             raise ValueError(
                 "preprocessor must pad to each batch's longest text "
@@ -149,8 +144,12 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
         # sentence-transformers gives every MultiVectorEncoder a "query" and a
         # "document" prompt (empty unless set), so encode_query never falls
         # back to the default prompt.
-        prompts = {"query": "", "document": "", **(prompts or {})}
-        check_default_prompt(prompts, default_prompt_name)
+        prompts = checked_prompts(
+            {"query": "", "document": "", **(prompts or {})},
+            default_prompt_name,
+            similarity_fn_name,
+            MULTI_VECTOR_SIMILARITIES,
+        )
         with global_dtype_policy(kwargs.get("dtype")):
             encoder = build_encoder(encoder)
             # === Layers ===
@@ -176,7 +175,9 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
             outputs = last(vectors)
             self._init_graph(encoder, inputs, outputs, **kwargs)
         # === Config ===
-        self.preprocessor = preprocessor
+        self._set_text_config(
+            preprocessor, prompts, default_prompt_name, similarity_fn_name
+        )
         self.dense = dense
         self.dense_units = dense_units
         self.dense_activation = dense_activation
@@ -193,9 +194,6 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
         self.query_length = query_length
         self.document_length = document_length
         self.query_expansion = query_expansion
-        self.prompts = prompts
-        self.default_prompt_name = default_prompt_name
-        self.similarity_fn_name = similarity_fn_name
         self.truncate_dim = None
         self.truncate_dim = self._checked_truncate_dim(truncate_dim)
         vocab = None
@@ -217,7 +215,6 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
                 )
             expansion_token_id = vocab[token]
         self.expansion_token_id = expansion_token_id
-        self._encode_functions = {}
 
     @property
     def model_dim(self):

@@ -30,7 +30,7 @@ from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
 from bert_tf.models.text_encoder import DEFAULT_BATCH_SIZE
 from bert_tf.models.text_encoder import TextEncoderMixin
-from bert_tf.models.text_encoder import check_default_prompt
+from bert_tf.models.text_encoder import checked_prompts
 from bert_tf.models.text_encoder import checked_texts
 from bert_tf.models.text_encoder import checkpoint_preprocessor
 from bert_tf.models.text_encoder import encode_in_length_order
@@ -94,13 +94,9 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
         **kwargs,
     ):
         modes = pooling_modes(pooling)
-        prompts = dict(prompts or {})
-        check_default_prompt(prompts, default_prompt_name)
-        if similarity_fn_name not in (None, *SIMILARITY_FUNCTIONS):
-            raise ValueError(
-                f"similarity_fn_name={similarity_fn_name!r}: expected one of "
-                f"{SIMILARITY_FUNCTIONS}"
-            )
+        prompts = checked_prompts(
+            prompts, default_prompt_name, similarity_fn_name, SIMILARITY_FUNCTIONS
+        )
         with global_dtype_policy(kwargs.get("dtype")):
             encoder = build_encoder(encoder)
             # === Layers ===
@@ -125,7 +121,9 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
             outputs = last(embeddings)
             self._init_graph(encoder, inputs, outputs, **kwargs)
         # === Config ===
-        self.preprocessor = preprocessor
+        self._set_text_config(
+            preprocessor, prompts, default_prompt_name, similarity_fn_name
+        )
         self.pooling = modes
         self.pooling_layer = pooling_layer
         self.dense = dense
@@ -136,13 +134,9 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
         self.dense_use_bias = dense_use_bias
         self.normalize = normalize
         self.include_prompt = bool(include_prompt)
-        self.prompts = prompts
-        self.default_prompt_name = default_prompt_name
-        self.similarity_fn_name = similarity_fn_name
         self.output_layer = last
         self.truncate_dim = None
         self.truncate_dim = self._checked_truncate_dim(truncate_dim)
-        self._encode_functions = {}
 
     @property
     def model_dim(self):

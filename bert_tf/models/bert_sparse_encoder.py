@@ -32,7 +32,7 @@ from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
 from bert_tf.models.text_encoder import DEFAULT_BATCH_SIZE
 from bert_tf.models.text_encoder import TextEncoderMixin
-from bert_tf.models.text_encoder import check_default_prompt
+from bert_tf.models.text_encoder import checked_prompts
 from bert_tf.models.text_encoder import checked_texts
 from bert_tf.models.text_encoder import checkpoint_preprocessor
 from bert_tf.models.text_encoder import encode_in_length_order
@@ -144,13 +144,9 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
         static_frozen=False,
         **kwargs,
     ):
-        prompts = dict(prompts or {})
-        check_default_prompt(prompts, default_prompt_name)
-        if similarity_fn_name not in (None, *SIMILARITY_FUNCTIONS):
-            raise ValueError(
-                f"similarity_fn_name={similarity_fn_name!r}: expected one of "
-                f"{SIMILARITY_FUNCTIONS}"
-            )
+        prompts = checked_prompts(
+            prompts, default_prompt_name, similarity_fn_name, SIMILARITY_FUNCTIONS
+        )
         routes = {**dict.fromkeys(TASKS, SPLADE_ROUTE), **(routes or {})}
         if set(routes) != set(TASKS) or not set(routes.values()) <= set(_ROUTES):
             raise ValueError(
@@ -178,21 +174,19 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
             outputs = pooling(logits, inputs["input_mask"])
             self._init_graph(encoder, inputs, outputs, **kwargs)
         # === Config ===
-        self.preprocessor = preprocessor
+        self._set_text_config(
+            preprocessor, prompts, default_prompt_name, similarity_fn_name
+        )
         self.query_preprocessor = query_preprocessor
         self.masked_lm = masked_lm
         self.pooling = pooling
         self.static_embedding = static_embedding
         self.pooling_strategy = pooling_strategy
         self.activation_function = activation_function
-        self.prompts = prompts
-        self.default_prompt_name = default_prompt_name
-        self.similarity_fn_name = similarity_fn_name
         self.max_active_dims = _checked_max_active_dims(max_active_dims)
         self.routes = routes
         self.static_max_length = static_max_length
         self.static_frozen = bool(static_frozen)
-        self._encode_functions = {}
 
     @property
     def vocab_size(self):
@@ -395,11 +389,11 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
         cls,
         path,
         config=None,
+        pooling_strategy=None,
+        activation_function=None,
         vocab_file=None,
         do_lower_case=None,
         max_seq_length=None,
-        pooling_strategy=None,
-        activation_function=None,
         **kwargs,
     ):
         """The model from a sentence-transformers SparseEncoder directory, or
@@ -410,13 +404,13 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
                 prefix or directory (`find_checkpoint`) whose masked-LM head
                 (`cls/predictions/*`) the SPLADE weights come from.
             config: optional `BertConfig` (or its file) instead of the one found.
+            pooling_strategy, activation_function: for a plain checkpoint
+                (default "max", "relu"); a directory says its own.
             vocab_file, do_lower_case: the tokenization; default: what the
                 checkpoint's files say.
             max_seq_length: longest input in tokens; default: the directory's
                 (sentence-transformers: the tokenizer's model_max_length), else
                 128.
-            pooling_strategy, activation_function: for a plain checkpoint
-                (default "max", "relu"); a directory says its own.
             **kwargs: `prompts`, `similarity_fn_name`, `max_active_dims`, ...
                 (a directory's own are the defaults); `dtype`, `name`.
 

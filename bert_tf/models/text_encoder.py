@@ -64,6 +64,18 @@ class TextEncoderMixin:
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return super().from_config(config)
 
+    def _set_text_config(
+        self, preprocessor, prompts, default_prompt_name, similarity_fn_name
+    ):
+        """Sets what every text encoder holds (after `_init_graph`, from
+        which Keras tracks the attributes); `encode`'s traced functions
+        start empty."""
+        self.preprocessor = preprocessor
+        self.prompts = prompts
+        self.default_prompt_name = default_prompt_name
+        self.similarity_fn_name = similarity_fn_name
+        self._encode_functions = {}
+
     def checkpoint_variables(self):
         names = encoder_variables(self.encoder)
         if self.dense is not None:
@@ -177,6 +189,23 @@ def check_default_prompt(prompts, default_prompt_name):
             f"default_prompt_name={default_prompt_name!r} is not one of "
             f"prompts {sorted(prompts)}"
         )
+
+
+def checked_prompts(prompts, default_prompt_name, similarity_fn_name, similarities):
+    """`prompts` as a dict (None: {}), checked with the constructor's other
+    prompt and scoring arguments.
+
+    Raises:
+        ValueError: a `default_prompt_name` that is not one of `prompts`, a
+            `similarity_fn_name` not None nor one of `similarities`.
+    """
+    prompts = dict(prompts or {})
+    check_default_prompt(prompts, default_prompt_name)
+    if similarity_fn_name not in (None, *similarities):
+        raise ValueError(
+            f"similarity_fn_name={similarity_fn_name!r}: expected one of {similarities}"
+        )
+    return prompts
 
 
 def checked_texts(sentences, batch_size):
