@@ -99,6 +99,7 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
     """
 
     default_name = "bert_multi_vector_encoder"
+    directory_writer = staticmethod(save_multi_vector_encoder)
     reads_pooled_output = False
     # encode_query/encode_document pass the task: lengths, expansion, mask.
     encodes_tasks = True
@@ -535,12 +536,3 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
             preprocessor.seq_length,
         )
         return model
-
-    def save(self, filepath, *args, **kwargs):
-        """A `.keras`/`.h5` path: Keras' `save`; any other path: a
-        sentence-transformers MultiVectorEncoder directory."""
-        if str(filepath).endswith((".keras", ".h5")):
-            return super().save(filepath, *args, **kwargs)
-        if self.preprocessor is None:
-            raise ValueError("a model without a preprocessor has no vocabulary to save")
-        return save_multi_vector_encoder(self, filepath)

@@ -73,6 +73,7 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
     """
 
     default_name = "bert_sentence_encoder"
+    directory_writer = staticmethod(save_sentence_transformers)
     # The tanh pooler is not used; a checkpoint without it loads.
     reads_pooled_output = False
 
@@ -441,18 +442,3 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
             max_seq_length,
         )
         return model
-
-    def save(self, filepath, *args, **kwargs):
-        """A `.keras`/`.h5` path: Keras' `save`; any other path: a
-        sentence-transformers directory (`save_sentence_transformers`), as
-        `SentenceTransformer.save(path)` writes."""
-        if str(filepath).endswith((".keras", ".h5")):
-            return super().save(filepath, *args, **kwargs)
-        return self.save_sentence_transformers(filepath)
-
-    def save_sentence_transformers(self, directory):
-        """Writes a sentence-transformers directory (see
-        `bert_tf.checkpoints.sentence_transformers_checkpoint`)."""
-        if self.preprocessor is None:
-            raise ValueError("a model without a preprocessor has no vocabulary to save")
-        return save_sentence_transformers(self, directory)

@@ -122,6 +122,7 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
     """
 
     default_name = "bert_sparse_encoder"
+    directory_writer = staticmethod(save_sparse_encoder)
     # SPLADE reads the token logits, never the tanh pooler.
     reads_pooled_output = False
     preprocessor_keys = ("preprocessor", "query_preprocessor")
@@ -490,12 +491,3 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
             model.routes,
         )
         return model
-
-    def save(self, filepath, *args, **kwargs):
-        """A `.keras`/`.h5` path: Keras' `save`; any other path: a
-        sentence-transformers SparseEncoder directory (`save_sparse_encoder`)."""
-        if str(filepath).endswith((".keras", ".h5")):
-            return super().save(filepath, *args, **kwargs)
-        if self.preprocessor is None:
-            raise ValueError("a model without a preprocessor has no vocabulary to save")
-        return save_sparse_encoder(self, filepath)

@@ -44,6 +44,8 @@ class TextEncoderMixin:
     ```
     """
 
+    # (model, directory) -> directory: the writer of the model's directory.
+    directory_writer = None
     # The attributes holding a `BertPreprocessor` (or None), saved in the config.
     preprocessor_keys = ("preprocessor",)
     # Whether `encode` takes `task` ("query"/"document": lengths, routes, ...).
@@ -75,6 +77,23 @@ class TextEncoderMixin:
         self.default_prompt_name = default_prompt_name
         self.similarity_fn_name = similarity_fn_name
         self._encode_functions = {}
+
+    def save(self, filepath, *args, **kwargs):
+        """A `.keras`/`.h5` path: Keras' `save`; any other path: a
+        sentence-transformers directory of the model's kind
+        (`save_sentence_transformers`), as sentence-transformers' own
+        `save(path)` writes."""
+        if str(filepath).endswith((".keras", ".h5")):
+            return super().save(filepath, *args, **kwargs)
+        return self.save_sentence_transformers(filepath)
+
+    def save_sentence_transformers(self, directory):
+        """Writes the model as the sentence-transformers directory of its
+        kind (the class's `directory_writer`), which sentence-transformers
+        and `from_checkpoint` read back; returns `directory`."""
+        if self.preprocessor is None:
+            raise ValueError("a model without a preprocessor has no vocabulary to save")
+        return type(self).directory_writer(self, directory)
 
     def checkpoint_variables(self):
         names = encoder_variables(self.encoder)
