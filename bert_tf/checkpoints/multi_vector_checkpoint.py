@@ -19,7 +19,11 @@ from absl import logging
 from bert_tf.checkpoints.loading import CheckpointFiles
 from bert_tf.checkpoints.sentence_transformers_checkpoint import MODULES_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import ST_CONFIG_FILE
+from bert_tf.checkpoints.sentence_transformers_checkpoint import TOKEN_EMBEDDINGS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import _read_dense
+from bert_tf.checkpoints.sentence_transformers_checkpoint import (
+    check_transformer_output,
+)
 from bert_tf.checkpoints.sentence_transformers_checkpoint import model_type_of
 from bert_tf.checkpoints.sentence_transformers_checkpoint import positive_int
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_model_config
@@ -37,7 +41,6 @@ MODEL_TYPE = "MultiVectorEncoder"
 # sentence-transformers' MultiVectorEncoder similarity functions.
 MULTI_VECTOR_SIMILARITIES = ("maxsim", "meanmaxsim")
 EXPANSION_STRATEGIES = ("fixed", "min")
-TOKEN_EMBEDDINGS = "token_embeddings"
 # Module classes as sentence-transformers 6 saves them in modules.json.
 _TYPES = {
     "Transformer": "sentence_transformers.base.modules.transformer.Transformer",
@@ -145,21 +148,13 @@ def _read_transformer_config(config, where):
     unknown = sorted(set(config) - _TRANSFORMER_KEYS)
     if unknown:
         raise UserInputError(f"{where}: key {unknown[0]!r} is not supported")
-    if config.get("transformer_task", "feature-extraction") != "feature-extraction":
-        raise UserInputError(
-            f"{where}: transformer_task={config['transformer_task']!r} is not "
-            "supported (bert_tf reads the encoder's last hidden state)"
-        )
-    if config.get("modality_config", _TEXT_MODALITY) != _TEXT_MODALITY:
-        raise UserInputError(
-            f"{where}: modality_config {config['modality_config']!r} is not supported "
-            "(bert_tf encodes text with the encoder's last hidden state)"
-        )
-    if config.get("module_output_name", TOKEN_EMBEDDINGS) != TOKEN_EMBEDDINGS:
-        raise UserInputError(
-            f"{where}: module_output_name={config['module_output_name']!r} is not "
-            f"supported (expected {TOKEN_EMBEDDINGS!r})"
-        )
+    check_transformer_output(
+        config,
+        where,
+        "feature-extraction",
+        _TEXT_MODALITY,
+        "(bert_tf reads the encoder's last hidden state: 'feature-extraction')",
+    )
     if config.get("processing_kwargs"):
         raise UserInputError(
             f"{where}: processing_kwargs {config['processing_kwargs']!r} is not "

@@ -44,6 +44,8 @@ _LEGACY_POOLING_KEYS = {
     "pooling_mode_lasttoken": "lasttoken",
 }
 ST_CONFIG_FILE = "config_sentence_transformers.json"
+# What a Transformer module outputs per token (its module_output_name).
+TOKEN_EMBEDDINGS = "token_embeddings"
 # The model types of sentence-transformers' other families: not one vector
 # per text, so `read_sentence_transformers` names the class that reads them.
 _OTHER_MODEL_TYPES = {
@@ -371,6 +373,33 @@ def read_transformer_module(path, transformer_dir, dense=None):
     # model_max_length is the longest input then.
     max_seq_length = sentence_config.get("max_seq_length") or tokenizer.model_max_length
     return checkpoint, max_seq_length, sentence_config
+
+
+def check_transformer_output(config, where, task, modality, reads):
+    """Refuses a Transformer module whose sentence_bert_config.json (`config`,
+    read from `where`) makes another output than the next module reads: a
+    `transformer_task` other than `task`, a `modality_config` other than
+    `modality`, a `module_output_name` other than the token embeddings;
+    `reads` ends the transformer_task message (what is read instead).
+
+    Raises:
+        UserInputError: naming `where` and the key.
+    """
+    if config.get("transformer_task", task) != task:
+        raise UserInputError(
+            f"{where}: transformer_task {config['transformer_task']!r} is not "
+            f"supported {reads}"
+        )
+    if config.get("modality_config", modality) != modality:
+        raise UserInputError(
+            f"{where}: modality_config {config['modality_config']!r} is not "
+            f"supported (bert_tf reads {modality!r})"
+        )
+    if config.get("module_output_name", TOKEN_EMBEDDINGS) != TOKEN_EMBEDDINGS:
+        raise UserInputError(
+            f"{where}: module_output_name {config['module_output_name']!r} is not "
+            f"supported (bert_tf reads {TOKEN_EMBEDDINGS!r})"
+        )
 
 
 def positive_int(value, where, key, allow_none=True):

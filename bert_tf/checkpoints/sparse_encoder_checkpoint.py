@@ -22,6 +22,9 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import MODULES_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SENTENCE_CONFIG_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SIMILARITY_FUNCTIONS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import ST_CONFIG_FILE
+from bert_tf.checkpoints.sentence_transformers_checkpoint import (
+    check_transformer_output,
+)
 from bert_tf.checkpoints.sentence_transformers_checkpoint import model_type_of
 from bert_tf.checkpoints.sentence_transformers_checkpoint import positive_int
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_model_config
@@ -115,7 +118,6 @@ class SparseEncoderModel:
     path: str
     checkpoint: object
     max_seq_length: int | None
-    do_lower_case: bool | None
     pooling_strategy: str
     activation_function: str
     prompts: dict
@@ -144,23 +146,17 @@ def _check_transformer(kind, transformer_dir, sentence_config):
     SpladePooling reads, or whose settings bert_tf does not reproduce."""
     where = os.path.join(transformer_dir, SENTENCE_CONFIG_FILE)
     config = dict(sentence_config)
+    # A Transformer without a task extracts features; an MLMTransformer's
+    # task is fill-mask.
     default_task = "fill-mask" if kind == "MLMTransformer" else "feature-extraction"
-    task = config.get("transformer_task", default_task)
-    if task != "fill-mask":
-        raise UserInputError(
-            f"{where}: transformer_task {task!r} is not supported before "
-            "SpladePooling (it reads the masked-LM logits: 'fill-mask')"
-        )
-    if config.get("modality_config", _MLM_OUTPUT) != _MLM_OUTPUT:
-        raise UserInputError(
-            f"{where}: modality_config {config['modality_config']!r} is not "
-            f"supported (bert_tf reads {_MLM_OUTPUT!r})"
-        )
-    if config.get("module_output_name", "token_embeddings") != "token_embeddings":
-        raise UserInputError(
-            f"{where}: module_output_name {config['module_output_name']!r} is not "
-            "supported (SpladePooling reads 'token_embeddings')"
-        )
+    config.setdefault("transformer_task", default_task)
+    check_transformer_output(
+        config,
+        where,
+        "fill-mask",
+        _MLM_OUTPUT,
+        "before SpladePooling (it reads the masked-LM logits: 'fill-mask')",
+    )
     for key in _KWARGS_KEYS:
         if config.pop(key, None):
             raise UserInputError(
@@ -403,7 +399,6 @@ def read_sparse_encoder(path):
         path=path,
         checkpoint=checkpoint,
         max_seq_length=max_seq_length,
-        do_lower_case=checkpoint.do_lower_case,
         pooling_strategy=strategy,
         activation_function=activation,
         prompts=prompts,

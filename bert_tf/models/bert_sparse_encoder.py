@@ -178,14 +178,14 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
         self._set_text_config(
             preprocessor, prompts, default_prompt_name, similarity_fn_name
         )
+        self.max_active_dims = _checked_max_active_dims(max_active_dims)
+        self.routes = routes
         self.query_preprocessor = query_preprocessor
         self.masked_lm = masked_lm
         self.pooling = pooling
         self.static_embedding = static_embedding
         self.pooling_strategy = pooling_strategy
         self.activation_function = activation_function
-        self.max_active_dims = _checked_max_active_dims(max_active_dims)
-        self.routes = routes
         self.static_max_length = static_max_length
         self.static_frozen = bool(static_frozen)
 
@@ -444,8 +444,6 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
             kwargs.setdefault("max_active_dims", info.max_active_dims)
             kwargs.setdefault("routes", info.routes)
             max_seq_length = max_seq_length or info.max_seq_length
-            if do_lower_case is None:
-                do_lower_case = info.do_lower_case
             static = info.static
         else:
             files = path if hasattr(path, "reader") else find_checkpoint(path)
