@@ -27,9 +27,12 @@ DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
 
 
 class TextEncoderMixin:
-    """Config, Dense variables, prompt and `truncate_dim` rules of a task
-    model with `preprocessor`, `dense` (a Keras Dense or None),
-    `dense_use_bias`, `prompts`, `default_prompt_name` and `model_dim`.
+    """Config, save, prompt and `encode_query`/`encode_document` rules of a
+    task model with `preprocessor`, `prompts` and `default_prompt_name`
+    (set by `_set_text_config`); its Dense variables and `truncate_dim`
+    check for one with `dense` (a Keras Dense or None), `dense_use_bias`
+    and `model_dim` (a model without them has its own
+    `checkpoint_variables`).
 
     Listed before `BertTaskModel` among the bases, so its `get_config` adds
     the preprocessors (`preprocessor_keys`) to the task model's.
