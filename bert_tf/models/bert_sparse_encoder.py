@@ -345,11 +345,10 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
         a single [vocab_size] vector), cut to `top_k` when given."""
         if top_k is not None and top_k <= 0:
             raise ValueError(f"top_k must be a positive integer, got {top_k}")
-        single = not isinstance(embeddings, tf.SparseTensor) and (
-            np.ndim(embeddings) == 1
-        )
-        if isinstance(embeddings, tf.SparseTensor) and embeddings.shape.rank == 1:
-            single = True
+        if isinstance(embeddings, tf.SparseTensor):
+            single = embeddings.shape.rank == 1
+        else:
+            single = np.ndim(embeddings) == 1
         pairs = []
         for row in _dense_rows(embeddings):
             ids = np.flatnonzero(row)
