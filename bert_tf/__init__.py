@@ -25,6 +25,7 @@ _EXPORTS = {
     "BertClassifier": "bert_tf.models",
     "BertConfig": "bert_tf.config",
     "BertEncoder": "bert_tf.models",
+    "BertMultiVectorEncoder": "bert_tf.models",
     "BertPreprocessor": "bert_tf.text.preprocessing",
     "BertPretrainer": "bert_tf.models",
     "BertReranker": "bert_tf.models",

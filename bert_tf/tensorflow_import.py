@@ -32,10 +32,11 @@ __all__ = [
 
 # Packages Keras imports with TensorFlow when they are installed, for
 # integrations a bert_tf command never uses: scikit-learn (its estimator
-# wrappers), matplotlib (image-gallery plots) and pandas (DataFrames in
-# `fit`). With all three installed they were 2.3 of 7.8 s of the import
-# (python -X importtime, 2 cores, 2026-12-03).
-KERAS_EXTRAS = ("sklearn", "matplotlib", "pandas")
+# wrappers), matplotlib and OpenCV (image-gallery plots, bounding boxes),
+# pandas (DataFrames in `fit`) and IPython (the file editor's notebook
+# view). With all installed they were 2.6 of 7.3 s of the import (python -X
+# importtime, 2 cores, 2026-12-04).
+KERAS_EXTRAS = ("sklearn", "matplotlib", "pandas", "IPython", "cv2")
 _held_back = ()
 
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"

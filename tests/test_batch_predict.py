@@ -160,6 +160,15 @@ def test_cli_classifier_over_tsv_two_workers(exports, stsb_rows, tmp_path):
     _write_tsv(inputs / "a.tsv", stsb_rows[:6], b"7\tonly two fields\n")
     _write_tsv(inputs / "b.tsv", stsb_rows[6:], b"8\tbad \xff byte\tx\n")
     output = tmp_path / "out" / "pred"
+    # An earlier run's shards, more of them than this run writes (issue
+    # 61.9: a glob of the prefix read both runs), and files that only look
+    # alike: the first are deleted, the others kept.
+    output.parent.mkdir()
+    stale = [f"{output}-{i:05d}-of-00007" for i in range(7)]
+    alike = [f"{output}-notes.txt", f"{output}-00000-of-00001.bak"]
+    for path in stale + alike:
+        with open(path, "w") as f:
+            f.write('{"key": "earlier run"}\n')
     result = subprocess.run(
         [
             sys.executable,
@@ -185,6 +194,8 @@ def test_cli_classifier_over_tsv_two_workers(exports, stsb_rows, tmp_path):
         f"{inputs}/b.tsv:{i + 2}" for i in range(NUM_ROWS - 6)
     }
     assert set(predictions) == expected_keys
+    assert not [path for path in stale if os.path.exists(path)]
+    assert all(os.path.exists(path) for path in alike)
     for index, row in enumerate(stsb_rows):
         name, line = ("a", index + 2) if index < 6 else ("b", index - 4)
         key = f"{inputs}/{name}.tsv:{line}"

@@ -100,6 +100,14 @@ def test_one_worker_equals_one_machine(inputs, vocab_file, tmp_path):
 
     options = pretraining.GenerationOptions(dupe_factor=1, random_seed=3)
     output = str(tmp_path / "beam1" / "records")
+    # An earlier run's five shards (issue 61.9: a glob of the prefix read
+    # both runs) are deleted; a file that only looks alike is kept.
+    os.makedirs(os.path.dirname(output))
+    stale = [f"{output}-{i:05d}-of-00005" for i in range(5)]
+    alike = f"{output}-00000-of-00003.txt"
+    for path in [*stale, alike]:
+        with open(path, "wb") as f:
+            f.write(b"not a record")
     stats = pretraining_data.run_pipeline(
         inputs,
         output,
@@ -115,7 +123,9 @@ def test_one_worker_equals_one_machine(inputs, vocab_file, tmp_path):
         inputs, vocab_file, tmp_path, dupe_factor=1, random_seed=3
     )
     assert len(glob.glob(f"{output}-*-of-00003")) == 3
-    assert _records(glob.glob(f"{output}-*")) == expected
+    assert not [path for path in stale if os.path.exists(path)]
+    assert os.path.exists(alike)
+    assert _records(glob.glob(f"{output}-*-of-*[0-9]")) == expected
     assert (stats.shards, stats.documents, stats.records) == (
         one_stats.num_shards,
         one_stats.num_documents,

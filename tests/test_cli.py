@@ -411,16 +411,16 @@ def test_import_bert_tf_turns_onednn_on_unless_told_otherwise(setting, expected)
 @pytest.mark.slow
 def test_a_commands_tensorflow_import_skips_keras_extras():
     """The commands import TensorFlow without Keras's scikit-learn,
-    matplotlib and pandas integrations (seconds of every start); the
-    packages import as usual afterwards. A library process (no command)
-    keeps them."""
+    matplotlib, pandas, OpenCV and IPython integrations (seconds of every
+    start); the packages import as usual afterwards. A library process (no
+    command) keeps them."""
     import importlib.util
 
-    extras = [
-        n for n in ("sklearn", "matplotlib", "pandas") if importlib.util.find_spec(n)
-    ]
+    from bert_tf.tensorflow_import import KERAS_EXTRAS
+
+    extras = [n for n in KERAS_EXTRAS if importlib.util.find_spec(n)]
     if not extras:
-        pytest.skip("none of scikit-learn, matplotlib, pandas is installed")
+        pytest.skip(f"none of {', '.join(KERAS_EXTRAS)} is installed")
     probe = (
         "import sys\n"
         "from bert_tf.tensorflow_import import hold_back_keras_extras, import_tensorflow\n"

@@ -114,7 +114,15 @@ BLOCKS = {
         ("bash", "python run_similarity.py", "run (32 STS-B pairs, 1 epoch)"),
         ("bash", "python extract_features.py", "run"),
     ],
-    "docs/guides/sparse-and-multi-vector.md": [
+    "docs/guides/multi-vector.md": [
+        (
+            "python",
+            "BertMultiVectorEncoder.from_checkpoint",
+            "static: needs a saved MultiVectorEncoder; "
+            "tests/test_multi_vector_encoder.py makes the same calls",
+        ),
+    ],
+    "docs/guides/sparse.md": [
         ("python", "BertSparseEncoder.from_checkpoint", "run"),
     ],
     "docs/guides/retrieval.md": [

@@ -1,6 +1,7 @@
 """run_reranker.py end to end on SQuAD-as-BEIR: MiniLM as the first stage, a
 tiny cross-encoder trained on its hard negatives."""
 
+import json
 import os
 
 import numpy as np
@@ -14,8 +15,10 @@ from bert_tf.data_prep import beir
 from bert_tf.metrics.retrieval import DEFAULT_METRIC_NAMES
 from bert_tf.metrics.retrieval import metric_names_within
 from bert_tf.metrics.retrieval import retrieval_metrics
+from bert_tf.retrieval.rerank_verdict import VERDICT_FILE
 
 SCRIPT = os.path.join(REPO, "run_reranker.py")
+RETRIEVAL = os.path.join(REPO, "run_retrieval.py")
 NUM_DOCS = 30
 
 
@@ -58,13 +61,13 @@ def _results(path):
     return {k: float(v) for k, v in (line.split(" = ") for line in lines)}
 
 
-@pytest.mark.slow
-def test_train_and_two_stage_eval(small_beir, tiny_bert_dir, minilm_dir, tmp_path):
-    from bert_tf.models.bert_reranker import BertReranker
-    from bert_tf.retrieval.dual_encoder import DualEncoder
-
-    output_dir = str(tmp_path / "out")
-    flags = [
+def _train_and_evaluate(output_dir, small_beir, tiny_bert_dir, minilm_dir, *flags):
+    """run_reranker --do_train --do_eval of the tiny random BERT on the first
+    stage's top 5 of 10: (output_dir, the run's stderr)."""
+    result = run_script(
+        SCRIPT,
+        "--do_train",
+        "--do_eval",
         f"--data_dir={small_beir}",
         f"--retrieval_checkpoint={minilm_dir}",
         f"--init_checkpoint={tiny_bert_dir}",
@@ -74,11 +77,46 @@ def test_train_and_two_stage_eval(small_beir, tiny_bert_dir, minilm_dir, tmp_pat
         "--rerank_top_k=5",
         "--eval_top_k=10",
         "--train_batch_size=4",
+        f"--output_dir={output_dir}",
+        *flags,
+        timeout=900,
+    )
+    return str(output_dir), result.stderr
+
+
+@pytest.fixture(scope="module")
+def trained(small_beir, tiny_bert_dir, tmp_path_factory, minilm_dir):
+    """1 epoch (85 steps) at lr 1e-3: enough for the tiny BERT to re-order
+    MiniLM's top 5 better (mrr@10 0.634 -> 0.737)."""
+    return _train_and_evaluate(
+        tmp_path_factory.mktemp("reranker") / "out",
+        small_beir,
+        tiny_bert_dir,
+        minilm_dir,
         "--learning_rate=1e-3",
         "--num_train_epochs=1",
-        f"--output_dir={output_dir}",
-    ]
-    run_script(SCRIPT, "--do_train", "--do_eval", *flags, timeout=900)
+    )
+
+
+@pytest.fixture(scope="module")
+def losing(small_beir, tiny_bert_dir, tmp_path_factory, minilm_dir):
+    """A deliberately bad cross-encoder: 4 steps at lr 1e-5 leave the tiny
+    BERT's random head, whose order of MiniLM's top 5 is worse than MiniLM's."""
+    return _train_and_evaluate(
+        tmp_path_factory.mktemp("losing") / "out",
+        small_beir,
+        tiny_bert_dir,
+        minilm_dir,
+        "--learning_rate=1e-5",
+        "--num_train_epochs=0.05",
+    )
+
+
+@pytest.mark.slow
+def test_train_and_two_stage_eval(trained, small_beir, minilm_dir):
+    from bert_tf.models.bert_reranker import BertReranker
+
+    output_dir, _ = trained
     results = _results(os.path.join(output_dir, "eval_results.txt"))
     # --eval_top_k=10: the cut-offs a top-10 run can compute, not recall@100.
     names = [n for n in DEFAULT_METRIC_NAMES if int(n.split("@")[1]) <= 10]
@@ -91,18 +129,12 @@ def test_train_and_two_stage_eval(small_beir, tiny_bert_dir, minilm_dir, tmp_pat
     # The first stage: MiniLM with exact search, computed here independently.
     queries = beir.read_queries(small_beir)
     qrels = beir.read_qrels(small_beir, "test")
-    towers = DualEncoder.from_checkpoint(minilm_dir)
-    passages = _passages(small_beir, towers)
-    vectors = towers.encode_documents([p.text for p in passages])
     query_ids = list(qrels)
-    scores = towers.encode_queries([queries[q].text for q in query_ids]) @ vectors.T
-    first = {}
-    for i, query_id in enumerate(query_ids):
-        best = {}
-        for j, passage in enumerate(passages):  # a document: its best passage
-            best[passage.doc_id] = max(best.get(passage.doc_id, -np.inf), scores[i, j])
-        ranked = sorted(best.items(), key=lambda x: -x[1])[:10]
-        first[query_id] = {d: float(s) for d, s in ranked}
+    passages, scores = _first_stage_scores(small_beir, minilm_dir, query_ids)
+    first = {
+        q: dict(_documents_by_best_passage(passages, scores[i])[:10])
+        for i, q in enumerate(query_ids)
+    }
     expected = retrieval_metrics(qrels, first, names)
     for name in names:
         assert results[f"{name}_retrieval"] == pytest.approx(expected[name], abs=1e-6)
@@ -136,3 +168,220 @@ def _passages(data_dir, towers):
     from bert_tf.retrieval.indexing import passages_of
 
     return passages_of(beir.read_corpus(data_dir), towers)
+
+
+def _first_stage_scores(data_dir, minilm_dir, query_ids):
+    """(passages, inner products [queries, passages]): MiniLM's exact
+    first stage over every passage of the corpus, by numpy."""
+    from bert_tf.retrieval.dual_encoder import DualEncoder
+
+    queries = beir.read_queries(data_dir)
+    towers = DualEncoder.from_checkpoint(minilm_dir)
+    passages = _passages(data_dir, towers)
+    vectors = towers.encode_documents([p.text for p in passages])
+    return passages, towers.encode_queries([queries[q].text for q in query_ids]) @ (
+        vectors.T
+    )
+
+
+def _documents_by_best_passage(passages, scores):
+    """[(doc id, score)] best first: each document scored by its best passage."""
+    best = {}
+    for passage, score in zip(passages, scores, strict=True):
+        best[passage.doc_id] = max(best.get(passage.doc_id, -np.inf), float(score))
+    return sorted(best.items(), key=lambda x: -x[1])
+
+
+# --- the guard: a losing run's verdict, kept by every later consumer --------
+
+
+def _verdict_of(output_dir):
+    """(the recorded verdict, what it should be by eval_results.txt)."""
+    results = _results(os.path.join(output_dir, "eval_results.txt"))
+    expected = {
+        "keep_first_stage": results["mrr@10_reranked"] < results["mrr@10_retrieval"],
+        "metric": "mrr@10",
+        "retrieval": pytest.approx(results["mrr@10_retrieval"], abs=1e-9),
+        "reranked": pytest.approx(results["mrr@10_reranked"], abs=1e-9),
+        "eval_split": "test",
+        "num_queries": results["num_queries"],
+        "global_step": results["global_step"],
+    }
+    return json.load(open(os.path.join(output_dir, VERDICT_FILE))), expected
+
+
+@pytest.mark.slow
+def test_a_losing_run_records_its_verdict_and_says_so_once(losing):
+    output_dir, stderr = losing
+    verdict, expected = _verdict_of(output_dir)
+    assert verdict == expected
+    assert verdict["keep_first_stage"] is True
+    bypass = [line for line in stderr.splitlines() if "first-stage order" in line]
+    assert len(bypass) == 1, bypass
+    path = os.path.join(output_dir, VERDICT_FILE)
+    assert path in bypass[0] and "--rerank_even_if_worse" in bypass[0]
+
+
+@pytest.mark.slow
+def test_a_winning_run_records_a_verdict_and_no_warning(trained):
+    output_dir, stderr = trained
+    verdict, expected = _verdict_of(output_dir)
+    assert verdict == expected
+    assert verdict["keep_first_stage"] is False
+    assert "first-stage order" not in stderr
+
+
+@pytest.fixture(scope="module")
+def consumers(losing, small_beir, minilm_dir, tmp_path_factory):
+    """run_retrieval --do_index --do_eval --export_dir with the losing run as
+    --rerank_checkpoint: (output_dir, SavedModel dir, stderr)."""
+    pytest.importorskip(
+        "pymilvus", reason="pymilvus (retrieval extra) is not installed"
+    )
+    root = tmp_path_factory.mktemp("consumers")
+    result = run_script(
+        RETRIEVAL,
+        f"--data_dir={small_beir}",
+        f"--init_checkpoint={minilm_dir}",
+        f"--output_dir={root / 'out'}",
+        "--do_index",
+        "--do_eval",
+        "--eval_top_k=10",
+        f"--export_dir={root / 'sm'}",
+        f"--rerank_checkpoint={losing[0]}",
+        "--rerank_top_k=5",
+        timeout=900,
+    )
+    return str(root / "out"), str(root / "sm" / "1"), result.stderr
+
+
+@pytest.mark.slow
+def test_run_retrieval_keeps_the_first_stage_after_a_losing_verdict(
+    losing, consumers, small_beir, minilm_dir
+):
+    """The evaluation reports the first stage alone, and the SavedModel
+    ranks as MiniLM's exact search (computed here with numpy), each with one
+    log line saying why."""
+    import tensorflow as tf
+
+    out, saved_model, stderr = consumers
+    kept = [line for line in stderr.splitlines() if "kept the retrieval order" in line]
+    assert len(kept) == 2, kept  # --do_eval and --export_dir
+    assert all(os.path.join(losing[0], VERDICT_FILE) in line for line in kept)
+    results = _results(os.path.join(out, "eval_results.txt"))
+    assert not [name for name in results if name.endswith("_reranked")]
+    assert not os.path.exists(os.path.join(out, "run_reranked.tsv"))
+    # The same first stage as the verdict's.
+    verdict = json.load(open(os.path.join(losing[0], VERDICT_FILE)))
+    assert results["mrr@10"] == pytest.approx(verdict["retrieval"], abs=1e-6)
+
+    queries = beir.read_queries(small_beir)
+    some = list(beir.read_qrels(small_beir, "test"))[:6]
+    passages, scores = _first_stage_scores(small_beir, minilm_dir, some)
+    found = tf.saved_model.load(saved_model).signatures["serving_default"](
+        query=tf.constant([queries[q].text for q in some]), top_k=tf.constant(5)
+    )
+    for row in range(len(some)):
+        expected = _documents_by_best_passage(passages, scores[row])[:5]
+        assert list(found["ids"].numpy()[row].astype(str)) == [d for d, _ in expected]
+        np.testing.assert_allclose(
+            found["scores"].numpy()[row], [s for _, s in expected], atol=1e-4
+        )
+
+
+@pytest.mark.slow
+def test_search_keeps_the_first_stage_unless_told_and_a_won_verdict_reranks(
+    losing, trained, consumers, small_beir, minilm_dir, tmp_path, caplog
+):
+    """bert-tf-search (in-process) with the losing run: MiniLM's exact top 5
+    passages in their order; with --rerank_even_if_worse, the losing
+    cross-encoder's order of the same 5; with the winning run (its verdict,
+    or none at all), the winner's order, silently."""
+    import io
+    import logging
+    import shutil
+
+    from bert_tf.models.bert_reranker import BertReranker
+    from bert_tf.options.search_options import SearchOptions
+    from bert_tf.tasks import search
+
+    index_dir = shutil.copytree(consumers[0], tmp_path / "index")
+    queries = beir.read_queries(small_beir)
+    some = list(beir.read_qrels(small_beir, "test"))[:4]
+    texts = [queries[q].text for q in some]
+    passages, scores = _first_stage_scores(small_beir, minilm_dir, some)
+
+    def searched(checkpoint, **flags):
+        options = SearchOptions(
+            index=str(index_dir),
+            top_k=5,
+            retrieval_mode="dense",
+            rerank_checkpoint=str(checkpoint),
+            rerank_top_k=5,
+            **flags,
+        )
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            results = search.run(
+                options, search.open_index(options), texts, io.StringIO()
+            )
+        # (TensorFlow's own retracing warnings left out.)
+        logged = [r.getMessage() for r in caplog.records if r.name == "absl"]
+        return [[h.id for h in r.hits] for r in results], results, logged
+
+    found, results, logged = searched(losing[0])
+    assert len(logged) == 1 and "bert-tf-search: kept the retrieval order" in logged[0]
+    firsts = []
+    for row, result in enumerate(results):
+        order = np.argsort(-scores[row], kind="stable")[:5]
+        firsts.append([passages[i] for i in order])
+        assert found[row] == [p.id for p in firsts[-1]]
+        np.testing.assert_allclose(
+            [h.score for h in result.hits], scores[row][order], atol=1e-5
+        )
+        assert result.first_stage_scores is None
+
+    def order_of(checkpoint):
+        """Each query's 5 first-stage passages ordered by the cross-encoder's
+        scores, computed here."""
+        reranker = BertReranker.from_checkpoint(str(checkpoint))
+        orders = []
+        for text, candidates in zip(texts, firsts, strict=True):
+            rescored = reranker.predict([(text, p.text) for p in candidates])
+            orders.append(
+                [candidates[i].id for i in np.argsort(-rescored, kind="stable")]
+            )
+        assert orders != [[p.id for p in c] for c in firsts]  # it re-orders some
+        return orders
+
+    found, _, logged = searched(losing[0], rerank_even_if_worse=True)
+    assert found == order_of(losing[0])
+    assert len(logged) == 1 and "although" in logged[0]
+
+    winner = order_of(trained[0])
+    without_verdict = shutil.copytree(trained[0], tmp_path / "no_verdict")
+    os.remove(without_verdict / VERDICT_FILE)
+    for checkpoint in (trained[0], without_verdict):
+        found, _, logged = searched(checkpoint)
+        assert found == winner
+        assert logged == []
+
+
+def test_a_verdict_that_is_not_one_and_an_override_without_a_reranker_are_errors(
+    tmp_path,
+):
+    from bert_tf.errors import UserInputError
+    from bert_tf.options.search_options import SearchOptions
+    from bert_tf.retrieval.rerank_verdict import read_verdict
+    from bert_tf.retrieval.rerank_verdict import second_stage
+
+    assert read_verdict(str(tmp_path)) is None  # e.g. a CrossEncoder directory
+    assert second_stage(str(tmp_path), False, "test") == str(tmp_path)
+    assert second_stage(None, True, "test") is None
+    path = tmp_path / VERDICT_FILE
+    for text in ("{not json", '{"metric": "mrr@10"}', '{"keep_first_stage": "no"}'):
+        path.write_text(text)
+        with pytest.raises(UserInputError, match=f"{path}: not a re-ranking verdict"):
+            second_stage(str(tmp_path / "model.ckpt-3"), False, "test")
+    with pytest.raises(UserInputError, match="--rerank_even_if_worse: .* give one"):
+        SearchOptions(index=str(tmp_path), rerank_even_if_worse=True)

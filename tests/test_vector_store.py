@@ -361,6 +361,18 @@ def test_a_read_only_lite_file_is_one_line():
     command = [sys.executable, "-c", _OPEN_READ_ONLY, uri]
     if os.geteuid() == 0:
         command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        # Where root's home is 0700, user nobody runs the interpreter but
+        # cannot read its site-packages: nothing this test can check.
+        can_import = subprocess.run(
+            [*command, sys.executable, "-c", "import numpy, pymilvus"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if can_import.returncode:
+            last = can_import.stderr.strip().splitlines()[-1:]
+            shutil.rmtree(tmp_path)
+            pytest.skip(f"user nobody cannot import numpy/pymilvus here: {last}")
         command += [sys.executable, "-c", _OPEN_READ_ONLY, uri]
     for path in [tmp_path, *tmp_path.rglob("*")]:
         path.chmod(0o555 if path.is_dir() else 0o444)

@@ -13,7 +13,11 @@ the towers' fingerprint, so a rerun embeds only what changed and nothing is
 stored twice.
 
 Writers: a Milvus server or cluster (``http://...``) gets one writer per
-batch of passages, in parallel; a killed run keeps every batch written. A
+batch of passages, in parallel, claimed for the run (`IndexLock`: a second
+run at once is refused); the writers do not flush (the server keeps what it
+acknowledged, and concurrent flushes fail on ``milvus-lite server``: see
+`MilvusRows`), the driver flushes once at the end and checks that every
+passage is stored. A killed run keeps every batch written. A
 Milvus Lite file can be opened by one process only (and stays held by it
 until it exits): the rows stored before the pipeline are read in a
 short-lived child process, the workers write each embedded batch to a
@@ -168,7 +172,7 @@ class _StoreWriter(beam.DoFn):
 
 class _WriteBatch(_StoreWriter):
     """A server's parallel writers: one batch of ("upsert", (passage,
-    vector)) | ("delete", id)."""
+    vector)) | ("delete", id); not flushed (the driver flushes at the end)."""
 
     def setup(self):
         self._store = self._open()
@@ -293,12 +297,27 @@ def build(pipeline, files, run, options, facts, stored, split, staged=()):
     deletes = changes.removed | "Deletes" >> beam.Map(lambda pid: ("delete", pid))
     writer_args = (options, facts, run.output_dir)
     if is_server(options.uri(run.output_dir)):
-        return (
-            (embedded | "Rows" >> beam.Map(_upsert), deletes)
-            | "AllChanges" >> beam.Flatten()
-            | "WriteBatches" >> beam.BatchElements(max_batch_size=INDEX_CHUNK)
+        # Written in the stage that embeds them, batch by batch, so a killed
+        # run keeps every batch written: a Flatten of the upserts and the
+        # deletes made the local runner (FnApiRunner) store nothing until
+        # every passage was embedded (its inputs are materialized first).
+        written = (
+            embedded
+            | "Rows" >> beam.Map(_upsert)
+            # Whole embedding batches (Beam's adaptive batching would start
+            # at one row a request).
+            | "WriteBatches"
+            >> beam.BatchElements(
+                min_batch_size=INDEX_CHUNK, max_batch_size=INDEX_CHUNK
+            )
             | "ParallelWriters" >> beam.ParDo(_WriteBatch(*writer_args))
         )
+        deleted = (
+            deletes
+            | "DeleteBatches" >> beam.BatchElements(max_batch_size=INDEX_CHUNK)
+            | "Deleters" >> beam.ParDo(_WriteBatch(*writer_args))
+        )
+        return written, deleted
     directory = _staging_dir(run, options, facts)
     staged_files = (
         embedded
@@ -331,6 +350,22 @@ def _prepare_store(options, facts, output_dir):
         return store.stored_passages()
 
 
+def _claim_server_store(options, facts, output_dir, stack):
+    """A server's collection: opened (created, or emptied with
+    overwrite_index), claimed for this run until `stack` closes (`IndexLock`:
+    a second run at once is refused), and its stored passages read once
+    claimed."""
+    from bert_tf.retrieval.index_lock import IndexLock
+    from bert_tf.tasks.retrieval import open_store
+
+    if options.overwrite_index:
+        # Not dropped under another run's writers.
+        IndexLock(options.uri(output_dir), options.milvus_collection).check_free()
+    with open_store(options, facts, output_dir) as store:
+        stack.enter_context(IndexLock.of_store(store))
+        return store.stored_passages()
+
+
 def run_pipeline(run, options, runner, beam_options=""):
     """--do_index on a Beam runner; returns {"embedded", "kept", "removed",
     "staged", "documents"} counts ("staged": stored from an earlier killed
@@ -350,57 +385,74 @@ def run_pipeline(run, options, runner, beam_options=""):
     # A new Lite file has nothing to read or check: the writer creates it.
     lite = not is_server(uri)
     read_lite = lite and os.path.exists(uri)
-    with contextlib.ExitStack() as stack:
-        if read_lite:
-            # This process must not hold the Lite file (the pipeline's writer
-            # opens it): a child reads it, and imports what it needs while
-            # this process loads the towers.
-            reader = stack.enter_context(
-                multiprocessing.get_context("spawn").Pool(
-                    1,
-                    initializer=importlib.import_module,
-                    initargs=("bert_tf.tasks.retrieval",),
+    # A server's collection stays claimed from before its rows are read
+    # until the last one is checked.
+    with contextlib.ExitStack() as claimed:
+        with contextlib.ExitStack() as stack:
+            if read_lite:
+                # This process must not hold the Lite file (the pipeline's
+                # writer opens it): a child reads it, and imports what it
+                # needs while this process loads the towers.
+                reader = stack.enter_context(
+                    multiprocessing.get_context("spawn").Pool(
+                        1,
+                        initializer=importlib.import_module,
+                        initargs=("bert_tf.tasks.retrieval",),
+                    )
                 )
+            towers = load_dual_encoder(run, options)
+            facts = TowerFacts(int(towers.embedding_dim), towers.fingerprint())
+            split = PassageSplitter(
+                towers.document_encoder.preprocessor,
+                options.passage_length,
+                options.passage_stride,
             )
-        towers = load_dual_encoder(run, options)
-        facts = TowerFacts(int(towers.embedding_dim), towers.fingerprint())
-        split = PassageSplitter(
-            towers.document_encoder.preprocessor,
-            options.passage_length,
-            options.passage_stride,
-        )
-        del towers
-        files = corpus_files(options.data_dir, options.corpus_file)
-        if "://" not in run.output_dir:
-            # Where the default --milvus_uri (<output_dir>/index.db) lives.
-            os.makedirs(run.output_dir, exist_ok=True)
-        stored, staged = {}, []
-        if read_lite:
-            stored = reader.apply(_prepare_store, (options, facts, run.output_dir))
-        elif not lite:
-            stored = _prepare_store(options, facts, run.output_dir)
-        if lite:
-            staged = staging.staged_passages(_staging_dir(run, options, facts))
-    pipeline = new_pipeline(runner, beam_options)
-    build(pipeline, files, run, options, facts, stored, split, staged)
-    result = run_to_end(pipeline, run.output_dir)
-    from apache_beam.metrics.metric import MetricsFilter
+            del towers
+            files = corpus_files(options.data_dir, options.corpus_file)
+            if "://" not in run.output_dir:
+                # Where the default --milvus_uri (<output_dir>/index.db) lives.
+                os.makedirs(run.output_dir, exist_ok=True)
+            stored, staged = {}, []
+            if read_lite:
+                stored = reader.apply(_prepare_store, (options, facts, run.output_dir))
+            elif not lite:
+                stored = _claim_server_store(options, facts, run.output_dir, claimed)
+            if lite:
+                staged = staging.staged_passages(_staging_dir(run, options, facts))
+        pipeline = new_pipeline(runner, beam_options)
+        build(pipeline, files, run, options, facts, stored, split, staged)
+        result = run_to_end(pipeline, run.output_dir)
+        from apache_beam.metrics.metric import MetricsFilter
 
-    counts = dict.fromkeys(_COUNTERS, 0)
-    query = result.metrics().query(MetricsFilter().with_namespace(__name__))
-    for counter in query["counters"]:
-        counts[counter.key.metric.name] += counter.committed or 0
-    _record_index(run, options, facts.model_fingerprint)
+        counts = dict.fromkeys(_COUNTERS, 0)
+        query = result.metrics().query(MetricsFilter().with_namespace(__name__))
+        for counter in query["counters"]:
+            counts[counter.key.metric.name] += counter.committed or 0
+        _record_index(run, options, facts.model_fingerprint, counts)
     return counts
 
 
-def _record_index(run, options, fingerprint):
-    """What a search of the index reads, as the one-process --do_index
-    records it (`bert_tf.retrieval.search_index.record_index`)."""
+def _record_index(run, options, fingerprint, counts):
+    """Seals the rows (a server's writers do not flush: `MilvusRows`), checks
+    that the collection holds each of the corpus's passages (kept, embedded
+    or staged: nothing lost silently), and records what a search of the
+    index reads, as the one-process --do_index records it
+    (`bert_tf.retrieval.search_index.record_index`)."""
     from bert_tf.retrieval.milvus_store import MilvusStore
     from bert_tf.retrieval.search_index import record_index
     from bert_tf.tasks.retrieval import index_settings
 
     uri = options.uri(run.output_dir)
     with MilvusStore.existing(uri, options.milvus_collection) as store:
+        store.flush()
+        expected = counts["kept"] + counts["embedded"] + counts["staged"]
+        rows = len(store)
+        if rows != expected:
+            raise UserInputError(
+                f"milvus_uri={uri} collection {options.milvus_collection!r}: "
+                f"holds {rows} rows after the run, the corpus has {expected} "
+                "passages (did another writer change the collection meanwhile?); "
+                "rerun the same command to store what is missing",
+                argument={"milvus_uri": "milvus_uri"},
+            )
         record_index(run.output_dir, index_settings(run, options, fingerprint), store)

@@ -119,8 +119,7 @@ class SentenceTransformersModel:
     truncate_dim: int | None = None
 
 
-def read_module_json(path):
-    """A module's JSON file (FileNotFoundError naming it when missing)."""
+def _read_json(path):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found (named by a modules.json)")
     return read_json(path)
@@ -169,7 +168,7 @@ class _DenseReader:
 
 
 def _read_dense(directory):
-    config = read_module_json(os.path.join(directory, "config.json"))
+    config = _read_json(os.path.join(directory, "config.json"))
     where = os.path.join(directory, "config.json")
     if config.get("use_residual"):
         raise UserInputError(f"{where}: use_residual=true is not supported")
@@ -211,77 +210,6 @@ def _read_dense(directory):
     return dense, kernel.shape[1], _TORCH_ACTIVATIONS[name], use_bias
 
 
-def read_transformer_module(transformer_dir, path):
-    """`(checkpoint, do_lower_case, max_seq_length, sentence_config)` of the
-    Transformer module in `transformer_dir` (of the model at `path`):
-    its weights and tokenizer, with sentence_bert_config.json's casing and
-    length applied, and that file's dict ({} when absent)."""
-    files = safetensors_files(transformer_dir)
-    if not files:
-        raise FileNotFoundError(
-            f"{transformer_dir}: no model.safetensors (the Transformer module's weights)"
-        )
-    sentence_config = {}
-    for candidate in (transformer_dir, path):
-        config_path = os.path.join(candidate, SENTENCE_CONFIG_FILE)
-        if os.path.exists(config_path):
-            sentence_config = read_module_json(config_path)
-            break
-    checkpoint = hf_checkpoint_files(transformer_dir, files)
-    tokenizer = read_tokenizer_files(transformer_dir)
-    do_lower_case = tokenizer.do_lower_case
-    if sentence_config.get("do_lower_case"):
-        # Lower-cases before the tokenizer: accents stay as the tokenizer says.
-        if not do_lower_case:
-            checkpoint.tokenizer_options["strip_accents"] = bool(
-                tokenizer.strip_accents
-            )
-        do_lower_case = True
-    checkpoint.do_lower_case = do_lower_case
-    # sentence-transformers 6 writes no max_seq_length: the tokenizer's
-    # model_max_length is the longest input then.
-    max_seq_length = sentence_config.get("max_seq_length") or tokenizer.model_max_length
-    return checkpoint, do_lower_case, max_seq_length, sentence_config
-
-
-def read_model_config(path):
-    """config_sentence_transformers.json of the model at `path` ({} when
-    absent) with its `truncate_dim`, `prompts` and `default_prompt_name`
-    checked, and `similarity_fn_name` as written (each model checks its own).
-
-    Raises:
-        UserInputError: a truncate_dim that is not a positive integer, a
-            default_prompt_name that is not one of the prompts.
-    """
-    st_config = {}
-    if os.path.exists(os.path.join(path, ST_CONFIG_FILE)):
-        st_config = read_module_json(os.path.join(path, ST_CONFIG_FILE))
-    truncate_dim = st_config.get("truncate_dim")
-    if truncate_dim is not None and (
-        isinstance(truncate_dim, bool)
-        or not isinstance(truncate_dim, int)
-        or truncate_dim < 1
-    ):
-        raise UserInputError(
-            f"{os.path.join(path, ST_CONFIG_FILE)}: truncate_dim "
-            f"{truncate_dim!r} is not a positive integer"
-        )
-    prompts = {k: v or "" for k, v in (st_config.get("prompts") or {}).items()}
-    default_prompt_name = st_config.get("default_prompt_name")
-    if default_prompt_name is not None and default_prompt_name not in prompts:
-        raise UserInputError(
-            f"{os.path.join(path, ST_CONFIG_FILE)}: default_prompt_name "
-            f"{default_prompt_name!r} is not one of its prompts {sorted(prompts)}"
-        )
-    return {
-        **st_config,
-        "similarity_fn_name": st_config.get("similarity_fn_name"),
-        "truncate_dim": truncate_dim,
-        "prompts": prompts,
-        "default_prompt_name": default_prompt_name,
-    }
-
-
 def read_sentence_transformers(path):
     """Reads the sentence-transformers directory `path`.
 
@@ -291,8 +219,16 @@ def read_sentence_transformers(path):
         FileNotFoundError: a file that modules.json names is missing.
     """
     path = os.fspath(path)
+    st_file = os.path.join(path, ST_CONFIG_FILE)
+    if os.path.exists(st_file) and _read_json(st_file).get("model_type") == (
+        "MultiVectorEncoder"
+    ):
+        raise UserInputError(
+            f"{st_file}: model_type 'MultiVectorEncoder' makes one vector per token: "
+            "load it with bert_tf.BertMultiVectorEncoder"
+        )
     modules_file = os.path.join(path, MODULES_FILE)
-    modules = read_module_json(modules_file)
+    modules = _read_json(modules_file)
     transformer_dir = None
     pooling = None
     include_prompt = True
@@ -315,7 +251,7 @@ def read_sentence_transformers(path):
             if transformer_dir is None or pooling is not None:
                 order_error = "Pooling not right after the Transformer"
             pooling, include_prompt = _pooling_modes(
-                read_module_json(os.path.join(directory, "config.json")),
+                _read_json(os.path.join(directory, "config.json")),
                 os.path.join(directory, "config.json"),
             )
         elif kind == "Dense":
@@ -330,7 +266,7 @@ def read_sentence_transformers(path):
                 order_error = "Normalize before Pooling"
             config_path = os.path.join(directory, "config.json")
             if module.get("path") and os.path.exists(config_path):
-                source = read_module_json(config_path).get("module_input_name")
+                source = _read_json(config_path).get("module_input_name")
                 if source not in (None, "sentence_embedding"):
                     raise UserInputError(
                         f"{config_path}: Normalize of {source!r} is not supported "
@@ -354,20 +290,16 @@ def read_sentence_transformers(path):
             f"{modules_file}: needs a Transformer and a Pooling module"
         )
 
-    checkpoint, do_lower_case, max_seq_length, _ = read_transformer_module(
-        transformer_dir, path
+    checkpoint, max_seq_length, _ = read_transformer_module(
+        path, transformer_dir, dense
     )
-    checkpoint.reader = _DenseReader(checkpoint.reader, dense)
-    model_config = read_model_config(path)
-    similarity = model_config["similarity_fn_name"]
+    st_config, prompts, default_prompt_name, truncate_dim = read_model_config(path)
+    similarity = st_config.get("similarity_fn_name")
     if similarity not in (None, *SIMILARITY_FUNCTIONS):
         raise UserInputError(
             f"{os.path.join(path, ST_CONFIG_FILE)}: similarity_fn_name "
             f"{similarity!r} is not supported; expected one of {SIMILARITY_FUNCTIONS}"
         )
-    truncate_dim = model_config["truncate_dim"]
-    prompts = model_config["prompts"]
-    default_prompt_name = model_config["default_prompt_name"]
     return SentenceTransformersModel(
         path=path,
         checkpoint=checkpoint,
@@ -379,12 +311,78 @@ def read_sentence_transformers(path):
         normalize_before_dense=normalize_before_dense,
         truncate_dim=truncate_dim,
         max_seq_length=max_seq_length,
-        do_lower_case=do_lower_case,
+        do_lower_case=checkpoint.do_lower_case,
         include_prompt=include_prompt,
         prompts=prompts,
         default_prompt_name=default_prompt_name,
         similarity_fn_name=similarity,
     )
+
+
+def read_transformer_module(path, transformer_dir, dense=None):
+    """`(checkpoint, max_seq_length, sentence_config)` of the Transformer
+    module in `transformer_dir` of the sentence-transformers directory
+    `path`: its weights (with `dense`, {our name: array}, beside them),
+    tokenizer and lower-casing, its longest input and its
+    sentence_bert_config.json ({} without one)."""
+    files = safetensors_files(transformer_dir)
+    if not files:
+        raise FileNotFoundError(
+            f"{transformer_dir}: no model.safetensors (the Transformer module's weights)"
+        )
+    sentence_config = {}
+    for candidate in (transformer_dir, path):
+        config_path = os.path.join(candidate, SENTENCE_CONFIG_FILE)
+        if os.path.exists(config_path):
+            sentence_config = _read_json(config_path)
+            break
+    checkpoint = hf_checkpoint_files(transformer_dir, files)
+    checkpoint.reader = _DenseReader(checkpoint.reader, dense or {})
+    tokenizer = read_tokenizer_files(transformer_dir)
+    do_lower_case = tokenizer.do_lower_case
+    if sentence_config.get("do_lower_case"):
+        # Lower-cases before the tokenizer: accents stay as the tokenizer says.
+        if not do_lower_case:
+            checkpoint.tokenizer_options["strip_accents"] = bool(
+                tokenizer.strip_accents
+            )
+        do_lower_case = True
+    checkpoint.do_lower_case = do_lower_case
+    # sentence-transformers 6 writes no max_seq_length: the tokenizer's
+    # model_max_length is the longest input then.
+    max_seq_length = sentence_config.get("max_seq_length") or tokenizer.model_max_length
+    return checkpoint, max_seq_length, sentence_config
+
+
+def read_model_config(path):
+    """`(config, prompts, default_prompt_name, truncate_dim)` of `path`'s
+    config_sentence_transformers.json ({} and no prompts without one).
+
+    Raises:
+        UserInputError: a truncate_dim that is not a positive int, a default
+            prompt that is not one of the prompts.
+    """
+    st_config = {}
+    if os.path.exists(os.path.join(path, ST_CONFIG_FILE)):
+        st_config = _read_json(os.path.join(path, ST_CONFIG_FILE))
+    truncate_dim = st_config.get("truncate_dim")
+    if truncate_dim is not None and (
+        isinstance(truncate_dim, bool)
+        or not isinstance(truncate_dim, int)
+        or truncate_dim < 1
+    ):
+        raise UserInputError(
+            f"{os.path.join(path, ST_CONFIG_FILE)}: truncate_dim "
+            f"{truncate_dim!r} is not a positive integer"
+        )
+    prompts = {k: v or "" for k, v in (st_config.get("prompts") or {}).items()}
+    default_prompt_name = st_config.get("default_prompt_name")
+    if default_prompt_name is not None and default_prompt_name not in prompts:
+        raise UserInputError(
+            f"{os.path.join(path, ST_CONFIG_FILE)}: default_prompt_name "
+            f"{default_prompt_name!r} is not one of its prompts {sorted(prompts)}"
+        )
+    return st_config, prompts, default_prompt_name, truncate_dim
 
 
 def hf_config_dict(config):
@@ -425,15 +423,20 @@ def write_tokenizer_files(directory, preprocessor, model_max_length):
 
 
 def write_transformer_module(
-    directory, variables, config, preprocessor, architecture="BertModel"
+    model, directory, sentence_config, variables=None, architecture="BertModel"
 ):
-    """Writes a Transformer module into `directory`: `variables` ({original
-    name: variable}) as model.safetensors under Hugging Face names (with the
-    "bert." prefix unless `architecture` is "BertModel"), config.json, the
-    tokenizer files and sentence_bert_config.json."""
+    """The Transformer module of `model` (a model with `encoder` and
+    `preprocessor`) in `directory`: model.safetensors, config.json, the
+    tokenizer files and sentence_bert_config.json (`sentence_config` plus
+    do_lower_case false: the tokenizer files say the casing). `variables`
+    ({original name: variable}; default: the encoder's) are written under
+    their Hugging Face names, "bert."-prefixed unless `architecture` is
+    "BertModel" (a `BertForMaskedLM` keeps it, beside its `cls.` head)."""
     os.makedirs(directory, exist_ok=True)
+    encoder = model.encoder
+    config = encoder.config
     tensors = {}
-    for name, variable in variables.items():
+    for name, variable in (variables or encoder.checkpoint_variables()).items():
         candidates, transpose = hf_names(name)
         hf_name = candidates[0]
         if architecture == "BertModel":
@@ -444,10 +447,49 @@ def write_transformer_module(
     hf_config = hf_config_dict(config)
     hf_config["architectures"] = [architecture]
     write_json(os.path.join(directory, "config.json"), hf_config)
-    write_tokenizer_files(directory, preprocessor, config.max_position_embeddings)
+    write_tokenizer_files(directory, model.preprocessor, config.max_position_embeddings)
     write_json(
         os.path.join(directory, SENTENCE_CONFIG_FILE),
-        {"max_seq_length": preprocessor.seq_length, "do_lower_case": False},
+        {**sentence_config, "do_lower_case": False},
+    )
+
+
+def write_dense_module(dense_dir, dense, use_bias, activation, io_name=None):
+    """A Dense module (config.json + model.safetensors) of the Keras Dense
+    `dense` in `dense_dir`; `io_name` its module input and output name
+    ("token_embeddings" for a per-token projection; default: the pooled
+    embedding's)."""
+    os.makedirs(dense_dir, exist_ok=True)
+    kernel = np.asarray(dense.kernel.numpy(), np.float32)
+    weights = {"linear.weight": np.ascontiguousarray(kernel.T)}
+    if use_bias:
+        weights["linear.bias"] = np.asarray(dense.bias.numpy(), np.float32)
+    save_file(weights, os.path.join(dense_dir, "model.safetensors"))
+    config = {
+        "in_features": kernel.shape[0],
+        "out_features": kernel.shape[1],
+        "bias": bool(use_bias),
+        "activation_function": _KERAS_ACTIVATIONS[activation or "linear"],
+    }
+    if io_name is not None:
+        config.update(module_input_name=io_name, module_output_name=io_name)
+    write_json(os.path.join(dense_dir, "config.json"), config)
+
+
+def write_modules_json(directory, modules):
+    """modules.json of `modules`, (kind, path) pairs in order; a kind is a
+    `sentence_transformers.models` name or a full class path."""
+    write_json(
+        os.path.join(directory, MODULES_FILE),
+        [
+            {
+                "idx": i,
+                "name": str(i),
+                "path": path,
+                "type": kind if "." in kind else f"sentence_transformers.models.{kind}",
+            }
+            for i, (kind, path) in enumerate(modules)
+        ],
     )
 
 
@@ -462,7 +504,7 @@ def save_sentence_transformers(model, directory):
     directory = os.fspath(directory)
     config = model.encoder.config
     write_transformer_module(
-        directory, model.encoder.checkpoint_variables(), config, model.preprocessor
+        model, directory, {"max_seq_length": model.preprocessor.seq_length}
     )
     write_json(
         os.path.join(directory, ST_CONFIG_FILE),
@@ -492,40 +534,14 @@ def save_sentence_transformers(model, directory):
         modules.append(("Normalize", f"{len(modules)}_Normalize"))
     if model.dense is not None:
         path = f"{len(modules)}_Dense"
-        dense_dir = os.path.join(directory, path)
-        os.makedirs(dense_dir, exist_ok=True)
-        kernel = np.asarray(model.dense.kernel.numpy(), np.float32)
-        weights = {"linear.weight": np.ascontiguousarray(kernel.T)}
-        if model.dense_use_bias:
-            weights["linear.bias"] = np.asarray(model.dense.bias.numpy(), np.float32)
-        save_file(weights, os.path.join(dense_dir, "model.safetensors"))
-        write_json(
-            os.path.join(dense_dir, "config.json"),
-            {
-                "in_features": kernel.shape[0],
-                "out_features": kernel.shape[1],
-                "bias": bool(model.dense_use_bias),
-                "activation_function": _KERAS_ACTIVATIONS[
-                    model.dense_activation or "linear"
-                ],
-            },
+        write_dense_module(
+            os.path.join(directory, path),
+            model.dense,
+            model.dense_use_bias,
+            model.dense_activation,
         )
         modules.append(("Dense", path))
     if model.normalize:
         modules.append(("Normalize", f"{len(modules)}_Normalize"))
-    write_modules_json(
-        directory,
-        [(f"sentence_transformers.models.{kind}", path) for kind, path in modules],
-    )
+    write_modules_json(directory, modules)
     return directory
-
-
-def write_modules_json(directory, modules):
-    """modules.json listing `modules`, (module class path, folder) pairs, in order."""
-    write_json(
-        os.path.join(directory, MODULES_FILE),
-        [
-            {"idx": i, "name": str(i), "path": path, "type": kind}
-            for i, (kind, path) in enumerate(modules)
-        ],
-    )

@@ -22,8 +22,8 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import MODULES_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SENTENCE_CONFIG_FILE
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SIMILARITY_FUNCTIONS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import ST_CONFIG_FILE
+from bert_tf.checkpoints.sentence_transformers_checkpoint import _read_json
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_model_config
-from bert_tf.checkpoints.sentence_transformers_checkpoint import read_module_json
 from bert_tf.checkpoints.sentence_transformers_checkpoint import read_transformer_module
 from bert_tf.checkpoints.sentence_transformers_checkpoint import write_json
 from bert_tf.checkpoints.sentence_transformers_checkpoint import write_modules_json
@@ -172,7 +172,7 @@ def _check_transformer(kind, transformer_dir, sentence_config):
             )
     _refuse_unknown(config, _TRANSFORMER_KEYS, where)
     hf_config_path = os.path.join(transformer_dir, "config.json")
-    hf_config = read_module_json(hf_config_path)
+    hf_config = _read_json(hf_config_path)
     if hf_config.get("tie_word_embeddings", True) is False:
         raise UserInputError(
             f"{hf_config_path}: tie_word_embeddings false is not supported (bert_tf's "
@@ -182,7 +182,7 @@ def _check_transformer(kind, transformer_dir, sentence_config):
 
 def _read_pooling(directory, where):
     config_path = os.path.join(directory, "config.json")
-    config = read_module_json(config_path) if os.path.exists(config_path) else {}
+    config = _read_json(config_path) if os.path.exists(config_path) else {}
     _refuse_unknown(config, _POOLING_KEYS, config_path)
     strategy = config.get("pooling_strategy", "max")
     if strategy not in SPLADE_POOLING_STRATEGIES:
@@ -227,7 +227,7 @@ def _unsupported_modules(kinds, where):
 
 def _read_static(directory):
     config_path = os.path.join(directory, "config.json")
-    config = read_module_json(config_path) if os.path.exists(config_path) else {}
+    config = _read_json(config_path) if os.path.exists(config_path) else {}
     if "path" in config:
         raise UserInputError(
             f"{config_path}: key 'path' (weights from an idf JSON file) is not "
@@ -271,7 +271,7 @@ def _read_router(path, directory, where):
     config_path = os.path.join(directory, ROUTER_CONFIG_FILE)
     if not os.path.exists(config_path):
         config_path = os.path.join(directory, "config.json")
-    config = read_module_json(config_path)
+    config = _read_json(config_path)
     _refuse_unknown(config, {"types", "structure", "parameters"}, config_path)
     parameters = dict(config.get("parameters") or {})
     _refuse_unknown(
@@ -354,7 +354,7 @@ def is_sparse_encoder_dir(path):
     if not os.path.exists(os.path.join(os.fspath(path), MODULES_FILE)):
         return False
     return os.path.exists(config) and (
-        read_module_json(config).get("model_type") == "SparseEncoder"
+        _read_json(config).get("model_type") == "SparseEncoder"
     )
 
 
@@ -368,7 +368,7 @@ def read_sparse_encoder(path):
     """
     path = os.fspath(path)
     modules_file = os.path.join(path, MODULES_FILE)
-    modules = sorted(read_module_json(modules_file), key=lambda m: m.get("idx", 0))
+    modules = sorted(_read_json(modules_file), key=lambda m: m.get("idx", 0))
     listed = [
         (_class_name(m.get("type")), os.path.join(path, m.get("path", "")))
         for m in modules
@@ -381,19 +381,19 @@ def read_sparse_encoder(path):
         routes = dict.fromkeys(TASKS, SPLADE_ROUTE)
     transformer_dir, kind, pooling = _read_splade_stack(stack, modules_file)
     strategy, activation, width, pooling_file = pooling
-    checkpoint, do_lower_case, max_seq_length, sentence_config = (
-        read_transformer_module(transformer_dir, path)
+    checkpoint, max_seq_length, sentence_config = read_transformer_module(
+        path, transformer_dir
     )
     _check_transformer(kind, transformer_dir, sentence_config)
-    config = read_model_config(path)
+    config, prompts, default_prompt_name, truncate_dim = read_model_config(path)
     config_file = os.path.join(path, ST_CONFIG_FILE)
-    similarity = config["similarity_fn_name"]
+    similarity = config.get("similarity_fn_name")
     if similarity not in (None, *SIMILARITY_FUNCTIONS):
         raise UserInputError(
             f"{config_file}: similarity_fn_name {similarity!r} is not supported; "
             f"expected one of {SIMILARITY_FUNCTIONS}"
         )
-    if config["truncate_dim"] is not None:
+    if truncate_dim is not None:
         raise UserInputError(
             f"{config_file}: truncate_dim is not supported in a SparseEncoder "
             "(sentence-transformers' sparse models keep the whole vocabulary)"
@@ -412,11 +412,11 @@ def read_sparse_encoder(path):
         path=path,
         checkpoint=checkpoint,
         max_seq_length=max_seq_length,
-        do_lower_case=do_lower_case,
+        do_lower_case=checkpoint.do_lower_case,
         pooling_strategy=strategy,
         activation_function=activation,
-        prompts=config["prompts"],
-        default_prompt_name=config["default_prompt_name"],
+        prompts=prompts,
+        default_prompt_name=default_prompt_name,
         similarity_fn_name=similarity,
         max_active_dims=max_active_dims,
         routes=routes,
@@ -464,10 +464,10 @@ def save_sparse_encoder(model, directory):
         if not name.startswith("bert/pooler/")
     }
     write_transformer_module(
+        model,
         os.path.join(directory, splade[0][1]),
+        {"max_seq_length": model.preprocessor.seq_length},
         variables,
-        model.encoder.config,
-        model.preprocessor,
         architecture="BertForMaskedLM",
     )
     pooling_dir = os.path.join(directory, splade[1][1])

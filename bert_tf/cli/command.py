@@ -303,7 +303,8 @@ class Command:
         for flags defined by hand)."""
         argv = list(sys.argv if argv is None else argv) or [self.name]
         # A command's TensorFlow import without Keras's scikit-learn,
-        # matplotlib and pandas integrations (seconds of every start).
+        # matplotlib, pandas, OpenCV and IPython integrations (seconds of
+        # every start).
         hold_back_keras_extras()
 
         def main(argv):

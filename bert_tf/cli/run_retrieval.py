@@ -134,6 +134,7 @@ COMMAND = Command(
             ),
             "rerank_checkpoint",
             "rerank_top_k",
+            "rerank_even_if_worse",
             Flag("seed", help="Random seed (shuffling, initialisation)."),
             Flag(
                 "save_checkpoints_steps",

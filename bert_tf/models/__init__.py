@@ -2,6 +2,7 @@
 
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
+from bert_tf.models.bert_multi_vector_encoder import BertMultiVectorEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.models.bert_reranker import BertReranker
 from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
@@ -13,6 +14,7 @@ from bert_tf.models.bert_token_classifier import BertTokenClassifier
 __all__ = [
     "BertClassifier",
     "BertEncoder",
+    "BertMultiVectorEncoder",
     "BertPretrainer",
     "BertReranker",
     "BertSentenceEncoder",

@@ -9,9 +9,6 @@ from absl import logging
 
 from bert_tf.checkpoints.loading import find_checkpoint
 from bert_tf.checkpoints.loading import load_checkpoint
-from bert_tf.checkpoints.name_map import encoder_variables
-from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_BIAS
-from bert_tf.checkpoints.sentence_transformers_checkpoint import DENSE_KERNEL
 from bert_tf.checkpoints.sentence_transformers_checkpoint import SIMILARITY_FUNCTIONS
 from bert_tf.checkpoints.sentence_transformers_checkpoint import (
     read_sentence_transformers,
@@ -31,17 +28,18 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
-from bert_tf.models.text_encoding import DEFAULT_BATCH_SIZE
-from bert_tf.models.text_encoding import check_batch_size
-from bert_tf.models.text_encoding import checked_texts
-from bert_tf.models.text_encoding import checkpoint_preprocessor
-from bert_tf.models.text_encoding import encode_in_length_order
-from bert_tf.models.text_encoding import resolve_prompt
-from bert_tf.models.text_encoding import task_prompt_name
+from bert_tf.models.text_encoder import TextEncoderMixin
+from bert_tf.models.text_encoder import check_default_prompt
+from bert_tf.models.text_encoder import checked_texts
+from bert_tf.models.text_encoder import checkpoint_preprocessor
+from bert_tf.models.text_encoder import projection_layers
+
+# sentence-transformers' default batch size for encode().
+DEFAULT_BATCH_SIZE = 32
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertSentenceEncoder(BertTaskModel):
+class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
     """A sentence-embedding model: encoder, pooling, optional Dense, optional
     L2 normalisation (sentence-transformers' Transformer → Pooling → Dense →
     Normalize).
@@ -98,11 +96,7 @@ class BertSentenceEncoder(BertTaskModel):
     ):
         modes = pooling_modes(pooling)
         prompts = dict(prompts or {})
-        if default_prompt_name is not None and default_prompt_name not in prompts:
-            raise ValueError(
-                f"default_prompt_name={default_prompt_name!r} is not one of "
-                f"prompts {sorted(prompts)}"
-            )
+        check_default_prompt(prompts, default_prompt_name)
         if similarity_fn_name not in (None, *SIMILARITY_FUNCTIONS):
             raise ValueError(
                 f"similarity_fn_name={similarity_fn_name!r}: expected one of "
@@ -114,29 +108,14 @@ class BertSentenceEncoder(BertTaskModel):
             pooling_layer = SentencePooling(
                 modes, include_prompt=include_prompt, name="pooling"
             )
-            if normalize_before_dense and not dense_units:
-                raise ValueError("normalize_before_dense needs dense_units")
-            pooled_norm = None
-            if normalize_before_dense:
-                pooled_norm = keras.layers.UnitNormalization(
-                    dtype="float32", name="normalize_pooled"
-                )
-            dense = None
-            if dense_units:
-                dense = keras.layers.Dense(
-                    dense_units,
-                    activation=dense_activation,
-                    use_bias=dense_use_bias,
-                    name="dense",
-                )
-            # Float32 out whatever the policy (as sentence-transformers
-            # returns); the normalisation also runs in float32.
-            if normalize:
-                last = keras.layers.UnitNormalization(dtype="float32", name="normalize")
-            else:
-                last = keras.layers.Activation(
-                    "linear", dtype="float32", name="embeddings"
-                )
+            pooled_norm, dense, last = projection_layers(
+                dense_units,
+                dense_activation,
+                dense_use_bias,
+                normalize,
+                normalize_before_dense,
+                ("normalize_pooled", "normalize", "embeddings"),
+            )
             # === Functional model ===
             inputs, encoded = encode_inputs(encoder)
             embeddings = pooling_layer(encoded["sequence_output"], inputs["input_mask"])
@@ -178,18 +157,6 @@ class BertSentenceEncoder(BertTaskModel):
         """The width of `encode`'s vectors (`truncate_dim` when set)."""
         return self.truncate_dim or self.model_dim
 
-    def _checked_truncate_dim(self, truncate_dim):
-        if truncate_dim is None:
-            return None
-        if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int):
-            raise TypeError(f"truncate_dim must be an int, got {truncate_dim!r}")
-        if not 0 < truncate_dim <= self.model_dim:
-            raise ValueError(
-                f"truncate_dim={truncate_dim} must be in 1..{self.model_dim} (the "
-                "model's embedding width)"
-            )
-        return truncate_dim
-
     def task_arguments(self):
         arguments = {
             "pooling": "+".join(self.pooling),
@@ -215,31 +182,6 @@ class BertSentenceEncoder(BertTaskModel):
         }
         arguments.update({k: v for k, v in extra.items() if v != defaults.get(k, None)})
         return arguments
-
-    def get_config(self):
-        config = super().get_config()
-        if self.preprocessor is not None:
-            config["preprocessor"] = keras.saving.serialize_keras_object(
-                self.preprocessor
-            )
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if config.get("preprocessor") is not None:
-            config["preprocessor"] = keras.saving.deserialize_keras_object(
-                config["preprocessor"]
-            )
-        return super().from_config(config)
-
-    def checkpoint_variables(self):
-        names = encoder_variables(self.encoder)
-        if self.dense is not None:
-            names[DENSE_KERNEL] = self.dense.kernel
-            if self.dense_use_bias:
-                names[DENSE_BIAS] = self.dense.bias
-        return names
 
     # --- raw text -------------------------------------------------------------
 
@@ -276,14 +218,6 @@ class BertSentenceEncoder(BertTaskModel):
                     argument="truncate_dim",
                 )
             self.truncate_dim = self._checked_truncate_dim(truncate_dim)
-
-    def resolve_prompt(self, prompt=None, prompt_name=None):
-        """The prompt text `encode` prepends: `prompt`, else
-        `prompts[prompt_name]`, else the default prompt's, else ""
-        (sentence-transformers' rule)."""
-        return resolve_prompt(
-            self.prompts, self.default_prompt_name, prompt, prompt_name
-        )
 
     def prompt_length(self, prompt):
         """Positions a prompt takes at the start of each row ([CLS] and its
@@ -374,8 +308,7 @@ class BertSentenceEncoder(BertTaskModel):
         >>> model.encode(["A man plays a guitar."], prompt_name="query").shape
         (1, 384)
         """
-        check_batch_size(batch_size)
-        texts, single = checked_texts(sentences)
+        single, texts = checked_texts(sentences, batch_size)
         prompt = self.resolve_prompt(prompt, prompt_name)
         truncate_dim = self._checked_truncate_dim(truncate_dim) or self.truncate_dim
         key = (prompt, truncate_dim)
@@ -385,15 +318,22 @@ class BertSentenceEncoder(BertTaskModel):
                 lambda batch: self.embed_strings(batch, prompt, truncate_dim),
                 input_signature=[tf.TensorSpec([None], tf.string)],
             )
-        output = encode_in_length_order(
-            texts,
-            self._encode_functions[key],
-            truncate_dim or self.model_dim,
-            prompt,
-            batch_size,
-            show_progress_bar,
-            progress,
-        )
+        encode_batch = self._encode_functions[key]
+        output = np.zeros((len(texts), truncate_dim or self.model_dim), np.float32)
+        bar = None
+        if show_progress_bar:
+            bar = keras.utils.Progbar(len(texts), unit_name="sentence")
+        # Prompted texts are sorted by length as sentence-transformers does.
+        order = np.argsort([-len(prompt + t) for t in texts], kind="stable")
+        for start in range(0, len(texts), batch_size):
+            rows = order[start : start + batch_size]
+            batch = tf.constant([texts[i] for i in rows], tf.string)
+            output[rows] = encode_batch(batch).numpy()
+            done = min(start + batch_size, len(texts))
+            if bar is not None:
+                bar.update(done)
+            if progress is not None:
+                progress(done, len(texts))
         if normalize_embeddings:
             norms = np.linalg.norm(output, axis=1, keepdims=True)
             output = output / np.maximum(norms, 1e-12)
@@ -406,13 +346,18 @@ class BertSentenceEncoder(BertTaskModel):
     def encode_query(self, sentences, prompt_name=None, prompt=None, **kwargs):
         """`encode` with the model's "query" prompt (when it has one and
         neither `prompt` nor `prompt_name` is given)."""
-        prompt_name = task_prompt_name(self.prompts, "query", prompt_name, prompt)
+        if prompt_name is None and prompt is None and "query" in self.prompts:
+            prompt_name = "query"
         return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
     def encode_document(self, sentences, prompt_name=None, prompt=None, **kwargs):
         """`encode` with the model's "document" (else "passage", "corpus")
         prompt, as sentence-transformers' `encode_document`."""
-        prompt_name = task_prompt_name(self.prompts, "document", prompt_name, prompt)
+        if prompt_name is None and prompt is None:
+            for name in ("document", "passage", "corpus"):
+                if name in self.prompts:
+                    prompt_name = name
+                    break
         return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
     def similarity(self, embeddings_a, embeddings_b):
@@ -508,10 +453,10 @@ class BertSentenceEncoder(BertTaskModel):
                     argument="pooling",
                 )
             files = path if hasattr(path, "reader") else find_checkpoint(path)
-        config = files.load_config(config)
-        preprocessor = checkpoint_preprocessor(
-            files, config, path, vocab_file, do_lower_case, max_seq_length, asked_length
+        config, preprocessor = checkpoint_preprocessor(
+            files, path, config, vocab_file, do_lower_case, max_seq_length, asked_length
         )
+        max_seq_length = preprocessor.seq_length
         model = cls(
             config,
             preprocessor=preprocessor,
@@ -525,7 +470,7 @@ class BertSentenceEncoder(BertTaskModel):
             "+".join(model.pooling),
             model.dense_units,
             model.normalize,
-            preprocessor.seq_length,
+            max_seq_length,
         )
         return model
 

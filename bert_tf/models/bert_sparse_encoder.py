@@ -30,12 +30,12 @@ from bert_tf.models.bert_encoder import global_dtype_policy
 from bert_tf.models.task_model import BertTaskModel
 from bert_tf.models.task_model import build_encoder
 from bert_tf.models.task_model import encode as encode_inputs
+from bert_tf.models.text_encoder import TextEncoderMixin
+from bert_tf.models.text_encoder import check_default_prompt
+from bert_tf.models.text_encoder import checked_texts
+from bert_tf.models.text_encoder import checkpoint_preprocessor
 from bert_tf.models.text_encoding import DEFAULT_BATCH_SIZE
-from bert_tf.models.text_encoding import check_batch_size
-from bert_tf.models.text_encoding import checked_texts
-from bert_tf.models.text_encoding import checkpoint_preprocessor
 from bert_tf.models.text_encoding import encode_in_length_order
-from bert_tf.models.text_encoding import resolve_prompt
 from bert_tf.models.text_encoding import task_prompt_name
 from bert_tf.text.preprocessing import BertPreprocessor
 
@@ -76,7 +76,7 @@ def _dense_rows(embeddings):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertSparseEncoder(BertTaskModel):
+class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
     """A learned sparse (SPLADE) text encoder: encoder, masked-LM head,
     SPLADE pooling (sentence-transformers' `SparseEncoder`).
 
@@ -143,11 +143,7 @@ class BertSparseEncoder(BertTaskModel):
         **kwargs,
     ):
         prompts = dict(prompts or {})
-        if default_prompt_name is not None and default_prompt_name not in prompts:
-            raise ValueError(
-                f"default_prompt_name={default_prompt_name!r} is not one of "
-                f"prompts {sorted(prompts)}"
-            )
+        check_default_prompt(prompts, default_prompt_name)
         if similarity_fn_name not in (None, *SIMILARITY_FUNCTIONS):
             raise ValueError(
                 f"similarity_fn_name={similarity_fn_name!r}: expected one of "
@@ -215,18 +211,20 @@ class BertSparseEncoder(BertTaskModel):
         }
 
     def get_config(self):
-        config = super().get_config()
-        for key in ("preprocessor", "query_preprocessor"):
-            if getattr(self, key) is not None:
-                config[key] = keras.saving.serialize_keras_object(getattr(self, key))
+        config = super().get_config()  # with the preprocessor
+        if self.query_preprocessor is not None:
+            config["query_preprocessor"] = keras.saving.serialize_keras_object(
+                self.query_preprocessor
+            )
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        for key in ("preprocessor", "query_preprocessor"):
-            if config.get(key) is not None:
-                config[key] = keras.saving.deserialize_keras_object(config[key])
+        if config.get("query_preprocessor") is not None:
+            config["query_preprocessor"] = keras.saving.deserialize_keras_object(
+                config["query_preprocessor"]
+            )
         return super().from_config(config)
 
     def checkpoint_variables(self):
@@ -308,11 +306,8 @@ class BertSparseEncoder(BertTaskModel):
                 unknown `prompt_name`, a task the model has no route for.
             TypeError: a sentence that is not a str.
         """
-        check_batch_size(batch_size)
-        texts, single = checked_texts(sentences)
-        prompt = resolve_prompt(
-            self.prompts, self.default_prompt_name, prompt, prompt_name
-        )
+        single, texts = checked_texts(sentences, batch_size)
+        prompt = self.resolve_prompt(prompt, prompt_name)
         route = self.route(task)
         max_active_dims = _checked_max_active_dims(max_active_dims)
         key = (prompt, route, max_active_dims)
@@ -495,9 +490,8 @@ class BertSparseEncoder(BertTaskModel):
             static = info.static
         else:
             files = path if hasattr(path, "reader") else find_checkpoint(path)
-        config = files.load_config(config)
-        preprocessor = checkpoint_preprocessor(
-            files, config, path, vocab_file, do_lower_case, max_seq_length, asked_length
+        config, preprocessor = checkpoint_preprocessor(
+            files, path, config, vocab_file, do_lower_case, max_seq_length, asked_length
         )
         if static is not None:
             tokenizer = static.tokenizer

@@ -78,6 +78,9 @@ class RetrievalOptions:
       rerank_checkpoint, rerank_top_k: a cross-encoder second stage over
         each query's best rerank_top_k documents: in the exported SavedModel
         (dense), and in --do_eval (any mode: ``<metric>_reranked`` results).
+      rerank_even_if_worse: re-rank with a cross-encoder whose run_reranker
+        evaluation recorded that it re-ranked worse (else it is skipped:
+        `bert_tf.retrieval.rerank_verdict`).
       retrieval_mode: ``dense`` (the towers), ``bm25`` (BM25 over the same
         passages) or ``hybrid`` (both, fused by Milvus's hybrid_search).
       bm25_k1, bm25_b: BM25's term-frequency saturation and length
@@ -190,6 +193,12 @@ class RetrievalOptions:
     rerank_top_k: int = option(
         20, "Candidate passages per query for --rerank_checkpoint."
     )
+    rerank_even_if_worse: bool = option(
+        False,
+        "Re-rank with --rerank_checkpoint even when its run_reranker --do_eval "
+        "recorded that re-ranking lowered mrr@10 (rerank_verdict.json); without "
+        "it such a cross-encoder is skipped and the first stage's order kept.",
+    )
     retrieval_mode: str = option(
         "dense",
         "dense: the towers' vectors; bm25: BM25 over the same passages (sparse "
@@ -241,7 +250,7 @@ class RetrievalOptions:
                 f"--hard_negatives={self.hard_negatives}: must be >= 0"
             )
         check_choices(self)
-        check_rerank_checkpoint(self.rerank_checkpoint)
+        check_rerank_checkpoint(self.rerank_checkpoint, self.rerank_even_if_worse)
         if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
             raise UserInputError(
                 f"--bm25_k1={self.bm25_k1} --bm25_b={self.bm25_b}: k1 must be "
@@ -415,10 +424,15 @@ def check_passages(passage_length, passage_stride):
         )
 
 
-def check_rerank_checkpoint(rerank_checkpoint):
-    """--rerank_checkpoint exists (when given)."""
+def check_rerank_checkpoint(rerank_checkpoint, rerank_even_if_worse=False):
+    """--rerank_checkpoint exists (when given); --rerank_even_if_worse needs it."""
     if rerank_checkpoint and not os.path.exists(rerank_checkpoint):
         raise UserInputError(f"--rerank_checkpoint={rerank_checkpoint}: does not exist")
+    if rerank_even_if_worse and not rerank_checkpoint:
+        raise UserInputError(
+            "--rerank_even_if_worse: overrides the verdict of a --rerank_checkpoint; "
+            "give one"
+        )
 
 
 def check_serving_dtype(serving_dtype):

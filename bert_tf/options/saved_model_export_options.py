@@ -13,7 +13,9 @@ from bert_tf.options.checks import positive
 from bert_tf.options.checks import required
 from bert_tf.options.export_options import ExportOptions
 from bert_tf.options.option import option
+from bert_tf.options.option import same_as
 from bert_tf.options.retrieval_options import METRICS
+from bert_tf.options.retrieval_options import RetrievalOptions
 from bert_tf.options.retrieval_options import check_beir_dir
 from bert_tf.options.retrieval_options import check_passages
 from bert_tf.options.retrieval_options import check_rerank_checkpoint
@@ -58,6 +60,9 @@ class SavedModelExportOptions:
         run_retrieval cuts it, and the search's metric.
       rerank_checkpoint, rerank_top_k: retrieval: a cross-encoder that
         re-orders each query's rerank_top_k best passages in the graph.
+      rerank_even_if_worse: retrieval: export the cross-encoder even when
+        its run_reranker evaluation recorded that it re-ranked worse (else
+        it is left out: `bert_tf.retrieval.rerank_verdict`).
 
     Example:
 
@@ -202,6 +207,13 @@ class SavedModelExportOptions:
     rerank_top_k: int = option(
         20, "retrieval: candidate passages per query for the cross-encoder."
     )
+    rerank_even_if_worse: bool = same_as(
+        RetrievalOptions,
+        "rerank_even_if_worse",
+        help="retrieval: put --rerank_checkpoint in the SavedModel even when its "
+        "run_reranker --do_eval recorded that re-ranking lowered mrr@10 "
+        "(rerank_verdict.json); without it such a cross-encoder is left out.",
+    )
 
     def __post_init__(self):
         required("model_type", self.model_type)
@@ -220,9 +232,10 @@ class SavedModelExportOptions:
             self._check_classifier_labels()
         if self.model_type == "retrieval":
             self._check_retrieval()
-        elif self.rerank_checkpoint or self.data_dir:
+        elif self.rerank_checkpoint or self.data_dir or self.rerank_even_if_worse:
             raise UserInputError(
-                "--data_dir and --rerank_checkpoint are for --model_type=retrieval"
+                "--data_dir, --rerank_checkpoint and --rerank_even_if_worse are for "
+                "--model_type=retrieval"
             )
         check_embedding_settings(self)
         existing_path("bert_config_file", self.bert_config_file)
@@ -269,7 +282,7 @@ class SavedModelExportOptions:
         required("data_dir", self.data_dir)
         check_beir_dir(self.data_dir)
         check_passages(self.passage_length, self.passage_stride)
-        check_rerank_checkpoint(self.rerank_checkpoint)
+        check_rerank_checkpoint(self.rerank_checkpoint, self.rerank_even_if_worse)
         check_serving_dtype(self.export.serving_dtype)
         positive("rerank_top_k", self.rerank_top_k)
 

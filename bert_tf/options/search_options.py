@@ -31,6 +31,8 @@ class SearchOptions:
       retrieval_mode: dense, bm25 or hybrid (None: the index's own).
       rerank_checkpoint, rerank_top_k: a cross-encoder that re-orders each
         query's best max(top_k, rerank_top_k) passages.
+      rerank_even_if_worse: re-rank even when the cross-encoder's
+        run_reranker evaluation recorded that it re-ranked worse.
       output_format: ``text`` (for people) or ``jsonl`` (a line per query).
 
     Example:
@@ -68,6 +70,7 @@ class SearchOptions:
         "(at least --top_k) by its scores.",
     )
     rerank_top_k: int = same_as(RetrievalOptions, "rerank_top_k")
+    rerank_even_if_worse: bool = same_as(RetrievalOptions, "rerank_even_if_worse")
     output_format: str = option(
         "text",
         "text: each query, then its hits (rank, score, ids, title, passage); "
@@ -81,7 +84,7 @@ class SearchOptions:
         positive("top_k", self.top_k)
         positive("rerank_top_k", self.rerank_top_k)
         existing_path("model", self.model)
-        check_rerank_checkpoint(self.rerank_checkpoint)
+        check_rerank_checkpoint(self.rerank_checkpoint, self.rerank_even_if_worse)
         check_choices(self)
 
     @property

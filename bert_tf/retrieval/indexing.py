@@ -242,6 +242,8 @@ def index_corpus(
         store.update_sparse(kept_ids, [sparse_of[pid] for pid in kept_ids])
         store.set_bm25_digest(stats.digest)
         rewritten = len(kept_ids)
+    # A server's writes are sealed once, here (`MilvusRows`).
+    store.flush()
     return {
         "embedded": len(todo),
         "kept": kept,

@@ -36,7 +36,26 @@ class MilvusRows:
 
     A mixin of `MilvusStore`: it uses the store's client, settings, `_call`
     and `_error`.
+
+    Flushing: a Milvus Lite file is flushed after each write, so a killed
+    run keeps what it reported (its server dies with the process). A server
+    keeps every write it acknowledged (in its write-ahead log) whatever
+    happens to the client, so a server's rows are flushed once, by
+    `flush`, at the end of an index run: Milvus advises against a flush per
+    insert (each seals a small segment), and `milvus-lite server` fails
+    concurrent flushes of one collection (``current_seq is monotonic``:
+    its flush swaps the memtable outside its lock, so two flushes from two
+    writers can commit out of order), what parallel Beam writers did.
     """
+
+    def _flush_written(self):
+        """After a write: flushes a Milvus Lite file (see the class doc)."""
+        if not is_server(self.uri):
+            self.flush()
+
+    def flush(self):
+        """Makes every row written so far durable and sealed (one flush)."""
+        self._call("flushing", self._client.flush, self.collection)
 
     def _rows(self, fields):
         iterator = self._call(
@@ -180,7 +199,7 @@ class MilvusRows:
                     row[SPARSE_FIELD] = vector
             self._call("writing rows", self._client.upsert, self.collection, rows)
         # Durable before returning, so a killed run keeps what it reported.
-        self._call("flushing", self._client.flush, self.collection)
+        self._flush_written()
         if truncated:
             self.truncated_texts += truncated
             logging.warning(
@@ -211,7 +230,7 @@ class MilvusRows:
                 partial_update=True,
             )
         if passage_ids:
-            self._call("flushing", self._client.flush, self.collection)
+            self._flush_written()
 
     def delete(self, passage_ids):
         passage_ids = list(passage_ids)
@@ -223,7 +242,7 @@ class MilvusRows:
                 ids=passage_ids[start : start + _WRITE_BATCH],
             )
         if passage_ids:
-            self._call("flushing", self._client.flush, self.collection)
+            self._flush_written()
 
     def vectors(self):
         if not self.dense:

@@ -16,6 +16,7 @@ BM25 and hybrid search).
 import glob
 import logging
 import os
+import time
 
 from bert_tf.errors import UserInputError
 from bert_tf.retrieval import quantized_vectors
@@ -36,6 +37,7 @@ from bert_tf.retrieval.vector_store import VectorStore
 
 INDEX_TYPES = ("FLAT", "HNSW", "IVF_FLAT")
 _MAX_MESSAGE = 400
+_CREATED_ELSEWHERE_SECONDS = 1.0
 
 # Where the tools and tests have imported them from.
 __all__ = [
@@ -168,16 +170,7 @@ class MilvusStore(MilvusRows, MilvusSearch, MilvusSchema, VectorStore):
             if overwrite and self._client.has_collection(collection):
                 self._client.drop_collection(collection)
             if self._client.has_collection(collection):
-                info = self._call(
-                    "describing the collection",
-                    self._client.describe_collection,
-                    collection,
-                )
-                if as_it_is:
-                    self._take_existing(info)
-                self._check_existing(info)
-                # A collection whose writer was killed is left released.
-                self._load_collection()
+                self._open_existing(as_it_is)
             elif as_it_is:
                 raise UserInputError(
                     f"{flag}={uri}: no collection {collection!r} (collections: "
@@ -185,15 +178,43 @@ class MilvusStore(MilvusRows, MilvusSearch, MilvusSchema, VectorStore):
                     argument=argument_of(flag),
                 )
             else:
-                self.dense, self.lexical = bool(self.dense), bool(self.lexical)
-                if not (self.dense or self.lexical):
-                    raise UserInputError(
-                        "dense=False needs lexical=True: nothing to search"
-                    )
-                self._create(dict(index_params or {}))
+                self._create_or_open(dict(index_params or {}))
         except Exception:
             self.close()
             raise
+
+    def _open_existing(self, as_it_is):
+        info = self._call(
+            "describing the collection",
+            self._client.describe_collection,
+            self.collection,
+        )
+        if as_it_is:
+            self._take_existing(info)
+        self._check_existing(info)
+        # A collection whose writer was killed is left released.
+        self._load_collection()
+
+    def _create_or_open(self, index_params):
+        """Creates the collection; if another process created it meanwhile
+        (two runs started at once on a server), opens and checks that one."""
+        dense, lexical = self.dense, self.lexical
+        self.dense, self.lexical = bool(dense), bool(lexical)
+        if not (self.dense or self.lexical):
+            raise UserInputError("dense=False needs lexical=True: nothing to search")
+        try:
+            self._create(index_params)
+        except UserInputError as error:
+            # ("already exists"; Milvus Lite's server may say "File exists".)
+            if "exist" not in str(error) or not self._client.has_collection(
+                self.collection
+            ):
+                raise
+            # Its creator adds the index and loads it right after creating
+            # it (one client call, a few requests).
+            time.sleep(_CREATED_ELSEWHERE_SECONDS)
+            self.dense, self.lexical = dense, lexical
+            self._open_existing(False)
 
     @classmethod
     def existing(cls, uri, collection, flag="uri", **kwargs):

@@ -125,6 +125,9 @@ class VectorStore(abc.ABC):
     def __len__(self):
         return len(self.stored_passages())
 
+    def flush(self):  # noqa: B027 (a store durable at each write needs nothing)
+        """Seals the rows written so far (once, at the end of an index run)."""
+
     def close(self):  # noqa: B027 (a store without resources needs nothing)
         """Releases the store's resources."""
 

@@ -25,6 +25,7 @@ from bert_tf.models import BertEncoder
 from bert_tf.models import BertReranker
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
+from bert_tf.retrieval.rerank_verdict import read_verdict
 from bert_tf.serving.families import family_named
 from bert_tf.serving.registry import resolve
 from bert_tf.serving.span_options import SpanOptions
@@ -328,6 +329,19 @@ def embedding(options, source):
 
 
 def reranker(options, source):
+    verdict = read_verdict(source.init_checkpoint)
+    if verdict and verdict["keep_first_stage"]:
+        # Exported alone it re-ranks whatever it is given (no first stage to
+        # keep), so the export goes on; said, not lost silently.
+        logging.warning(
+            "%s records that this cross-encoder re-ranked worse than its first "
+            "stage (%s %.4f -> %.4f on %s): the export scores as it does",
+            verdict["path"],
+            verdict["metric"],
+            verdict["retrieval"],
+            verdict["reranked"],
+            verdict["eval_split"],
+        )
     # Strict: a checkpoint without the one-label score head is an error.
     model = BertReranker.from_checkpoint(
         source.init_checkpoint,

@@ -5,8 +5,11 @@ fine-tunes a `BertReranker` on groups of one positive and --hard_negatives
 mined negatives per judged (query, document) of qrels/<train_split>.tsv;
 --do_eval re-orders the first stage's top --rerank_top_k documents of every
 qrels/<eval_split>.tsv query and writes both stages' metrics side by side
-(`eval_results.txt`: `<metric>_retrieval` and `<metric>_reranked`) and the
-re-ranked run (`run.tsv`, TREC format).
+(`eval_results.txt`: `<metric>_retrieval` and `<metric>_reranked`), the
+re-ranked run (`run.tsv`, TREC format) and the verdict
+(`bert_tf.retrieval.rerank_verdict`: rerank_verdict.json): when re-ranking
+lowered mrr@10, later consumers of the output_dir keep the first stage's
+order unless told --rerank_even_if_worse.
 
 The pieces it puts together, each on plain arguments:
 
@@ -48,6 +51,8 @@ from bert_tf.retrieval.document_search import write_run
 from bert_tf.retrieval.exact_store import ExactStore
 from bert_tf.retrieval.indexing import passages_of
 from bert_tf.retrieval.indexing import towers_at
+from bert_tf.retrieval.rerank_verdict import read_verdict
+from bert_tf.retrieval.rerank_verdict import record_verdict
 from bert_tf.retrieval.vector_store import StoredPassage
 from bert_tf.tasks.runner import run_task
 from bert_tf.tasks.task import Task
@@ -212,6 +217,22 @@ class RerankingTask(Task):
         self.store = passage_store(
             self.towers, self.passages, options.encode_batch_size
         )
+        self._warn_of_an_older_verdict()
+
+    def _warn_of_an_older_verdict(self):
+        """Training on without --do_eval keeps the last evaluation's verdict
+        (the consumers go on keeping the first stage's order): say so."""
+        if not self.run.do_train or self.run.do_eval:
+            return
+        verdict = read_verdict(self.output_dir)
+        if verdict and verdict["keep_first_stage"]:
+            logging.warning(
+                "%s (step %s: re-ranking lowered %s) stays until a run with "
+                "--do_eval judges the trained cross-encoder again",
+                verdict["path"],
+                verdict["global_step"],
+                verdict["metric"],
+            )
 
     def build_model(self, config):
         init = self.run.init_checkpoint
@@ -333,6 +354,14 @@ class RerankingTask(Task):
         )
         names, _ = metric_names_within(options.eval_top_k)
         results = two_stage_metrics(qrels, first, reranked, names)
+        record_verdict(
+            self.output_dir,
+            {n: results[f"{n}_{FIRST_STAGE}"] for n in names},
+            {n: results[f"{n}_{SECOND_STAGE}"] for n in names},
+            options.eval_split,
+            global_step,
+            len(query_ids),
+        )
         results.update(
             global_step=global_step,
             num_queries=len(query_ids),

@@ -79,6 +79,7 @@ from bert_tf.retrieval.indexing import text_hash
 from bert_tf.retrieval.indexing import towers_at
 from bert_tf.retrieval.mining import mine
 from bert_tf.retrieval.mining import training_pairs
+from bert_tf.retrieval.rerank_verdict import second_stage
 from bert_tf.retrieval.search_index import DEFAULT_COLLECTION
 from bert_tf.retrieval.search_index import DEFAULT_INDEX_FILE
 from bert_tf.retrieval.search_index import record_index
@@ -245,11 +246,16 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
     names = reported_metric_names(options.eval_top_k)
     metrics = retrieval_metrics(qrels, run, names)
     write_run(os.path.join(output_dir, RUN_FILE), query_ids, results)
-    if options.rerank_checkpoint:
+    rerank_checkpoint = second_stage(
+        options.rerank_checkpoint,
+        options.rerank_even_if_worse,
+        "run_retrieval --do_eval (no <metric>_reranked, no run_reranked.tsv)",
+    )
+    if rerank_checkpoint:
         from bert_tf.models.bert_reranker import BertReranker
 
         reranked = rerank_documents(
-            BertReranker.from_checkpoint(options.rerank_checkpoint),
+            BertReranker.from_checkpoint(rerank_checkpoint),
             queries,
             run,
             passages,
@@ -527,8 +533,16 @@ class RetrievalTask(Task):
         return store
 
     def predict(self, model, global_step):
-        """--do_index: the corpus into the vector store."""
-        with self.store() as store:
+        """--do_index: the corpus into the vector store (a server's
+        collection claimed for this run: `IndexLock`)."""
+        from bert_tf.retrieval.index_lock import IndexLock
+        from bert_tf.retrieval.milvus_connection import is_server
+
+        uri = self.options.uri(self.output_dir)
+        if self.options.overwrite_index and is_server(uri):
+            # Not dropped under another run's writers.
+            IndexLock(uri, self.options.milvus_collection).check_free()
+        with self.store() as store, IndexLock.of_store(store):
             counts = index_corpus(
                 self.towers,
                 self.passages,
@@ -570,7 +584,11 @@ class RetrievalTask(Task):
             vectors,
             self.passages,
             options.metric_type,
-            options.rerank_checkpoint,
+            second_stage(
+                options.rerank_checkpoint,
+                options.rerank_even_if_worse,
+                "run_retrieval --export_dir (a retrieval-only SavedModel)",
+            ),
             options.rerank_top_k,
         )
         return export_corpus_index(index, self.run.export)
@@ -648,7 +666,11 @@ def export_from_checkpoint(options):
         vectors,
         passages,
         options.metric_type,
-        options.rerank_checkpoint,
+        second_stage(
+            options.rerank_checkpoint,
+            options.rerank_even_if_worse,
+            "export_saved_model --model_type=retrieval (a retrieval-only SavedModel)",
+        ),
         options.rerank_top_k,
     )
     return export_corpus_index(index, options.export)

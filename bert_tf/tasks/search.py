@@ -47,24 +47,31 @@ def rerank_hits(reranker, query, hits, batch_size=32):
 def search(options, index, queries):
     """Per query, its `SearchResult`: the index's `options.candidates` best
     passages, re-ranked with `options.rerank_checkpoint`, cut to
-    `options.top_k`.
+    `options.top_k` (the first stage's `top_k` when the cross-encoder's
+    recorded verdict says it re-ranks worse: `rerank_verdict.second_stage`).
 
     Args:
       options: a `SearchOptions`.
       index: the opened `SearchIndex`.
       queries: the query texts.
     """
+    from bert_tf.retrieval.rerank_verdict import second_stage
+
     mode = index.check_mode(options.retrieval_mode)
     towers = index.load_towers() if mode != "bm25" else None
-    found = index.search(queries, options.candidates, mode, towers)
-    if not options.rerank_checkpoint:
+    rerank_checkpoint = second_stage(
+        options.rerank_checkpoint, options.rerank_even_if_worse, "bert-tf-search"
+    )
+    depth = options.candidates if rerank_checkpoint else options.top_k
+    found = index.search(queries, depth, mode, towers)
+    if not rerank_checkpoint:
         return [
             SearchResult(query, hits[: options.top_k])
             for query, hits in zip(queries, found, strict=True)
         ]
     from bert_tf.models.bert_reranker import BertReranker
 
-    reranker = BertReranker.from_checkpoint(options.rerank_checkpoint)
+    reranker = BertReranker.from_checkpoint(rerank_checkpoint)
     results = []
     for query, hits in zip(queries, found, strict=True):
         reranked, first = rerank_hits(reranker, query, hits)
