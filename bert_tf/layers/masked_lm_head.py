@@ -27,10 +27,11 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call args:
         sequence_output: float tensor [batch, seq, hidden_size].
-        masked_lm_positions: int tensor [batch, num_predictions].
+        masked_lm_positions: int tensor [batch, num_predictions], or None:
+            every position.
 
     Returns:
-        Logits [batch, num_predictions, vocab_size].
+        Logits [batch, num_predictions (or seq), vocab_size].
 
     Example:
     >>> encoder = bert_tf.BertEncoder(config)
@@ -67,6 +68,21 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
         )
 
+    @classmethod
+    def for_encoder(cls, encoder, **kwargs):
+        """The head of `encoder` (a `BertEncoder`), sized and initialised as
+        its config says and tied to its word embeddings."""
+        config = encoder.config
+        return cls(
+            encoder.embeddings,
+            hidden_size=config.hidden_size,
+            vocab_size=config.vocab_size,
+            hidden_act=config.hidden_act,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            **kwargs,
+        )
+
     def build(self, sequence_output_shape=None, masked_lm_positions_shape=None):
         self.transform.build((None, self.hidden_size))
         self.layer_norm.build((None, self.hidden_size))
@@ -75,9 +91,13 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_lm_positions):
-        positions = ops.cast(masked_lm_positions, "int32")
-        x = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)
+    def call(self, sequence_output, masked_lm_positions=None):
+        if masked_lm_positions is None:  # every position (SPLADE reads them all)
+            x = sequence_output
+        else:
+            positions = ops.cast(masked_lm_positions, "int32")
+            x = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)
+        rows = ops.shape(x)[:2]
         x = self._activation(self.transform(x))
         x = ops.cast(self.layer_norm(x), self.compute_dtype)
         table = ops.cast(self.embeddings.word_embeddings, self.compute_dtype)
@@ -93,9 +113,13 @@ class MaskedLMHead(keras.layers.Layer):
         logits = tf.nn.bias_add(
             ops.cast(logits, "float32"), ops.cast(self.output_bias, "float32")
         )
-        return ops.reshape(logits, (*ops.shape(positions), self.vocab_size))
+        return ops.reshape(logits, (*rows, self.vocab_size))
 
-    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
+    def compute_output_shape(
+        self, sequence_output_shape, masked_lm_positions_shape=None
+    ):
+        if masked_lm_positions_shape is None:
+            return tuple(sequence_output_shape[:2]) + (self.vocab_size,)
         return tuple(masked_lm_positions_shape) + (self.vocab_size,)
 
     def get_config(self):

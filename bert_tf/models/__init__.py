@@ -7,6 +7,7 @@ from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.models.bert_reranker import BertReranker
 from bert_tf.models.bert_sentence_encoder import BertSentenceEncoder
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
+from bert_tf.models.bert_sparse_encoder import BertSparseEncoder
 from bert_tf.models.bert_text_classifier import BertTextClassifier
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 
@@ -17,6 +18,7 @@ __all__ = [
     "BertPretrainer",
     "BertReranker",
     "BertSentenceEncoder",
+    "BertSparseEncoder",
     "BertSpanLabeler",
     "BertTextClassifier",
     "BertTokenClassifier",

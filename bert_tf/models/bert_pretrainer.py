@@ -40,15 +40,7 @@ class BertPretrainer(BertTaskModel):
             config = encoder.config
 
             # === Layers ===
-            masked_lm = MaskedLMHead(
-                encoder.embeddings,
-                hidden_size=config.hidden_size,
-                vocab_size=config.vocab_size,
-                hidden_act=config.hidden_act,
-                initializer_range=config.initializer_range,
-                layer_norm_eps=config.layer_norm_eps,
-                name="masked_lm",
-            )
+            masked_lm = MaskedLMHead.for_encoder(encoder, name="masked_lm")
             next_sentence = LogitsHead(
                 num_outputs=2,
                 hidden_size=config.hidden_size,

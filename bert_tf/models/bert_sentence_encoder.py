@@ -33,6 +33,7 @@ from bert_tf.models.text_encoder import check_default_prompt
 from bert_tf.models.text_encoder import checked_texts
 from bert_tf.models.text_encoder import checkpoint_preprocessor
 from bert_tf.models.text_encoder import projection_layers
+from bert_tf.models.text_encoding import encode_in_length_order
 
 # sentence-transformers' default batch size for encode().
 DEFAULT_BATCH_SIZE = 32
@@ -318,22 +319,15 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
                 lambda batch: self.embed_strings(batch, prompt, truncate_dim),
                 input_signature=[tf.TensorSpec([None], tf.string)],
             )
-        encode_batch = self._encode_functions[key]
-        output = np.zeros((len(texts), truncate_dim or self.model_dim), np.float32)
-        bar = None
-        if show_progress_bar:
-            bar = keras.utils.Progbar(len(texts), unit_name="sentence")
-        # Prompted texts are sorted by length as sentence-transformers does.
-        order = np.argsort([-len(prompt + t) for t in texts], kind="stable")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
-            batch = tf.constant([texts[i] for i in rows], tf.string)
-            output[rows] = encode_batch(batch).numpy()
-            done = min(start + batch_size, len(texts))
-            if bar is not None:
-                bar.update(done)
-            if progress is not None:
-                progress(done, len(texts))
+        output = encode_in_length_order(
+            texts,
+            self._encode_functions[key],
+            truncate_dim or self.model_dim,
+            prompt,
+            batch_size,
+            show_progress_bar,
+            progress,
+        )
         if normalize_embeddings:
             norms = np.linalg.norm(output, axis=1, keepdims=True)
             output = output / np.maximum(norms, 1e-12)
