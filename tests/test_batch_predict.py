@@ -15,6 +15,7 @@ import functools
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -140,7 +141,8 @@ def _assert_same(actual, expected, exact, where):
 
 def _read_jsonl(prefix):
     lines = []
-    for path in sorted(glob.glob(f"{prefix}-*-of-*")):
+    shard = re.compile(re.escape(str(prefix)) + r"-\d{5}-of-\d{5}$")
+    for path in sorted(p for p in glob.glob(f"{prefix}-*-of-*") if shard.match(p)):
         with open(path, encoding="utf-8") as f:
             lines.extend(json.loads(line) for line in f if line.strip())
     return lines

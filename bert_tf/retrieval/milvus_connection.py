@@ -105,12 +105,14 @@ def connect(uri, flag):
     quiet_client_logs()
     options = {}
     check_milvus_uri(uri, flag)
-    if not is_server(uri):
-        # pymilvus pings every 10 s; Milvus Lite's in-process gRPC server
-        # keeps gRPC's default of at most one ping per 5 min, answers a
-        # long call or idle spell with GOAWAY "too_many_pings" and logs it.
-        # A connection inside the process needs no keepalive.
-        options["grpc_options"] = {"grpc.keepalive_time_ms": 2**31 - 1}
+    # pymilvus pings every 10 s, also on an idle connection. A gRPC server
+    # with gRPC's default policy (Milvus Lite, in-process or as
+    # `milvus-lite server`) counts such pings as strikes and answers with
+    # GOAWAY "too_many_pings"; gRPC then shares the refused connection with
+    # every later client of that address in the process ("Too many pings"
+    # on connect). No keepalive pings: each request has its own timeout,
+    # and gRPC reconnects a dropped connection on the next request.
+    options["grpc_options"] = {"grpc.keepalive_time_ms": 2**31 - 1}
     failures = []
     try:
         with _lite_start_failures(failures):
