@@ -58,11 +58,13 @@ def server(tmp_path_factory):
 
 
 def _client(uri):
-    """A fresh connection (an idle one gets a GOAWAY from the server after
-    the minutes the runs take: see test_milvus_server.py)."""
-    from pymilvus import MilvusClient
+    """A connection as the tools make it: pymilvus's default keepalive
+    pings (every 10 s) would get a GOAWAY "too_many_pings" from the server
+    while the runs take minutes, and gRPC would share that refused
+    connection with the test's later clients of the server."""
+    from bert_tf.retrieval.milvus_connection import connect
 
-    return MilvusClient(uri=uri, timeout=10)
+    return connect(uri, "uri")
 
 
 def _count(client, collection):

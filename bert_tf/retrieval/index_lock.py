@@ -19,6 +19,7 @@ import uuid
 from bert_tf.errors import UserInputError
 from bert_tf.retrieval.milvus_connection import argument_of
 from bert_tf.retrieval.milvus_connection import connect
+from bert_tf.retrieval.milvus_schema import PROPERTY_WRITES
 
 LOCK_PROPERTY = "bert_tf.index_run"
 # The holder renews the lock this often; a lock not renewed for STALE_SECONDS
@@ -139,12 +140,13 @@ class IndexLock:
             "since": self._since,
             "renewed": time.time(),
         }
-        self._call(
-            "writing the index lock",
-            self._client.alter_collection_properties,
-            self.collection,
-            properties={LOCK_PROPERTY: json.dumps(holder, sort_keys=True)},
-        )
+        with PROPERTY_WRITES:
+            self._call(
+                "writing the index lock",
+                self._client.alter_collection_properties,
+                self.collection,
+                properties={LOCK_PROPERTY: json.dumps(holder, sort_keys=True)},
+            )
 
     def _dead(self, holder):
         """Whether `holder` is a killed run's lock."""
@@ -250,12 +252,13 @@ class IndexLock:
         try:
             holder = self._holder()
             if holder and holder.get("token") == self._token:
-                self._call(
-                    "removing the index lock",
-                    self._client.drop_collection_properties,
-                    self.collection,
-                    property_keys=[LOCK_PROPERTY],
-                )
+                with PROPERTY_WRITES:
+                    self._call(
+                        "removing the index lock",
+                        self._client.drop_collection_properties,
+                        self.collection,
+                        property_keys=[LOCK_PROPERTY],
+                    )
         finally:
             self._client.close()
             self._client = None

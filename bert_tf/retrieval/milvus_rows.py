@@ -111,12 +111,16 @@ class MilvusRows:
             )
 
     def __len__(self):
+        # Strong: every write acknowledged so far (a server's default,
+        # Bounded, may leave out the last seconds' writes, which the end of
+        # an index run counts).
         result = self._call(
             "counting rows",
             self._client.query,
             self.collection,
             filter="",
             output_fields=["count(*)"],
+            consistency_level="Strong",
         )
         return int(result[0]["count(*)"])
 

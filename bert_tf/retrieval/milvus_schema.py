@@ -7,6 +7,7 @@ store's settings, or takes them as they are (`MilvusStore.existing`).
 """
 
 import json
+import threading
 
 import numpy as np
 
@@ -34,7 +35,12 @@ MAX_TEXT_BYTES = 65535
 MAX_ID_BYTES = 1024
 MAX_TOP_K = 16384
 
-__all__ = ["MilvusSchema"]
+# This process's property writes, one at a time: `milvus-lite server` fails
+# one of two at once on a collection (both rename one temporary file), and an
+# index run's lock renews its property from a thread (`IndexLock`).
+PROPERTY_WRITES = threading.Lock()
+
+__all__ = ["PROPERTY_WRITES", "MilvusSchema"]
 
 
 def _describe(dense, lexical, bm25_function, vector_type):
@@ -250,12 +256,13 @@ class MilvusSchema:
         )
 
     def _set_property(self, name, value):
-        self._call(
-            "recording a property",
-            self._client.alter_collection_properties,
-            self.collection,
-            properties={name: value},
-        )
+        with PROPERTY_WRITES:
+            self._call(
+                "recording a property",
+                self._client.alter_collection_properties,
+                self.collection,
+                properties={name: value},
+            )
         self._properties[name] = value
 
     def set_int8_scale(self, scale):
