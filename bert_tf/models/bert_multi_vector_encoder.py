@@ -279,13 +279,7 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
         of the expansion positions (None without expansion)."""
         if task not in TASKS:
             raise ValueError(f"task={task!r}: expected one of {TASKS}")
-        if self.preprocessor is None:
-            raise ValueError(
-                "this BertMultiVectorEncoder has no preprocessor: build it with "
-                "preprocessor=BertPreprocessor(...) or from_checkpoint to embed text"
-            )
-        if prompt:
-            texts = tf.strings.join([tf.fill(tf.shape(texts), prompt), texts])
+        texts = self._prompted_texts(texts, prompt, "embed text")
         tokens = self.preprocessor.tokenize(texts)
         kept = tf.minimum(tokens.row_lengths(), self.task_length(task) - 2)
         inputs = self.preprocessor.pack([tokens], lengths=[kept])

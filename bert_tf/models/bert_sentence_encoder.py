@@ -247,13 +247,7 @@ class BertSentenceEncoder(TextEncoderMixin, BertTaskModel):
     def embed_strings(self, texts, prompt="", truncate_dim=None):
         """Embeddings [batch, dim] of a string tensor [batch], in the graph,
         with `prompt` (a Python str) prepended to each text."""
-        if self.preprocessor is None:
-            raise ValueError(
-                "this BertSentenceEncoder has no preprocessor: build it with "
-                "preprocessor=BertPreprocessor(...) or from_checkpoint to embed text"
-            )
-        if prompt:
-            texts = tf.strings.join([tf.fill(tf.shape(texts), prompt), texts])
+        texts = self._prompted_texts(texts, prompt, "embed text")
         return self.embed_inputs(
             self.preprocessor(texts), self.prompt_length(prompt), truncate_dim
         )

@@ -233,13 +233,7 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
         """Weights [batch, vocab_size] of a string tensor [batch], in the graph,
         with `prompt` (a Python str) prepended to each text, by `task`'s route,
         kept to `max_active_dims` (default: the model's) per row."""
-        if self.preprocessor is None:
-            raise ValueError(
-                "this BertSparseEncoder has no preprocessor: build it with "
-                "preprocessor=BertPreprocessor(...) or from_checkpoint to encode text"
-            )
-        if prompt:
-            texts = tf.strings.join([tf.fill(tf.shape(texts), prompt), texts])
+        texts = self._prompted_texts(texts, prompt, "encode text")
         if self.route(task) == STATIC_ROUTE:
             tokenizer = self.query_preprocessor or self.preprocessor
             weights = self.static_embedding(tokenizer.tokenize(texts))

@@ -137,6 +137,18 @@ class TextEncoderMixin:
             return self.prompts.get(self.default_prompt_name) or ""
         return ""
 
+    def _prompted_texts(self, texts, prompt, purpose):
+        """`texts` (a string tensor) with `prompt` (a Python str) prepended,
+        in the graph; a model without a preprocessor cannot `purpose`."""
+        if self.preprocessor is None:
+            raise ValueError(
+                f"this {type(self).__name__} has no preprocessor: build it with "
+                f"preprocessor=BertPreprocessor(...) or from_checkpoint to {purpose}"
+            )
+        if prompt:
+            texts = tf.strings.join([tf.fill(tf.shape(texts), prompt), texts])
+        return texts
+
     def task_prompt_name(self, task, prompt_name=None, prompt=None):
         """The prompt name `encode` gets for `task`: `prompt_name` as given
         when it or `prompt` is, else the model's "query" prompt for a query,
