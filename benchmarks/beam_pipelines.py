@@ -2,35 +2,38 @@
 
 Each configuration runs the real command line as a subprocess (Python start-up,
 imports and model loading included, as a user sees it) and prints its wall
-time and its rate:
+time and its rate, at the sizes issue 60 asks for, where the per-item work and
+not the start-up decides:
 
 * pretraining data: create_pretraining_data.py on --copies files, each the
   SQuAD v1.1 dev sentence corpus (1.6 MB, benchmarks/
-  create_pretraining_data_speed.py's), seq 128, dupe_factor 5, shards of
-  1 MiB: the one-machine sharded run (--num_workers=1 and 2) against
-  --runner=DirectRunner at 1 and 2 workers;
+  create_pretraining_data_speed.py's; 32 copies: 51 MB), seq 128, dupe_factor
+  5, shards of 1 MiB: the one-process run (--num_workers=1, and the one-machine
+  --num_workers=2) against --runner=DirectRunner at 1 and 2 workers;
 * batch prediction: all-MiniLM-L6-v2 exported as an embedding SavedModel over
-  the sentences of GLUE STS-B train and dev (14,498, JSONL): the one-process
+  all 67,349 GLUE SST-2 training sentences (the TSV itself): the one-process
   reference is the SavedModel's serving_default called in batches of 32 in a
   loop;
-* corpus indexing: run_retrieval.py --do_index with all-MiniLM-L6-v2 on the
-  first --num_docs SQuAD-dev paragraphs as BEIR (default all 2,067; Milvus
-  Lite), one process against --runner at 1 and 2 workers.
+* corpus indexing: run_retrieval.py --do_index with all-MiniLM-L6-v2 (Milvus
+  Lite) on 20,000+ distinct passages, the SQuAD v1.1 dev sentences and
+  questions, one process against --runner at 1 and 2 workers.
+
+Each part also times the same command on --startup_fraction of its input (the
+start-up a run pays whatever its size), and runs Beam at 1 and 2 workers with
+one core per worker (`taskset`, one TensorFlow thread per worker): on a
+2-core machine the 2-worker rows otherwise share the cores that one worker's
+TensorFlow already uses, and say nothing of what a second machine adds.
 
     BERT_TF_DATA=/path/to/shared/data python benchmarks/beam_pipelines.py \
       --only=indexing
-
-The sizes are chosen so that the per-item work, not start-up (Python, imports,
-model loading: ~6-10 s per process), decides the times.
-
-Beam's multi_processing DirectRunner starts one SDK worker process per worker,
-each importing TensorFlow and loading the model; on 2 cores shared with
-other work the 2-worker figures are bounded by the cores, not the pipeline.
 """
 
 import argparse
+import csv
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,66 +47,151 @@ from cpu_flags import cpu_description  # noqa: E402
 
 TWO_WORKERS = "--direct_num_workers=2 --direct_running_mode=multi_processing"
 ONE_WORKER = "--direct_num_workers=1"
+# One core per worker: the worker processes inherit the affinity, and
+# TensorFlow sizes its pools from it; one thread each so that two workers do
+# not each start two on the two cores.
+ONE_CORE = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 
 
-def timed(command):
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2")
+def timed(command, cores=None, env=None):
+    """Wall seconds of `command` (on the CPUs `cores`, e.g. "0" or "0,1")."""
+    env = dict(
+        os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2", **(env or {})
+    )
+    if cores is not None:
+        command = ["taskset", "-c", cores, *command]
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if result.returncode:
-        raise SystemExit(f"{command[:3]} failed:\n{result.stderr[-3000:]}")
+        raise SystemExit(f"{command[:4]} failed:\n{result.stderr[-3000:]}")
     return seconds, result
 
 
-def report(name, unit, count, rows, bases=(0,)):
-    """Prints each row's time and rate, and its ratio to the time of each
-    row in `bases` (the one-process references)."""
-    print(f"\n{name} ({count:,} {unit})")
+def beam_configurations(beam_flags):
+    """(label, extra flags, cores, env) of the Beam rows; `beam_flags(options)`
+    gives a command's flags for one --beam_options value."""
+    return [
+        ("Beam DirectRunner, 1 worker", beam_flags(ONE_WORKER), None, None),
+        ("Beam DirectRunner, 2 workers", beam_flags(TWO_WORKERS), None, None),
+        ("Beam, 1 worker on 1 core", beam_flags(ONE_WORKER), "0", ONE_CORE),
+        ("Beam, 2 workers, 1 core each", beam_flags(TWO_WORKERS), "0,1", ONE_CORE),
+    ]
+
+
+def report(name, unit, count, rows, startup):
+    """Prints each row's time and rate; the first row is the one-process tool,
+    `startup` {label: seconds} the same commands on a sliver of the input."""
+    print(
+        f"\n{name} ({count:,.1f} {unit})"
+        if unit == "MB"
+        else f"\n{name} ({count:,} {unit})"
+    )
+    times = dict(rows)
+    tool = rows[0][1]
     for label, seconds in rows:
-        ratios = "  ".join(
-            f"{seconds / rows[b][1]:5.2f}x of ref {b + 1}" for b in bases
-        )
+        note = f"{seconds / tool:5.2f}x the tool's time"
         print(
-            f"  {label:<38} {seconds:7.1f} s  {count / seconds:9.1f} {unit}/s  {ratios}"
+            f"  {label:<36} {seconds:7.1f} s  {count / seconds:9.1f} {unit}/s  {note}"
         )
+    for label, seconds in startup.items():
+        print(
+            f"  start-up of '{label}': {seconds:.1f} s, {seconds / times[label]:.0%} of its run"
+        )
+    pairs = (
+        (
+            "Beam DirectRunner, 2 workers",
+            "Beam DirectRunner, 1 worker",
+            "2 cores shared",
+        ),
+        (
+            "Beam, 2 workers, 1 core each",
+            "Beam, 1 worker on 1 core",
+            "1 core per worker",
+        ),
+    )
+    for two, one, what in pairs:
+        if two in times and one in times:
+            print(
+                f"  2 workers / 1 worker rate ({what}): {times[one] / times[two]:.2f}x"
+            )
+
+
+def run_rows(tool_rows, beam_rows, command_for, tiny_command_for):
+    """Times every row (label, flags, cores, env); then the start-up of the
+    tool's first row and the default Beam rows, on the tiny input."""
+    rows, startup = [], {}
+    for label, flags, cores, env in [*tool_rows, *beam_rows]:
+        seconds, _ = timed(command_for(len(rows), flags), cores, env)
+        rows.append((label, seconds))
+        print(f"  ... {label}: {seconds:.1f} s", flush=True)
+    for label, flags, cores, env in [tool_rows[0], *beam_rows[:2]]:
+        startup[label] = timed(tiny_command_for(len(startup), flags), cores, env)[0]
+    return rows, startup
+
+
+def machine_ceiling(seconds_of_work=6.0):
+    """What two processes gain on this machine: the same pure-Python loop
+    run once alone and then twice at once (two vCPUs of a VM can share a
+    physical core, and then no pipeline gains 2x from a second worker)."""
+    loop = "x = 0\nfor i in range(int(N)):\n    x += i * i\n"
+    probe = [sys.executable, "-c", "N = 2e6\n" + loop]
+    base = timed(probe)[0]
+    n = 2e6 * seconds_of_work / base
+    command = [sys.executable, "-c", f"N = {n}\n" + loop]
+    alone = timed(command)[0]
+    start = time.perf_counter()
+    both = [subprocess.Popen(command) for _ in range(2)]
+    for process in both:
+        process.wait()
+    together = time.perf_counter() - start
+    print(
+        f"machine: one CPU-bound process {alone:.1f} s, two at once {together:.1f} s: "
+        f"2 processes do {2 * alone / together:.2f}x the work of one"
+    )
 
 
 def pretraining(data, work, copies):
-    import shutil
-
     from create_pretraining_data_speed import write_squad_corpus
 
     corpus = os.path.join(work, "corpus-0.txt")
     write_squad_corpus(os.path.join(data, "squad", "dev-v1.1.json"), corpus)
     for copy in range(1, copies):
         shutil.copy(corpus, os.path.join(work, f"corpus-{copy}.txt"))
+    tiny = os.path.join(work, "tiny.txt")
+    with open(corpus, encoding="utf-8") as f:
+        lines = f.readlines()
+    with open(tiny, "w", encoding="utf-8") as f:
+        f.writelines(lines[: len(lines) // (copies * 10)])
     size = os.path.getsize(corpus) * copies
-    common = [
-        sys.executable,
-        os.path.join(REPO_ROOT, "create_pretraining_data.py"),
-        f"--input_file={os.path.join(work, 'corpus-*.txt')}",
-        f"--vocab_file={data}/vocab/bert-base-uncased/vocab.txt",
-        "--dupe_factor=5",
-        "--shard_size_mb=1",
-    ]
-    rows = []
-    for label, flags in (
-        ("one process, --num_workers=1", ["--num_workers=1"]),
-        ("one machine, --num_workers=2", ["--num_workers=2"]),
-        (
-            "Beam DirectRunner, 1 worker",
-            ["--runner=DirectRunner", f"--beam_options={ONE_WORKER}"],
-        ),
-        (
-            "Beam DirectRunner, 2 workers",
-            ["--runner=DirectRunner", f"--beam_options={TWO_WORKERS}"],
-        ),
-    ):
-        out = os.path.join(work, f"pretraining_{len(rows)}", "records")
-        seconds, _ = timed([*common, f"--output_file={out}", *flags])
-        rows.append((label, seconds))
-    report("pretraining data: create_pretraining_data.py", "MB", size / 1e6, rows)
+
+    def command(inputs, out, flags):
+        return [
+            sys.executable,
+            os.path.join(REPO_ROOT, "create_pretraining_data.py"),
+            f"--input_file={inputs}",
+            f"--vocab_file={data}/vocab/bert-base-uncased/vocab.txt",
+            "--dupe_factor=5",
+            "--shard_size_mb=1",
+            f"--output_file={os.path.join(work, out, 'records')}",
+            *flags,
+        ]
+
+    def beam(options):
+        return ["--runner=DirectRunner", f"--beam_options={options}"]
+
+    rows, startup = run_rows(
+        [
+            ("one process, --num_workers=1", ["--num_workers=1"], None, None),
+            ("one machine, --num_workers=2", ["--num_workers=2"], None, None),
+        ],
+        beam_configurations(beam),
+        lambda i, flags: command(os.path.join(work, "corpus-*.txt"), f"p{i}", flags),
+        lambda i, flags: command(tiny, f"tiny{i}", flags),
+    )
+    report(
+        "pretraining data: create_pretraining_data.py", "MB", size / 1e6, rows, startup
+    )
 
 
 def minilm_dir():
@@ -113,12 +201,6 @@ def minilm_dir():
 
 
 def batch_prediction(data, work):
-    import csv
-
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401 (the signature's tokenizer ops)
-
     import bert_tf
     from bert_tf import serving
 
@@ -131,126 +213,117 @@ def batch_prediction(data, work):
         128,
         save_keras=False,
     )
-    texts = []
-    for split in ("train", "dev"):
-        path = os.path.join(data, "glue", "STS-B", f"{split}.tsv")
-        with open(path, encoding="utf-8") as f:
-            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-        texts += [r["sentence1"] for r in rows] + [r["sentence2"] for r in rows]
-    jsonl = os.path.join(work, "stsb.jsonl")
-    with open(jsonl, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps({"text": t}) + "\n" for t in texts)
+    sst2 = os.path.join(data, "glue", "SST-2", "train.tsv")
+    with open(sst2, encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    tiny = os.path.join(work, "tiny.tsv")
+    with open(tiny, "w", encoding="utf-8") as f:
+        f.write("sentence\tlabel\n")
+        f.writelines(f"{r[0]}\t{r[1]}\n" for r in rows[:320])
 
-    load = (
-        "import json, sys, tensorflow as tf, tensorflow_text\n"
-        f"s = tf.saved_model.load({export!r}).signatures['serving_default']\n"
-        f"texts = [json.loads(l)['text'] for l in open({jsonl!r})]\n"
-    )
-    loop = (
-        "for i in range(0, len(texts), 32):\n    s(text=tf.constant(texts[i:i + 32]))\n"
-    )
-    # What batch_predict.py gives: a JSON line per row with its key and outputs.
-    writing_loop = (
-        f"out = open({os.path.join(work, 'loop.jsonl')!r}, 'w')\n"
-        "for i in range(0, len(texts), 32):\n"
-        "    o = {k: v.numpy() for k, v in s(text=tf.constant(texts[i:i + 32])).items()}\n"
-        "    for j in range(len(texts[i:i + 32])):\n"
-        "        row = {'key': f'stsb.jsonl:{i + j + 1}'}\n"
-        "        row.update((k, v[j].tolist()) for k, v in o.items())\n"
-        "        out.write(json.dumps(row) + '\\n')\n"
-    )
-    timings = [
-        (
-            "one process: the signature in a loop",
-            timed([sys.executable, "-c", load + loop])[0],
-        ),
-        (
-            "  ... writing the same JSON lines",
-            timed([sys.executable, "-c", load + writing_loop])[0],
-        ),
-    ]
-    for label, options in (
-        ("Beam DirectRunner, 1 worker", ONE_WORKER),
-        ("Beam DirectRunner, 2 workers", TWO_WORKERS),
-    ):
-        seconds, _ = timed(
-            [
-                sys.executable,
-                os.path.join(REPO_ROOT, "batch_predict.py"),
-                f"--saved_model={export}",
-                f"--input_file={jsonl}",
-                "--input_format=jsonl",
-                "--text_column=text",
-                f"--output_file={os.path.join(work, f'pred_{len(timings)}', 'p')}",
-                f"--beam_options={options}",
-            ]
+    # The one-process reference: what batch_predict.py computes, in a loop.
+    def loop(i, flags, path=sst2):
+        del i, flags
+        program = (
+            "import csv, tensorflow as tf, tensorflow_text\n"
+            f"s = tf.saved_model.load({export!r}).signatures['serving_default']\n"
+            f"rows = list(csv.reader(open({path!r}), delimiter='\\t', quoting=csv.QUOTE_NONE))[1:]\n"
+            "texts = [r[0] for r in rows]\n"
+            "for i in range(0, len(texts), 32):\n    s(text=tf.constant(texts[i:i + 32]))\n"
         )
-        timings.append((label, seconds))
-    del np, tf
+        return [sys.executable, "-c", program]
+
+    def command(i, flags, path=sst2):
+        if not flags:
+            return loop(i, flags, path)
+        return [
+            sys.executable,
+            os.path.join(REPO_ROOT, "batch_predict.py"),
+            f"--saved_model={export}",
+            f"--input_file={path}",
+            "--input_format=tsv",
+            "--text_column=sentence",
+            f"--output_file={os.path.join(work, f'pred_{i}_{len(path)}', 'p')}",
+            *flags,
+        ]
+
+    def beam(options):
+        return [f"--beam_options={options}"]
+
+    timed_rows, startup = run_rows(
+        [("one process: the signature in a loop", [], None, None)],
+        beam_configurations(beam),
+        command,
+        lambda i, flags: command(i, flags, tiny),
+    )
     report(
-        "batch prediction: batch_predict.py, MiniLM embedding",
+        "batch prediction: batch_predict.py, MiniLM embedding, SST-2 train",
         "rows",
-        len(texts),
-        timings,
-        bases=(0, 1),
+        len(rows),
+        timed_rows,
+        startup,
     )
 
 
-def indexing(data, work, num_docs):
-    import shutil
+def write_passages(data, directory, limit=None):
+    """SQuAD v1.1 dev's sentences and questions as a BEIR corpus of distinct
+    passages; returns how many."""
+    with open(os.path.join(data, "squad", "dev-v1.1.json"), encoding="utf-8") as f:
+        articles = json.load(f)["data"]
+    texts = {}
+    for article in articles:
+        for paragraph in article["paragraphs"]:
+            for sentence in re.split(r"(?<=[.!?])\s+", paragraph["context"].strip()):
+                texts.setdefault(sentence.strip(), None)
+            for qa in paragraph["qas"]:
+                texts.setdefault(qa["question"].strip(), None)
+    passages = [t for t in texts if t][:limit]
+    os.makedirs(directory)
+    with open(os.path.join(directory, "corpus.jsonl"), "w", encoding="utf-8") as f:
+        for n, text in enumerate(passages):
+            f.write(json.dumps({"_id": f"p{n}", "title": "", "text": text}) + "\n")
+    return len(passages)
 
-    import squad_to_beir
 
-    full = os.path.join(work, "squad_beir")
-    squad_to_beir.convert(os.path.join(data, "squad", "dev-v1.1.json"), full)
-    small = os.path.join(work, "beir_small")
-    os.makedirs(small)
-    shutil.copy(os.path.join(full, "queries.jsonl"), small)
-    with open(os.path.join(full, "corpus.jsonl"), encoding="utf-8") as f:
-        lines = f.readlines()[:num_docs]
-    with open(os.path.join(small, "corpus.jsonl"), "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    common = [
-        sys.executable,
-        os.path.join(REPO_ROOT, "run_retrieval.py"),
-        f"--data_dir={small}",
-        f"--init_checkpoint={minilm_dir()}",
-        "--do_index",
-    ]
-    rows = []
-    passages = None
-    for label, flags in (
-        ("one process --do_index", []),
-        (
-            "Beam DirectRunner, 1 worker",
-            ["--runner=DirectRunner", f"--beam_options={ONE_WORKER}"],
-        ),
-        (
-            "Beam DirectRunner, 2 workers",
-            ["--runner=DirectRunner", f"--beam_options={TWO_WORKERS}"],
-        ),
-    ):
-        out = os.path.join(work, f"index_{len(rows)}")
-        seconds, result = timed([*common, f"--output_dir={out}", *flags])
-        rows.append((label, seconds))
-        if passages is None:
-            import re
+def indexing(data, work):
+    corpus = os.path.join(work, "passages")
+    count = write_passages(data, corpus)
+    tiny = os.path.join(work, "tiny_passages")
+    write_passages(data, tiny, limit=200)
 
-            found = re.search(r"(\d+) to embed", result.stderr)
-            passages = int(found.group(1)) if found else num_docs
+    def command(i, flags, directory=corpus):
+        return [
+            sys.executable,
+            os.path.join(REPO_ROOT, "run_retrieval.py"),
+            f"--data_dir={directory}",
+            f"--init_checkpoint={minilm_dir()}",
+            "--do_index",
+            f"--output_dir={os.path.join(work, f'index_{i}_{len(directory)}')}",
+            *flags,
+        ]
+
+    def beam(options):
+        return ["--runner=DirectRunner", f"--beam_options={options}"]
+
+    rows, startup = run_rows(
+        [("one process --do_index", [], None, None)],
+        beam_configurations(beam),
+        command,
+        lambda i, flags: command(i, flags, tiny),
+    )
     report(
         "corpus indexing: run_retrieval.py --do_index, MiniLM",
         "passages",
-        passages,
+        count,
         rows,
+        startup,
     )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.environ.get("BERT_TF_DATA"))
-    parser.add_argument("--num_docs", type=int, default=2067)
-    parser.add_argument("--copies", type=int, default=16)
+    parser.add_argument("--copies", type=int, default=32)
     parser.add_argument(
         "--only", choices=("pretraining", "prediction", "indexing"), default=None
     )
@@ -258,13 +331,14 @@ def main():
     if not args.data:
         raise SystemExit("set BERT_TF_DATA or --data")
     print(cpu_description())
+    machine_ceiling()
     with tempfile.TemporaryDirectory() as work:
         if args.only in (None, "pretraining"):
             pretraining(args.data, work, args.copies)
         if args.only in (None, "prediction"):
             batch_prediction(args.data, work)
         if args.only in (None, "indexing"):
-            indexing(args.data, work, args.num_docs)
+            indexing(args.data, work)
 
 
 if __name__ == "__main__":
