@@ -20,7 +20,9 @@ not the start-up decides:
 
 Each part also times the same command on --startup_fraction of its input (the
 start-up a run pays whatever its size), and runs Beam at 1 and 2 workers with
-one core per worker (`taskset`, one TensorFlow thread per worker): on a
+one core per worker (`taskset`, one TensorFlow thread per worker; on a
+quarter of the input, still minutes of work) and the machine's own
+two-process ceiling (a pure-Python loop alone and twice at once): on a
 2-core machine the 2-worker rows otherwise share the cores that one worker's
 TensorFlow already uses, and say nothing of what a second machine adds.
 
@@ -68,31 +70,53 @@ def timed(command, cores=None, env=None):
     return seconds, result
 
 
+# The one-core rows run on a quarter of the input: each worker is then half
+# as fast, and a quarter is still minutes of work against seconds of start-up.
+ONE_CORE_SHARE = 4
+
+
 def beam_configurations(beam_flags):
-    """(label, extra flags, cores, env) of the Beam rows; `beam_flags(options)`
-    gives a command's flags for one --beam_options value."""
+    """(label, extra flags, cores, env, share) of the Beam rows: `beam_flags(
+    options)` gives a command's flags for one --beam_options value; a row
+    runs on 1/share of the input."""
     return [
-        ("Beam DirectRunner, 1 worker", beam_flags(ONE_WORKER), None, None),
-        ("Beam DirectRunner, 2 workers", beam_flags(TWO_WORKERS), None, None),
-        ("Beam, 1 worker on 1 core", beam_flags(ONE_WORKER), "0", ONE_CORE),
-        ("Beam, 2 workers, 1 core each", beam_flags(TWO_WORKERS), "0,1", ONE_CORE),
+        ("Beam DirectRunner, 1 worker", beam_flags(ONE_WORKER), None, None, 1),
+        ("Beam DirectRunner, 2 workers", beam_flags(TWO_WORKERS), None, None, 1),
+        (
+            "Beam, 1 worker on 1 core",
+            beam_flags(ONE_WORKER),
+            "0",
+            ONE_CORE,
+            ONE_CORE_SHARE,
+        ),
+        (
+            "Beam, 2 workers, 1 core each",
+            beam_flags(TWO_WORKERS),
+            "0,1",
+            ONE_CORE,
+            ONE_CORE_SHARE,
+        ),
     ]
 
 
-def report(name, unit, count, rows, startup):
-    """Prints each row's time and rate; the first row is the one-process tool,
-    `startup` {label: seconds} the same commands on a sliver of the input."""
+def report(name, unit, counts, rows, startup):
+    """Prints each row's time and rate; the first row is the one-process tool.
+    `counts` {share: items in 1/share of the input}; `rows` (label, seconds,
+    share); `startup` {label: seconds} the same commands on a sliver of it."""
+    count = counts[1]
     print(
         f"\n{name} ({count:,.1f} {unit})"
         if unit == "MB"
         else f"\n{name} ({count:,} {unit})"
     )
-    times = dict(rows)
-    tool = rows[0][1]
-    for label, seconds in rows:
-        note = f"{seconds / tool:5.2f}x the tool's time"
+    rates = {label: counts[share] / seconds for label, seconds, share in rows}
+    times = {label: seconds for label, seconds, _ in rows}
+    tool = rates[rows[0][0]]
+    for label, seconds, share in rows:
+        part = "" if share == 1 else f" (1/{share} of the input)"
         print(
-            f"  {label:<36} {seconds:7.1f} s  {count / seconds:9.1f} {unit}/s  {note}"
+            f"  {label + part:<52} {seconds:7.1f} s  {rates[label]:9.1f} {unit}/s"
+            f"  {tool / rates[label]:5.2f}x the tool's time"
         )
     for label, seconds in startup.items():
         print(
@@ -111,21 +135,22 @@ def report(name, unit, count, rows, startup):
         ),
     )
     for two, one, what in pairs:
-        if two in times and one in times:
+        if two in rates and one in rates:
             print(
-                f"  2 workers / 1 worker rate ({what}): {times[one] / times[two]:.2f}x"
+                f"  2 workers / 1 worker rate ({what}): {rates[two] / rates[one]:.2f}x"
             )
 
 
 def run_rows(tool_rows, beam_rows, command_for, tiny_command_for):
-    """Times every row (label, flags, cores, env); then the start-up of the
-    tool's first row and the default Beam rows, on the tiny input."""
+    """Times every row (label, flags, cores, env, share): `command_for(i,
+    flags, share)`; then the start-up of the tool's first row and the default
+    Beam rows, on the tiny input."""
     rows, startup = [], {}
-    for label, flags, cores, env in [*tool_rows, *beam_rows]:
-        seconds, _ = timed(command_for(len(rows), flags), cores, env)
-        rows.append((label, seconds))
+    for label, flags, cores, env, share in [*tool_rows, *beam_rows]:
+        seconds, _ = timed(command_for(len(rows), flags, share), cores, env)
+        rows.append((label, seconds, share))
         print(f"  ... {label}: {seconds:.1f} s", flush=True)
-    for label, flags, cores, env in [tool_rows[0], *beam_rows[:2]]:
+    for label, flags, cores, env, _ in [tool_rows[0], *beam_rows[:2]]:
         startup[label] = timed(tiny_command_for(len(startup), flags), cores, env)[0]
     return rows, startup
 
@@ -158,6 +183,10 @@ def pretraining(data, work, copies):
     write_squad_corpus(os.path.join(data, "squad", "dev-v1.1.json"), corpus)
     for copy in range(1, copies):
         shutil.copy(corpus, os.path.join(work, f"corpus-{copy}.txt"))
+    quarter = os.path.join(work, "quarter")
+    os.makedirs(quarter)
+    for copy in range(copies // ONE_CORE_SHARE):
+        shutil.copy(corpus, os.path.join(quarter, f"corpus-{copy}.txt"))
     tiny = os.path.join(work, "tiny.txt")
     with open(corpus, encoding="utf-8") as f:
         lines = f.readlines()
@@ -182,16 +211,22 @@ def pretraining(data, work, copies):
 
     rows, startup = run_rows(
         [
-            ("one process, --num_workers=1", ["--num_workers=1"], None, None),
-            ("one machine, --num_workers=2", ["--num_workers=2"], None, None),
+            ("one process, --num_workers=1", ["--num_workers=1"], None, None, 1),
+            ("one machine, --num_workers=2", ["--num_workers=2"], None, None, 1),
         ],
         beam_configurations(beam),
-        lambda i, flags: command(os.path.join(work, "corpus-*.txt"), f"p{i}", flags),
+        lambda i, flags, share: command(
+            os.path.join(work if share == 1 else quarter, "corpus-*.txt"),
+            f"p{i}",
+            flags,
+        ),
         lambda i, flags: command(tiny, f"tiny{i}", flags),
     )
-    report(
-        "pretraining data: create_pretraining_data.py", "MB", size / 1e6, rows, startup
-    )
+    counts = {
+        1: size / 1e6,
+        ONE_CORE_SHARE: size / 1e6 / copies * (copies // ONE_CORE_SHARE),
+    }
+    report("pretraining data: create_pretraining_data.py", "MB", counts, rows, startup)
 
 
 def minilm_dir():
@@ -220,6 +255,10 @@ def batch_prediction(data, work):
     with open(tiny, "w", encoding="utf-8") as f:
         f.write("sentence\tlabel\n")
         f.writelines(f"{r[0]}\t{r[1]}\n" for r in rows[:320])
+    quarter = os.path.join(work, "quarter.tsv")
+    with open(quarter, "w", encoding="utf-8") as f:
+        f.write("sentence\tlabel\n")
+        f.writelines(f"{r[0]}\t{r[1]}\n" for r in rows[: len(rows) // ONE_CORE_SHARE])
 
     # The one-process reference: what batch_predict.py computes, in a loop.
     def loop(i, flags, path=sst2):
@@ -233,7 +272,8 @@ def batch_prediction(data, work):
         )
         return [sys.executable, "-c", program]
 
-    def command(i, flags, path=sst2):
+    def command(i, flags, share=1, path=None):
+        path = path or (sst2 if share == 1 else quarter)
         if not flags:
             return loop(i, flags, path)
         return [
@@ -251,15 +291,15 @@ def batch_prediction(data, work):
         return [f"--beam_options={options}"]
 
     timed_rows, startup = run_rows(
-        [("one process: the signature in a loop", [], None, None)],
+        [("one process: the signature in a loop", [], None, None, 1)],
         beam_configurations(beam),
         command,
-        lambda i, flags: command(i, flags, tiny),
+        lambda i, flags: command(i, flags, path=tiny),
     )
     report(
         "batch prediction: batch_predict.py, MiniLM embedding, SST-2 train",
         "rows",
-        len(rows),
+        {1: len(rows), ONE_CORE_SHARE: len(rows) // ONE_CORE_SHARE},
         timed_rows,
         startup,
     )
@@ -282,6 +322,9 @@ def write_passages(data, directory, limit=None):
     with open(os.path.join(directory, "corpus.jsonl"), "w", encoding="utf-8") as f:
         for n, text in enumerate(passages):
             f.write(json.dumps({"_id": f"p{n}", "title": "", "text": text}) + "\n")
+    # run_retrieval reads the queries of a BEIR folder (--do_index uses none).
+    with open(os.path.join(directory, "queries.jsonl"), "w", encoding="utf-8") as f:
+        f.write(json.dumps({"_id": "q0", "text": passages[0]}) + "\n")
     return len(passages)
 
 
@@ -290,8 +333,11 @@ def indexing(data, work):
     count = write_passages(data, corpus)
     tiny = os.path.join(work, "tiny_passages")
     write_passages(data, tiny, limit=200)
+    quarter = os.path.join(work, "quarter_passages")
+    quarter_count = write_passages(data, quarter, limit=count // ONE_CORE_SHARE)
 
-    def command(i, flags, directory=corpus):
+    def command(i, flags, share=1, directory=None):
+        directory = directory or (corpus if share == 1 else quarter)
         return [
             sys.executable,
             os.path.join(REPO_ROOT, "run_retrieval.py"),
@@ -306,15 +352,15 @@ def indexing(data, work):
         return ["--runner=DirectRunner", f"--beam_options={options}"]
 
     rows, startup = run_rows(
-        [("one process --do_index", [], None, None)],
+        [("one process --do_index", [], None, None, 1)],
         beam_configurations(beam),
         command,
-        lambda i, flags: command(i, flags, tiny),
+        lambda i, flags: command(i, flags, directory=tiny),
     )
     report(
         "corpus indexing: run_retrieval.py --do_index, MiniLM",
         "passages",
-        count,
+        {1: count, ONE_CORE_SHARE: quarter_count},
         rows,
         startup,
     )
