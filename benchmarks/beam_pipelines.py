@@ -75,6 +75,12 @@ def timed(command, cores=None, env=None):
 ONE_CORE_SHARE = 4
 
 
+def direct_runner(options):
+    """The flags of create_pretraining_data.py and run_retrieval.py for one
+    DirectRunner --beam_options value (batch_predict.py is Beam always)."""
+    return ["--runner=DirectRunner", f"--beam_options={options}"]
+
+
 def beam_configurations(beam_flags):
     """(label, extra flags, cores, env, share) of the Beam rows: `beam_flags(
     options)` gives a command's flags for one --beam_options value; a row
@@ -206,15 +212,12 @@ def pretraining(data, work, copies):
             *flags,
         ]
 
-    def beam(options):
-        return ["--runner=DirectRunner", f"--beam_options={options}"]
-
     rows, startup = run_rows(
         [
             ("one process, --num_workers=1", ["--num_workers=1"], None, None, 1),
             ("one machine, --num_workers=2", ["--num_workers=2"], None, None, 1),
         ],
-        beam_configurations(beam),
+        beam_configurations(direct_runner),
         lambda i, flags, share: command(
             os.path.join(work if share == 1 else quarter, "corpus-*.txt"),
             f"p{i}",
@@ -348,12 +351,9 @@ def indexing(data, work):
             *flags,
         ]
 
-    def beam(options):
-        return ["--runner=DirectRunner", f"--beam_options={options}"]
-
     rows, startup = run_rows(
         [("one process --do_index", [], None, None, 1)],
-        beam_configurations(beam),
+        beam_configurations(direct_runner),
         command,
         lambda i, flags: command(i, flags, directory=tiny),
     )
