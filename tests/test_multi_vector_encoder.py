@@ -8,46 +8,16 @@ what is measured), and both libraries read the same saved directory.
 import json
 import os
 import shutil
-import string
 
 import numpy as np
 import pytest
 
 from bert_tf.errors import UserInputError
+from tests.sentence_transformers_models import COLBERT_CONFIGS
+from tests.sentence_transformers_models import save_colbert
 from tests.test_sentence_encoder import stsb_dev
 
 TOLERANCE = 1e-5
-# Two configurations between them cover every module setting read:
-# "projected": Dense 384 -> 64, a punctuation skiplist on documents, "fixed"
-# [MASK] expansion to 16 tokens (not attended), query/document lengths and
-# prompts, MaxSim. "plain": no Dense, the skiplist on both sides, "min"
-# expansion to 12 tokens (attended), keep_only_token_ids absent, MeanMaxSim,
-# truncate_dim.
-CONFIGS = {
-    "projected": {
-        "transformer": {
-            "query_length": 24,
-            "document_length": 48,
-            "query_expansion": {"strategy": "fixed", "length": 16},
-        },
-        "dense": 64,
-        "mask": {"skiplist_words": list(string.punctuation)},
-        "model": {"prompts": {"query": "query: ", "document": "passage: "}},
-    },
-    "plain": {
-        "transformer": {
-            "query_length": 20,
-            "document_length": 40,
-            "query_expansion": {"strategy": "min", "length": 12, "attend": True},
-        },
-        "dense": None,
-        "mask": {
-            "skiplist_words": list(string.punctuation),
-            "skiplist_tasks": ["query", "document"],
-        },
-        "model": {"similarity_fn_name": "meanmaxsim", "truncate_dim": 256},
-    },
-}
 
 
 def _worst(ours, theirs):
@@ -66,32 +36,6 @@ def texts(shared_data):
     return first[:30], second[:30] + long_documents
 
 
-def _assemble(minilm_dir, directory, spec):
-    import torch
-    from sentence_transformers import MultiVectorEncoder
-    from sentence_transformers.base.modules import Normalize
-    from sentence_transformers.base.modules import Transformer
-    from sentence_transformers.base.modules.dense import Dense
-    from sentence_transformers.multi_vector_encoder.modules import MultiVectorMask
-
-    torch.manual_seed(0)
-    modules = [Transformer(minilm_dir, **spec["transformer"])]
-    if spec["dense"]:
-        modules.append(
-            Dense(
-                384,
-                spec["dense"],
-                bias=False,
-                activation_function=torch.nn.Identity(),
-                module_input_name="token_embeddings",
-            )
-        )
-    modules.append(MultiVectorMask(**spec["mask"]))
-    modules.append(Normalize(module_input_name="token_embeddings"))
-    MultiVectorEncoder(modules=modules, device="cpu", **spec["model"]).save(directory)
-    return directory
-
-
 @pytest.fixture(scope="module")
 def saved(minilm_dir, tmp_path_factory):
     """{name: directory} of the sentence-transformers-saved models."""
@@ -101,8 +45,8 @@ def saved(minilm_dir, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")
         yield {
-            name: _assemble(minilm_dir, str(root / name), spec)
-            for name, spec in CONFIGS.items()
+            name: save_colbert(minilm_dir, root / name, spec)
+            for name, spec in COLBERT_CONFIGS.items()
         }
 
 
@@ -146,7 +90,7 @@ def encoded(pairs, texts):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("side", ["query", "document", "none"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", sorted(COLBERT_CONFIGS))
 def test_token_vectors_match(encoded, name, side):
     ours, theirs = encoded[name, side]
     assert len(ours) == len(theirs)
@@ -189,7 +133,7 @@ def test_the_settings_show_in_the_vectors(encoded, pairs, texts):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", sorted(COLBERT_CONFIGS))
 def test_max_sim_scores_match(encoded, pairs, name):
     import torch
 

@@ -17,6 +17,7 @@ from bert_tf.checkpoints.sentence_transformers_checkpoint import (
 )
 from bert_tf.checkpoints.sparse_encoder_checkpoint import read_sparse_encoder
 from bert_tf.errors import UserInputError
+from tests.sentence_transformers_models import save_max_splade
 
 # Weights are log(1 + relu(logit)): up to ~5 with max pooling, tens with sum
 # over a long text, so the bound is relative past 1.
@@ -58,9 +59,8 @@ def saved(st, minilm_dir, tmp_path_factory):
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     root = tmp_path_factory.mktemp("sparse")
-    torch.manual_seed(0)
+    save_max_splade(minilm_dir, root / "max")
     mlm = MLMTransformer(minilm_dir)
-    st.SparseEncoder(modules=[mlm, SpladePooling("max")]).save(str(root / "max"))
     fill_mask = Transformer(minilm_dir, transformer_task="fill-mask")
     st.SparseEncoder(
         modules=[fill_mask, SpladePooling("sum", activation_function="log1p_relu")],
