@@ -265,6 +265,32 @@ def test_bert_tf_search_prints_the_splade_top_hits(splade_index):
         assert line["hits"][0]["score"] == pytest.approx(run[q][0][1], rel=1e-4)
 
 
+def test_an_empty_splade_vector_is_stored_and_scores_nothing(tmp_path):
+    from bert_tf.retrieval.milvus_store import MilvusStore
+    from bert_tf.retrieval.vector_store import StoredPassage
+
+    rows = [StoredPassage(i, i, "h") for i in ("empty", "one", "two")]
+    vectors = [{}, {3: 1.5}, {3: 0.5, 7: 2.0}]
+    with MilvusStore(
+        str(tmp_path / "i.db"),
+        "c",
+        4,
+        "m",
+        dense=False,
+        splade=True,
+        splade_fingerprint="s",
+    ) as store:
+        store.upsert(rows, None, splade=vectors)
+        assert store.sparse_vectors() == dict(
+            zip(("empty", "one", "two"), vectors, strict=True)
+        )
+        found = store.search_splade([{3: 2.0}, {7: 1.0}, {}], 5)
+        with pytest.raises(UserInputError, match="holds no BM25 vectors"):
+            store.search_lexical([{}], 5)
+    assert found.ids == [["one", "two"], ["two"], []]
+    np.testing.assert_allclose(found.scores[0], [3.0, 1.0])
+
+
 def test_splade_flags_are_one_line(tmp_path, minilm_dir):
     (tmp_path / "corpus.jsonl").write_text('{"_id": "d", "text": "a"}\n')
 

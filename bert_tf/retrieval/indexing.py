@@ -197,8 +197,9 @@ def index_corpus(
     """
     if getattr(store, "splade", False) and splade is None:
         raise UserInputError(
-            "the collection holds SPLADE vectors: give the splade_checkpoint "
-            "that filled it to index passages into it",
+            "the collection holds SPLADE vectors: index it with "
+            "retrieval_mode=splade (or hybrid with splade in hybrid_sides) and "
+            "the splade_checkpoint that filled it",
             argument="splade_checkpoint",
         )
     stored = store.stored_passages()

@@ -32,13 +32,15 @@ def fit_bytes(text, limit=MAX_TEXT_BYTES):
     return data[:limit].decode("utf-8", errors="ignore"), True
 
 
-def _non_empty(vector):
-    """A SPLADE vector as Milvus takes it: a passage all of whose weights are
-    0 gets one weight of 0 on `NO_TERM` (Milvus refuses an empty sparse
-    vector); no query has that id, so its scores stay 0."""
-    from bert_tf.retrieval.bm25 import NO_TERM
+# The one weight of a passage whose SPLADE weights are all 0: Milvus refuses an
+# empty sparse vector (and a zero weight). No vocabulary has that id, and an
+# empty query asks for `bm25.NO_TERM`, another, so such a passage scores 0.
+NO_SPLADE_TERM = 2**32 - 3
 
-    return vector if vector else {NO_TERM: 0.0}
+
+def _non_empty(vector):
+    """A SPLADE vector as Milvus takes it (`NO_SPLADE_TERM` if empty)."""
+    return vector if vector else {NO_SPLADE_TERM: 1.0}
 
 
 class MilvusRows:
@@ -284,5 +286,10 @@ class MilvusRows:
 
     def sparse_vectors(self, field=SPLADE_FIELD):
         """{passage id: stored sparse vector ({id: weight})} of every row, of
-        `field` (SPLADE's by default)."""
-        return {row["id"]: row[field] for row in self._rows(["id", field])}
+        `field` (SPLADE's by default; an empty one as it was written, without
+        `NO_SPLADE_TERM`)."""
+        rows = {row["id"]: row[field] for row in self._rows(["id", field])}
+        if field == SPLADE_FIELD:
+            for vector in rows.values():
+                vector.pop(NO_SPLADE_TERM, None)
+        return rows
