@@ -122,6 +122,12 @@ BLOCKS = {
             "static: needs a saved MultiVectorEncoder; "
             "tests/test_multi_vector_encoder.py makes the same calls",
         ),
+        (
+            "bash",
+            "--retrieval_mode=splade",
+            "static: flags checked; tests/test_sparse_retrieval.py and "
+            "tests/test_multi_vector_rerank.py run the same on 12 paragraphs",
+        ),
     ],
     "docs/guides/retrieval.md": [
         (
@@ -320,7 +326,8 @@ def test_install_blocks_run_the_documented_commands(page):
         ("--output_dir=/tmp/pretraining_output", "run_pretraining"),
         ("--predict_file=$SQUAD_DIR/dev-v1.1.json", "run_squad"),
         ("--output_dir=/tmp/retrieval_output", "run_retrieval"),
-        ("--retrieval_mode=hybrid", "run_retrieval"),
+        ("--retrieval_mode=hybrid --fusion=rrf", "run_retrieval"),
+        ("--retrieval_mode=splade", "run_retrieval"),
         ("--model_type=reranker", "export_saved_model"),
         ("--model_type=retrieval", "export_saved_model"),
         ("python run_reranker.py", "run_reranker"),

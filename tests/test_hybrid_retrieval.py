@@ -15,6 +15,8 @@ import pytest
 pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
 
 from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
+from fusion_checks import assert_rrf  # noqa: E402
+from fusion_checks import assert_weighted  # noqa: E402
 
 from bert_tf.data_prep import beir  # noqa: E402
 from bert_tf.errors import UserInputError  # noqa: E402
@@ -258,27 +260,10 @@ def test_hybrid_search_fuses_the_two_sides(squad_docs, tmp_path, monkeypatch):
         assert sizes and max(sizes) == 2 and sum(sizes) == 3 * len(texts)
     overlap = 0
     for i in range(len(texts)):
-        # RRF: sum over the sides of 1 / (k + rank), ranks from 1.
-        fused = {}
-        for side in (dense, sparse):
-            for rank, pid in enumerate(side.ids[i], start=1):
-                fused[pid] = fused.get(pid, 0.0) + 1 / (60 + rank)
-        overlap += len(set(dense.ids[i]) & set(sparse.ids[i]))
-        np.testing.assert_allclose(
-            rrf.scores[i], sorted(fused.values(), reverse=True)[:10], rtol=1e-5
-        )
-        assert all(
-            fused[pid] == pytest.approx(s, rel=1e-5)
-            for pid, s in zip(rrf.ids[i], rrf.scores[i], strict=True)
-        )
-        # Weighted: Milvus normalizes inner products to 0.5 + atan(x) / pi.
-        fused = {}
-        for weight, side in ((0.3, dense), (0.7, sparse)):
-            for pid, score in zip(side.ids[i], side.scores[i], strict=True):
-                norm = 0.5 + math.atan(score) / math.pi
-                fused[pid] = fused.get(pid, 0.0) + weight * norm
-        for pid, score in zip(weighted.ids[i], weighted.scores[i], strict=True):
-            assert fused[pid] == pytest.approx(score, rel=1e-4)
+        sides = [(side.ids[i], side.scores[i]) for side in (dense, sparse)]
+        shared = assert_rrf(sides, (rrf.ids[i], rrf.scores[i]), 10)
+        overlap += len(shared)
+        assert_weighted(sides, (0.3, 0.7), (weighted.ids[i], weighted.scores[i]))
     assert overlap >= len(texts)  # fusion had shared passages to add up
 
 

@@ -22,6 +22,7 @@ from bert_tf.retrieval.quantized_vectors import VECTOR_TYPES
 from bert_tf.retrieval.search_index import DEFAULT_COLLECTION
 from bert_tf.retrieval.search_index import DEFAULT_INDEX_FILE
 from bert_tf.retrieval.vector_store import FUSIONS
+from bert_tf.retrieval.vector_store import HYBRID_SIDES
 from bert_tf.retrieval.vector_store import METRICS
 from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
 
@@ -37,6 +38,7 @@ __all__ = [
     "DEFAULT_B",
     "DEFAULT_K1",
     "FUSIONS",
+    "HYBRID_SIDES",
     "INDEX_TYPES",
     "METRICS",
     "RETRIEVAL_MODES",
@@ -46,6 +48,7 @@ __all__ = [
     "check_passages",
     "check_rerank_checkpoint",
     "check_serving_dtype",
+    "check_sparse_encoder_dir",
 ]
 
 
@@ -82,7 +85,17 @@ class RetrievalOptions:
         evaluation recorded that it re-ranked worse (else it is skipped:
         `bert_tf.retrieval.rerank_verdict`).
       retrieval_mode: ``dense`` (the towers), ``bm25`` (BM25 over the same
-        passages) or ``hybrid`` (both, fused by Milvus's hybrid_search).
+        passages), ``splade`` (SPLADE vectors of --splade_checkpoint) or
+        ``hybrid`` (--hybrid_sides fused by Milvus's hybrid_search).
+      splade_checkpoint: a sentence-transformers SparseEncoder directory:
+        documents' ``encode_document`` vectors stored as a
+        SPARSE_FLOAT_VECTOR field (inner product), queries' ``encode_query``.
+      hybrid_sides: what ``hybrid`` fuses: two or three of dense, bm25,
+        splade, comma-separated.
+      splade_weight: the SPLADE side's weight of ``--fusion=weighted``.
+      rerank_multi_vector: a MultiVectorEncoder (ColBERT) directory whose
+        MaxSim re-orders each query's --rerank_top_k best documents in
+        --do_eval (``<metric>_reranked``, run_reranked.tsv).
       bm25_k1, bm25_b: BM25's term-frequency saturation and length
         normalization.
       bm25_function: BM25 by Milvus's own function (a server --milvus_uri;
@@ -205,6 +218,25 @@ class RetrievalOptions:
         "vectors in Milvus); hybrid: both, fused by Milvus's hybrid_search.",
         choices=RETRIEVAL_MODES,
     )
+    splade_checkpoint: str | None = option(
+        None,
+        "splade / hybrid with splade in --hybrid_sides: a sentence-transformers "
+        "SparseEncoder directory (SPLADE); passages' encode_document vectors go "
+        "into Milvus as a SPARSE_FLOAT_VECTOR field (inner product), queries are "
+        "encode_query's.",
+    )
+    hybrid_sides: str = option(
+        "dense,bm25",
+        "hybrid: which of dense, bm25, splade are fused (two or three, "
+        "comma-separated).",
+    )
+    rerank_multi_vector: str | None = option(
+        None,
+        "A sentence-transformers MultiVectorEncoder (ColBERT) directory: --do_eval "
+        "re-orders each query's --rerank_top_k best documents by MaxSim (a "
+        "document scores as its best passage; <metric>_reranked, "
+        "run_reranked.tsv).",
+    )
     bm25_k1: float = option(DEFAULT_K1, "BM25: term-frequency saturation k1.")
     bm25_b: float = option(DEFAULT_B, "BM25: length normalization b (0 to 1).")
     bm25_function: bool = option(
@@ -221,6 +253,9 @@ class RetrievalOptions:
     rrf_k: int = option(60, "hybrid --fusion=rrf: k of 1 / (k + rank).")
     dense_weight: float = option(0.5, "hybrid --fusion=weighted: dense weight.")
     bm25_weight: float = option(0.5, "hybrid --fusion=weighted: BM25 weight.")
+    splade_weight: float = option(
+        0.5, "hybrid --fusion=weighted with splade in --hybrid_sides: SPLADE weight."
+    )
     vector_type: str = option(
         "float32",
         "Dense vectors in Milvus as float32, int8 (per-dimension scale fitted on "
@@ -258,12 +293,20 @@ class RetrievalOptions:
             )
         if not 0 < self.rrf_k < 16384:
             raise UserInputError(f"--rrf_k={self.rrf_k}: Milvus takes 1 to 16383")
-        for name in ("dense_weight", "bm25_weight"):
+        for name in ("dense_weight", "bm25_weight", "splade_weight"):
             if not 0 <= getattr(self, name) <= 1:
                 raise UserInputError(
                     f"--{name}={getattr(self, name)}: Milvus takes 0 to 1"
                 )
         self._check_fusion_flags()
+        self._check_splade_flags()
+        if self.rerank_multi_vector:
+            check_multi_vector_dir(self.rerank_multi_vector)
+            if self.rerank_checkpoint:
+                raise UserInputError(
+                    "--rerank_multi_vector: one second stage at a time; leave "
+                    "out --rerank_checkpoint (or it)"
+                )
         if self.rescore_k < 0:
             raise UserInputError(f"--rescore_k={self.rescore_k}: must be >= 0")
         if self.rescore_k and self.retrieval_mode == "hybrid":
@@ -278,9 +321,10 @@ class RetrievalOptions:
                 "--vector_type=int8 or binary"
             )
         if self.bm25_function:
-            if self.retrieval_mode == "dense":
+            if "bm25" not in self.sides:
                 raise UserInputError(
-                    "--bm25_function: needs --retrieval_mode=bm25 or hybrid"
+                    "--bm25_function: needs --retrieval_mode=bm25 or hybrid "
+                    "(with bm25 in --hybrid_sides)"
                 )
             if not (self.milvus_uri or "").startswith(("http://", "https://")):
                 raise UserInputError(
@@ -289,10 +333,10 @@ class RetrievalOptions:
                     f"(--milvus_uri={self.milvus_uri or '<output_dir>/index.db'}); "
                     "leave it out to compute BM25 here"
                 )
-        if self.vector_type != "float32" and self.retrieval_mode == "bm25":
+        if self.vector_type != "float32" and "dense" not in self.sides:
             raise UserInputError(
-                f"--vector_type={self.vector_type}: --retrieval_mode=bm25 keeps "
-                "no dense vectors"
+                f"--vector_type={self.vector_type}: --retrieval_mode="
+                f"{self.retrieval_mode} keeps no dense vectors"
             )
         if self.milvus_uri:
             check_milvus_uri(self.milvus_uri, "--milvus_uri")
@@ -302,30 +346,89 @@ class RetrievalOptions:
         field = {f.name: f for f in dataclasses.fields(self)}[name]
         return getattr(self, name) != field.default
 
+    @property
+    def sides(self):
+        """What --retrieval_mode searches: ``("dense",)``, ``("bm25",)``,
+        ``("splade",)``, or hybrid's --hybrid_sides in `HYBRID_SIDES` order."""
+        if self.retrieval_mode != "hybrid":
+            return (self.retrieval_mode,)
+        given = [side.strip() for side in self.hybrid_sides.split(",")]
+        return tuple(side for side in HYBRID_SIDES if side in given)
+
+    def weights(self):
+        """--fusion=weighted's weights, one per side of `sides`."""
+        return tuple(getattr(self, f"{side}_weight") for side in self.sides)
+
     def _check_fusion_flags(self):
         """A fusion flag that cannot act is one line naming it: the fusion
-        flags outside hybrid, RRF's k with weights, weights with RRF, and
-        two zero weights (every document would score 0)."""
+        flags outside hybrid, RRF's k with weights, weights with RRF, the
+        weight of a side not fused, and zero weights only (every document
+        would score 0)."""
+        weights = ("dense_weight", "bm25_weight", "splade_weight")
         if self.retrieval_mode != "hybrid":
-            for name in ("fusion", "rrf_k", "dense_weight", "bm25_weight"):
+            for name in ("fusion", "rrf_k", "hybrid_sides", *weights):
                 if self._changed(name):
                     raise UserInputError(
                         f"--{name}={getattr(self, name)}: fuses hybrid results; "
                         f"--retrieval_mode={self.retrieval_mode} has one side"
                     )
             return
-        unused = ("dense_weight", "bm25_weight") if self.fusion == "rrf" else ("rrf_k",)
+        given = [side.strip() for side in self.hybrid_sides.split(",")]
+        if (
+            len(given) != len(set(given))
+            or not set(given) <= set(HYBRID_SIDES)
+            or len(given) < 2
+        ):
+            raise UserInputError(
+                f"--hybrid_sides={self.hybrid_sides}: two or three of "
+                f"{', '.join(HYBRID_SIDES)}, comma-separated, each once"
+            )
+        unused = weights if self.fusion == "rrf" else ("rrf_k",)
         for name in unused:
             if self._changed(name):
                 raise UserInputError(
                     f"--{name}={getattr(self, name)}: not used by "
                     f"--fusion={self.fusion}"
                 )
-        if self.fusion == "weighted" and not (self.dense_weight or self.bm25_weight):
+        for side in HYBRID_SIDES:
+            name = f"{side}_weight"
+            if side not in self.sides and self._changed(name):
+                raise UserInputError(
+                    f"--{name}={getattr(self, name)}: {side} is not in "
+                    f"--hybrid_sides={self.hybrid_sides}"
+                )
+        if self.fusion == "weighted" and not any(self.weights()):
             raise UserInputError(
-                "--dense_weight=0 --bm25_weight=0: every document would score 0; "
-                "give one side a weight"
+                " ".join(f"--{side}_weight=0" for side in self.sides)
+                + ": every document would score 0; give one side a weight"
             )
+
+    def _check_splade_flags(self):
+        """--splade_checkpoint is given exactly when a side is SPLADE's, and
+        is a SparseEncoder directory (not a dense model)."""
+        if "splade" in self.sides and not self.splade_checkpoint:
+            raise UserInputError(
+                f"--retrieval_mode={self.retrieval_mode}"
+                + (
+                    f" --hybrid_sides={self.hybrid_sides}"
+                    if len(self.sides) > 1
+                    else ""
+                )
+                + ": needs --splade_checkpoint (a SparseEncoder directory)"
+            )
+        if self.splade_checkpoint and "splade" not in self.sides:
+            raise UserInputError(
+                f"--splade_checkpoint: used by --retrieval_mode=splade or hybrid "
+                f"with splade in --hybrid_sides, not --retrieval_mode="
+                f"{self.retrieval_mode}"
+                + (
+                    f" --hybrid_sides={self.hybrid_sides}"
+                    if len(self.sides) > 1
+                    else ""
+                )
+            )
+        if self.splade_checkpoint:
+            check_sparse_encoder_dir(self.splade_checkpoint)
 
     def check(self, run):
         """The checks that need the `RunOptions` too (before TensorFlow loads)."""
@@ -340,10 +443,15 @@ class RetrievalOptions:
                 "--rerank_checkpoint: needs --do_eval (re-ranked results) or "
                 "--export_dir (the two-stage SavedModel)"
             )
-        if run.export and self.retrieval_mode == "bm25":
+        if run.export and self.retrieval_mode in ("bm25", "splade"):
             raise UserInputError(
                 "--export_dir: the retrieval SavedModel searches dense vectors, "
-                "which --retrieval_mode=bm25 does not keep"
+                f"which --retrieval_mode={self.retrieval_mode} does not keep"
+            )
+        if self.rerank_multi_vector and not run.do_eval:
+            raise UserInputError(
+                "--rerank_multi_vector: re-ranks --do_eval's results (the "
+                "SavedModel has no MaxSim stage); give --do_eval"
             )
         if run.export:
             check_serving_dtype(run.export.serving_dtype)
@@ -441,3 +549,55 @@ def check_serving_dtype(serving_dtype):
         raise UserInputError(
             f"--serving_dtype={serving_dtype}: expected float32 or bfloat16"
         )
+
+
+def _model_type(directory, flag):
+    """The sentence-transformers model type a directory's
+    config_sentence_transformers.json names (and its modules' classes)."""
+    import json
+
+    if not os.path.isdir(directory):
+        raise UserInputError(f"--{flag}={directory}: not a directory")
+    modules_file = os.path.join(directory, "modules.json")
+    if not os.path.isfile(modules_file):
+        raise UserInputError(
+            f"--{flag}={directory}: no modules.json (a sentence-transformers "
+            "directory is expected)"
+        )
+    try:
+        with open(modules_file, encoding="utf-8") as f:
+            modules = [str(m.get("type", "")) for m in json.load(f)]
+        config_file = os.path.join(directory, "config_sentence_transformers.json")
+        config = {}
+        if os.path.isfile(config_file):
+            with open(config_file, encoding="utf-8") as f:
+                config = json.load(f)
+    except (OSError, ValueError, AttributeError) as e:
+        raise UserInputError(f"--{flag}={directory}: unreadable ({e})") from None
+    return config.get("model_type"), modules
+
+
+def check_sparse_encoder_dir(directory):
+    """--splade_checkpoint is a SparseEncoder directory (not a dense model):
+    its config says SparseEncoder, or its modules are sparse_encoder's."""
+    model_type, modules = _model_type(directory, "splade_checkpoint")
+    if model_type == "SparseEncoder" or any("sparse_encoder" in m for m in modules):
+        return
+    raise UserInputError(
+        f"--splade_checkpoint={directory}: not a SparseEncoder (SPLADE) directory "
+        f"(model type {model_type or 'SentenceTransformer'}); a dense model goes "
+        "in --init_checkpoint"
+    )
+
+
+def check_multi_vector_dir(directory):
+    """--rerank_multi_vector is a MultiVectorEncoder (ColBERT) directory."""
+    model_type, modules = _model_type(directory, "rerank_multi_vector")
+    if model_type == "MultiVectorEncoder" or any(
+        "multi_vector_encoder" in m for m in modules
+    ):
+        return
+    raise UserInputError(
+        f"--rerank_multi_vector={directory}: not a MultiVectorEncoder (ColBERT) "
+        f"directory (model type {model_type or 'SentenceTransformer'})"
+    )

@@ -9,6 +9,7 @@ from bert_tf.options.checks import positive
 from bert_tf.options.option import option
 from bert_tf.options.option import same_as
 from bert_tf.options.retrieval_options import RetrievalOptions
+from bert_tf.options.retrieval_options import check_multi_vector_dir
 from bert_tf.options.retrieval_options import check_rerank_checkpoint
 from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
 
@@ -28,7 +29,9 @@ class SearchOptions:
       collection: the Milvus collection (None: the recorded one).
       model: the dual encoder that filled the index (None: the recorded one).
       top_k: passages shown per query.
-      retrieval_mode: dense, bm25 or hybrid (None: the index's own).
+      retrieval_mode: dense, bm25, splade or hybrid (None: the index's own).
+      rerank_multi_vector: a MultiVectorEncoder (ColBERT) directory whose
+        MaxSim re-orders each query's best --rerank_top_k passages.
       rerank_checkpoint, rerank_top_k: a cross-encoder that re-orders each
         query's best max(top_k, rerank_top_k) passages.
       rerank_even_if_worse: re-rank even when the cross-encoder's
@@ -58,7 +61,7 @@ class SearchOptions:
     top_k: int = option(10, "Passages shown per query.")
     retrieval_mode: str | None = option(
         None,
-        "dense, bm25 or hybrid, as the index holds them (default: the mode it "
+        "dense, bm25, splade or hybrid, as the index holds them (default: the mode it "
         "was indexed for).",
         choices=RETRIEVAL_MODES,
     )
@@ -68,6 +71,13 @@ class SearchOptions:
         help="A cross-encoder (a CrossEncoder directory or a run_reranker "
         "output_dir) that re-orders each query's best --rerank_top_k passages "
         "(at least --top_k) by its scores.",
+    )
+    rerank_multi_vector: str | None = same_as(
+        RetrievalOptions,
+        "rerank_multi_vector",
+        help="A sentence-transformers MultiVectorEncoder (ColBERT) directory that "
+        "re-orders each query's best --rerank_top_k passages (at least --top_k) "
+        "by MaxSim.",
     )
     rerank_top_k: int = same_as(RetrievalOptions, "rerank_top_k")
     rerank_even_if_worse: bool = same_as(RetrievalOptions, "rerank_even_if_worse")
@@ -85,12 +95,19 @@ class SearchOptions:
         positive("rerank_top_k", self.rerank_top_k)
         existing_path("model", self.model)
         check_rerank_checkpoint(self.rerank_checkpoint, self.rerank_even_if_worse)
+        if self.rerank_multi_vector:
+            check_multi_vector_dir(self.rerank_multi_vector)
+            if self.rerank_checkpoint:
+                raise UserInputError(
+                    "--rerank_multi_vector: one second stage at a time; leave "
+                    "out --rerank_checkpoint (or it)"
+                )
         check_choices(self)
 
     @property
     def candidates(self):
         """Passages searched per query: --top_k, or with a re-ranker the
         --rerank_top_k it orders (at least --top_k)."""
-        if self.rerank_checkpoint:
+        if self.rerank_checkpoint or self.rerank_multi_vector:
             return max(self.top_k, self.rerank_top_k)
         return self.top_k

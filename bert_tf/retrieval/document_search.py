@@ -112,6 +112,8 @@ def retrieve_documents(
     fusion="rrf",
     rrf_k=60,
     weights=(0.5, 0.5),
+    splade_queries=None,
+    sides=("dense", "bm25"),
 ):
     """Per query, [(doc id, score)] best first, by `mode`.
 
@@ -120,11 +122,14 @@ def retrieve_documents(
         `ExactLexicalStore` for ``bm25``).
       passages: the indexed `beir.Passage`s (for the fold to documents).
       top_k: documents per query.
-      mode: ``"dense"`` (`query_vectors`), ``"bm25"`` (`query_texts`) or
-        ``"hybrid"`` (both, fused by Milvus: `fusion`, `rrf_k`, `weights` as
+      mode: ``"dense"`` (`query_vectors`), ``"bm25"`` (`query_texts`),
+        ``"splade"`` (`splade_queries`) or ``"hybrid"`` (the `sides` fused
+        by Milvus: `fusion`, `rrf_k`, `weights` (one per side) as
         `MilvusStore.hybrid_search`'s).
       query_vectors: float [queries, dim], the query tower's.
       query_texts: the queries' texts (BM25's side).
+      splade_queries: the queries' SPLADE vectors ({id: weight}).
+      sides: what ``hybrid`` fuses: two or three of dense, bm25, splade.
 
     Example:
 
@@ -135,20 +140,36 @@ def retrieve_documents(
     """
     if mode == "dense":
         return search_documents(store, query_vectors, passages, top_k)
-    if store.bm25_function:
-        lexical = list(query_texts)
-    else:
-        lexical = [query_vector(text) for text in query_texts]
-    progress = search_progress(len(lexical))
+    count = len(query_texts if query_texts is not None else splade_queries)
+    progress = search_progress(count)
+    if mode == "splade":
+        search = lambda depth: store.search_splade(splade_queries, depth, progress)  # noqa: E731
+        return documents_found(search, passages, top_k, complete=False)
+    lexical = None
+    if mode == "bm25" or "bm25" in sides:
+        if store.bm25_function:
+            lexical = list(query_texts)
+        else:
+            lexical = [query_vector(text) for text in query_texts]
     if mode == "bm25":
         search = lambda depth: store.search_lexical(lexical, depth, progress)  # noqa: E731
     elif mode == "hybrid":
         search = lambda depth: store.hybrid_search(  # noqa: E731
-            query_vectors, lexical, depth, fusion, rrf_k, weights, progress
+            query_vectors,
+            lexical,
+            depth,
+            fusion,
+            rrf_k,
+            weights,
+            progress,
+            splade_queries=splade_queries,
+            sides=sides,
         )
     else:
         raise ValueError(f"mode={mode!r}: expected one of {RETRIEVAL_MODES}")
-    return documents_found(search, passages, top_k, complete=mode != "bm25")
+    # Sparse sides find only passages sharing a term with the query.
+    complete = mode == "hybrid" and "dense" in sides
+    return documents_found(search, passages, top_k, complete=complete)
 
 
 def searched_for_evaluation(store, mode="dense"):

@@ -18,6 +18,7 @@ from bert_tf.retrieval.bm25 import BM25Statistics
 from bert_tf.retrieval.bm25 import lexical_terms
 from bert_tf.retrieval.dual_encoder import DualEncoder
 from bert_tf.retrieval.quantized_vectors import fit_int8_scale
+from bert_tf.retrieval.splade_vectors import splade_vectors
 from bert_tf.retrieval.vector_store import StoredPassage
 from bert_tf.training.progress import progress_bar
 
@@ -139,10 +140,11 @@ def passages_of(corpus, towers, passage_length=None, passage_stride=None):
     return passages
 
 
-def write_passages(store, passages, vectors, sparse=None):
+def write_passages(store, passages, vectors, sparse=None, splade=None):
     """Upserts `beir.Passage`s into `store` as `index_corpus` writes them:
     their `stored_passages_of` rows, `vectors` (None without dense vectors),
-    and `sparse` (their BM25 vectors, for a store with `lexical` ones). Each
+    `sparse` (their BM25 vectors, for a store with `lexical` ones) and
+    `splade` (their SPLADE vectors, for a store with `splade` ones). Each
     row carries its passage's text and title (`stored_passage`).
 
     Example:
@@ -152,11 +154,19 @@ def write_passages(store, passages, vectors, sparse=None):
     ```
     """
     extra = {} if sparse is None else {"sparse": sparse}
+    if splade is not None:
+        extra["splade"] = splade
     store.upsert(stored_passages_of(passages), vectors, **extra)
 
 
 def index_corpus(
-    towers, passages, store, batch_size=64, bm25_k1=DEFAULT_K1, bm25_b=DEFAULT_B
+    towers,
+    passages,
+    store,
+    batch_size=64,
+    bm25_k1=DEFAULT_K1,
+    bm25_b=DEFAULT_B,
+    splade=None,
 ):
     """Embeds the passages that are new or changed into `store`; removes those
     the corpus no longer has. Returns {"embedded", "kept", "removed",
@@ -174,7 +184,9 @@ def index_corpus(
     changed or removed, other k1/b), the kept rows' BM25 vectors are
     rewritten too (no embedding), and the new statistics recorded last, so
     a killed run redoes the rewrite. An int8 store without a scale gets one
-    fitted on up to `INT8_FIT_SAMPLE` of the passages first.
+    fitted on up to `INT8_FIT_SAMPLE` of the passages first. A store with
+    SPLADE vectors (`store.splade`) gets `splade`'s `encode_document`
+    vectors (a `BertSparseEncoder`) of each new or changed passage.
 
     Example:
 
@@ -183,6 +195,13 @@ def index_corpus(
         counts = index_corpus(towers, passages, store)
     ```
     """
+    if getattr(store, "splade", False) and splade is None:
+        raise UserInputError(
+            "the collection holds SPLADE vectors: index it with "
+            "retrieval_mode=splade (or hybrid with splade in hybrid_sides) and "
+            "the splade_checkpoint that filled it",
+            argument="splade_checkpoint",
+        )
     stored = store.stored_passages()
     if not store.stores_text:
         logging.warning(
@@ -205,7 +224,9 @@ def index_corpus(
         "Indexing: %d passages already in the store, %d to %s",
         kept,
         len(todo),
-        "embed" if store.dense else "write (BM25 only: nothing to embed)",
+        "embed"
+        if store.dense or getattr(store, "splade", False)
+        else "write (BM25 only: nothing to embed)",
     )
     lexical = store.lexical and not store.bm25_function
     if lexical:
@@ -232,7 +253,12 @@ def index_corpus(
                 embedded.update(zip((p.id for p in missing), new, strict=True))
             vectors = np.stack([embedded.pop(p.id) for p in chunk])
         sparse = [sparse_of[p.id] for p in chunk] if lexical else None
-        write_passages(store, chunk, vectors, sparse)
+        learned = None
+        if getattr(store, "splade", False):
+            learned = splade_vectors(
+                splade, [p.text for p in chunk], "document", batch_size
+            )
+        write_passages(store, chunk, vectors, sparse, learned)
         bar.update(start + len(chunk))
     rewritten = 0
     if lexical and store.bm25_digest != stats.digest:

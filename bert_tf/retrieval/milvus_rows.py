@@ -10,6 +10,7 @@ from bert_tf.retrieval.milvus_schema import FLOAT_FIELD
 from bert_tf.retrieval.milvus_schema import MAX_ID_BYTES
 from bert_tf.retrieval.milvus_schema import MAX_TEXT_BYTES
 from bert_tf.retrieval.milvus_schema import SPARSE_FIELD
+from bert_tf.retrieval.milvus_schema import SPLADE_FIELD
 from bert_tf.retrieval.milvus_schema import TEXT_FIELD
 from bert_tf.retrieval.milvus_schema import TITLE_FIELD
 from bert_tf.retrieval.milvus_schema import VECTOR_FIELD
@@ -29,6 +30,17 @@ def fit_bytes(text, limit=MAX_TEXT_BYTES):
     if len(data) <= limit:
         return text, False
     return data[:limit].decode("utf-8", errors="ignore"), True
+
+
+# The one weight of a passage whose SPLADE weights are all 0: Milvus refuses an
+# empty sparse vector (and a zero weight). No vocabulary has that id, and an
+# empty query asks for `bm25.NO_TERM`, another, so such a passage scores 0.
+NO_SPLADE_TERM = 2**32 - 3
+
+
+def _non_empty(vector):
+    """A SPLADE vector as Milvus takes it (`NO_SPLADE_TERM` if empty)."""
+    return vector if vector else {NO_SPLADE_TERM: 1.0}
 
 
 class MilvusRows:
@@ -151,10 +163,11 @@ class MilvusRows:
             for c, v in zip(searched, vectors, strict=True)
         ]
 
-    def upsert(self, passages, vectors, sparse=None):
+    def upsert(self, passages, vectors, sparse=None, splade=None):
         """See `VectorStore.upsert`; `sparse`: with `lexical`, each passage's
         BM25 vector ({term id: weight}) (`vectors` may be None without
-        `dense`). Each row keeps its passage's text and title (the text is
+        `dense`); `splade`: with `splade`, each passage's SPLADE vector
+        ({vocabulary id: weight}). Each row keeps its passage's text and title (the text is
         what Milvus's BM25 function reads), cut to `MAX_TEXT_BYTES` UTF-8
         bytes where longer (counted in `truncated_texts`, and logged)."""
         if self.dense:
@@ -168,6 +181,10 @@ class MilvusRows:
             vectors = [None] * len(passages)
         if self.lexical and not self.bm25_function and sparse is None:
             raise self._error("BM25 collection, sparse= missing")
+        if self.splade and splade is None:
+            raise self._error(
+                "holds SPLADE vectors; index it with its splade_checkpoint"
+            )
         for passage in passages:
             if len(passage.id.encode("utf-8")) > MAX_ID_BYTES:
                 raise self._error(
@@ -201,6 +218,9 @@ class MilvusRows:
             if self.lexical and not self.bm25_function:
                 for row, vector in zip(rows, sparse[start:end], strict=True):
                     row[SPARSE_FIELD] = vector
+            if self.splade:
+                for row, vector in zip(rows, splade[start:end], strict=True):
+                    row[SPLADE_FIELD] = _non_empty(vector)
             self._call("writing rows", self._client.upsert, self.collection, rows)
         # Durable before returning, so a killed run keeps what it reported.
         self._flush_written()
@@ -262,6 +282,14 @@ class MilvusRows:
 
     def lexical_vectors(self):
         """{passage id: stored BM25 sparse vector} of every row."""
-        return {
-            row["id"]: row[SPARSE_FIELD] for row in self._rows(["id", SPARSE_FIELD])
-        }
+        return self.sparse_vectors(SPARSE_FIELD)
+
+    def sparse_vectors(self, field=SPLADE_FIELD):
+        """{passage id: stored sparse vector ({id: weight})} of every row, of
+        `field` (SPLADE's by default; an empty one as it was written, without
+        `NO_SPLADE_TERM`)."""
+        rows = {row["id"]: row[field] for row in self._rows(["id", field])}
+        if field == SPLADE_FIELD:
+            for vector in rows.values():
+                vector.pop(NO_SPLADE_TERM, None)
+        return rows

@@ -18,16 +18,21 @@ FINGERPRINT_PROPERTY = "bert_tf.fingerprint"
 VECTOR_TYPE_PROPERTY = "bert_tf.vector_type"
 INT8_SCALE_PROPERTY = "bert_tf.int8_scale"
 BM25_DIGEST_PROPERTY = "bert_tf.bm25_digest"
+# The SPLADE model whose document vectors the splade field holds (its weights'
+# hash, as the dense model's `FINGERPRINT_PROPERTY`).
+SPLADE_FINGERPRINT_PROPERTY = "bert_tf.splade_fingerprint"
 # How the collection was filled (model, passages, search settings: JSON),
 # what a search of the collection alone reads (`set_index_settings`).
 INDEX_SETTINGS_PROPERTY = "bert_tf.index_settings"
 # Fields: the searched vector (float32, int8 codes or sign bits), the float32
 # copy of a quantized one (rescoring), the BM25 sparse vector, the passage's
 # text (what was embedded; Milvus's own BM25 function reads it) and its
-# document's title. Collections made before the text was kept lack the two.
+# document's title; SPLADE's sparse vector (`BertSparseEncoder`), a field of
+# its own so one collection holds BM25 and SPLADE for hybrid search. Collections made before the text was kept lack the two.
 VECTOR_FIELD = "vector"
 FLOAT_FIELD = "float_vector"
 SPARSE_FIELD = "sparse"
+SPLADE_FIELD = "splade"
 TEXT_FIELD = "text"
 TITLE_FIELD = "title"
 MAX_TEXT_BYTES = 65535
@@ -43,11 +48,13 @@ PROPERTY_WRITES = threading.Lock()
 __all__ = ["PROPERTY_WRITES", "MilvusSchema"]
 
 
-def _describe(dense, lexical, bm25_function, vector_type):
+def _describe(dense, lexical, bm25_function, vector_type, splade=False):
     parts = [f"{vector_type} dense vectors"] if dense else []
     if lexical:
         parts.append("Milvus BM25" if bm25_function else "BM25 sparse vectors")
-    return " + ".join(parts)
+    if splade:
+        parts.append("SPLADE sparse vectors")
+    return " + ".join(parts) or "no vectors"
 
 
 def _json_property(properties, name, where):
@@ -141,16 +148,27 @@ class MilvusSchema:
                 index_type="SPARSE_INVERTED_INDEX",
                 **lexical_index,
             )
+        properties = {
+            FINGERPRINT_PROPERTY: self.fingerprint,
+            VECTOR_TYPE_PROPERTY: self.vector_type,
+        }
+        if self.splade:
+            # Searched as BM25's field is (`MilvusSearch._sparse_searches`).
+            schema.add_field(SPLADE_FIELD, DataType.SPARSE_FLOAT_VECTOR)
+            index.add_index(
+                field_name=SPLADE_FIELD,
+                index_type="SPARSE_INVERTED_INDEX",
+                metric_type="IP",
+                params={},
+            )
+            properties[SPLADE_FINGERPRINT_PROPERTY] = self.splade_fingerprint
         self._call(
             "creating the collection",
             self._client.create_collection,
             self.collection,
             schema=schema,
             index_params=index,
-            properties={
-                FINGERPRINT_PROPERTY: self.fingerprint,
-                VECTOR_TYPE_PROPERTY: self.vector_type,
-            },
+            properties=properties,
         )
 
     def _check_existing(self, info):
@@ -168,6 +186,8 @@ class MilvusSchema:
             self.vector_type = properties.get(VECTOR_TYPE_PROPERTY, "float32")
         if self.lexical is None:
             self.lexical = SPARSE_FIELD in fields
+        if self.splade is None:
+            self.splade = SPLADE_FIELD in fields
         self.stores_text = TEXT_FIELD in fields
         self.stores_title = TITLE_FIELD in fields
         kept = (
@@ -175,8 +195,15 @@ class MilvusSchema:
             SPARSE_FIELD in fields,
             bool(info.get("functions")),
             properties.get(VECTOR_TYPE_PROPERTY, "float32"),
+            SPLADE_FIELD in fields,
         )
-        wanted = (self.dense, self.lexical, self.bm25_function, self.vector_type)
+        wanted = (
+            self.dense,
+            self.lexical,
+            self.bm25_function,
+            self.vector_type,
+            self.splade,
+        )
         if kept != wanted:
             raise self._error(
                 f"holds {_describe(*kept)}, this run asks for "
@@ -189,6 +216,15 @@ class MilvusSchema:
                 f"was indexed with another model (fingerprint "
                 f"{fingerprint}, this model {self.fingerprint}); use another "
                 "collection= or overwrite=True to re-embed the corpus"
+            )
+        kept_splade = properties.get(SPLADE_FINGERPRINT_PROPERTY)
+        if self.splade and self.splade_fingerprint is None:
+            self.splade_fingerprint = kept_splade  # as the collection has it
+        elif self.splade and kept_splade != self.splade_fingerprint:
+            raise self._error(
+                f"holds the SPLADE vectors of another model (fingerprint "
+                f"{kept_splade}, splade_checkpoint's {self.splade_fingerprint}); "
+                "use another collection= or overwrite=True"
             )
         if INT8_SCALE_PROPERTY in properties:
             self.int8_scale = np.asarray(

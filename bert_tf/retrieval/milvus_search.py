@@ -1,4 +1,4 @@
-"""Searches of a `MilvusStore`: dense (with rescoring), BM25 and hybrid."""
+"""Searches of a `MilvusStore`: dense (with rescoring), BM25, SPLADE and hybrid."""
 
 import numpy as np
 
@@ -8,8 +8,10 @@ from bert_tf.retrieval.milvus_connection import is_server
 from bert_tf.retrieval.milvus_schema import FLOAT_FIELD
 from bert_tf.retrieval.milvus_schema import MAX_TOP_K
 from bert_tf.retrieval.milvus_schema import SPARSE_FIELD
+from bert_tf.retrieval.milvus_schema import SPLADE_FIELD
 from bert_tf.retrieval.milvus_schema import VECTOR_FIELD
 from bert_tf.retrieval.vector_store import FUSIONS
+from bert_tf.retrieval.vector_store import HYBRID_SIDES
 from bert_tf.retrieval.vector_store import SearchResults
 
 # Queries of one search request, at most; and hits (queries x limit) of one
@@ -30,7 +32,8 @@ __all__ = ["MilvusSearch"]
 
 
 class MilvusSearch:
-    """`MilvusStore`'s searches: `search`, `search_lexical`, `hybrid_search`.
+    """`MilvusStore`'s searches: `search`, `search_lexical`, `search_splade`,
+    `hybrid_search`.
 
     A mixin of `MilvusStore`: it uses the store's client, settings, rows
     (`_rows_of`), `_call` and `_error`.
@@ -173,13 +176,41 @@ class MilvusSearch:
                 "retrieval_mode=bm25 or hybrid (or overwrite=True)"
             )
         data, params = self._lexical_request(queries)
+        return self._sparse_searches(
+            "searching BM25", SPARSE_FIELD, data, params, top_k, progress
+        )
+
+    def search_splade(self, queries, top_k, progress=None):
+        """SPLADE: the `top_k` best passages of each query by the inner
+        product of its SPLADE vector with the passages', `SearchResults`.
+
+        Args:
+          queries: per query, its SPLADE vector ({vocabulary id: weight},
+            `BertSparseEncoder.encode_query`'s nonzero entries).
+          top_k: passages per query.
+          progress: called with the count of queries searched so far.
+        """
+        if not self.splade:
+            raise self._error(
+                "holds no SPLADE vectors; index it with retrieval_mode=splade "
+                "and a splade_checkpoint (or overwrite=True)"
+            )
+        data, params = self._splade_request(queries)
+        return self._sparse_searches(
+            "searching SPLADE", SPLADE_FIELD, data, params, top_k, progress
+        )
+
+    @staticmethod
+    def _splade_request(queries):
+        """(data, search params) of SPLADE queries (an empty one as BM25's)."""
+        data = [q if q else {NO_TERM: 1.0} for q in queries]
+        return data, {"metric_type": "IP", "params": {}}
+
+    def _sparse_searches(self, what, field, data, params, top_k, progress):
+        """The search of a sparse field (BM25's or SPLADE's): inner product
+        (or Milvus's BM25), scores as Milvus gives them."""
         found = self._searches(
-            "searching BM25",
-            data,
-            top_k,
-            progress,
-            anns_field=SPARSE_FIELD,
-            search_params=params,
+            what, data, top_k, progress, anns_field=field, search_params=params
         )
         return SearchResults(
             [[pid for pid, _ in hits] for hits in found],
@@ -195,8 +226,10 @@ class MilvusSearch:
         rrf_k=60,
         weights=(0.5, 0.5),
         progress=None,
+        splade_queries=None,
+        sides=("dense", "bm25"),
     ):
-        """Dense and BM25 results fused by Milvus's `hybrid_search`.
+        """The results of two or three sides fused by Milvus's `hybrid_search`.
 
         Each side finds its `top_k` best passages; Milvus fuses them with
         reciprocal rank fusion (score: sum of 1 / (rrf_k + rank)) or a
@@ -204,13 +237,19 @@ class MilvusSearch:
         [0, 1]).
 
         Args:
-          queries: float [num_queries, dim], the query tower's vectors.
-          lexical_queries: per query, as `search_lexical`'s.
+          queries: float [num_queries, dim], the query tower's vectors
+            (None without the dense side).
+          lexical_queries: per query, as `search_lexical`'s (None without
+            the BM25 side).
           top_k: passages per query.
           fusion: ``"rrf"`` or ``"weighted"``.
           rrf_k: RRF's k (60, Milvus's and the paper's default).
-          weights: (dense, BM25) weights of ``"weighted"``.
+          weights: the weights of ``"weighted"``, one per side, in `sides`'
+            order.
           progress: called with the count of queries searched so far.
+          splade_queries: per query, as `search_splade`'s (the SPLADE side).
+          sides: which of ``dense``, ``bm25``, ``splade`` are fused (two or
+            three, in `HYBRID_SIDES` order).
 
         Returns:
           `SearchResults`, best first.
@@ -219,36 +258,47 @@ class MilvusSearch:
         from pymilvus import RRFRanker
         from pymilvus import WeightedRanker
 
-        if not (self.dense and self.lexical):
+        sides = tuple(sides)
+        if len(sides) < 2 or not set(sides) <= set(HYBRID_SIDES):
+            raise ValueError(f"sides={sides}: two or three of {HYBRID_SIDES}")
+        held = {"dense": self.dense, "bm25": self.lexical, "splade": self.splade}
+        missing = [side for side in sides if not held[side]]
+        if missing:
             raise self._error(
-                "hybrid search needs dense and BM25 vectors; "
-                "index with retrieval_mode=hybrid (or overwrite=True)"
+                f"hybrid search of {'+'.join(sides)} needs {', '.join(missing)} "
+                "vectors; index with retrieval_mode=hybrid and those "
+                "hybrid_sides (or overwrite=True)"
             )
         if fusion not in FUSIONS:
             raise ValueError(f"fusion={fusion!r}: expected one of {FUSIONS}")
-        if len(queries) != len(lexical_queries):
-            raise ValueError(
-                f"{len(queries)} dense queries, {len(lexical_queries)} BM25 queries"
-            )
-        ranker = RRFRanker(rrf_k) if fusion == "rrf" else WeightedRanker(*weights)
-        dense = self._dense_queries(queries)
-        lexical, lexical_params = self._lexical_request(lexical_queries)
-        _, _, metric, _ = self._vector_schema()
+        if fusion == "weighted" and len(weights) != len(sides):
+            raise ValueError(f"{len(weights)} weights for {len(sides)} sides")
         limit = min(int(top_k), MAX_TOP_K)
+        sent = {}  # side: (data, field, search params)
+        if "dense" in sides:
+            _, _, metric, _ = self._vector_schema()
+            params = {"metric_type": metric, "params": self._params(top_k)}
+            sent["dense"] = (self._dense_queries(queries), VECTOR_FIELD, params)
+        if "bm25" in sides:
+            data, params = self._lexical_request(lexical_queries)
+            sent["bm25"] = (data, SPARSE_FIELD, params)
+        if "splade" in sides:
+            data, params = self._splade_request(splade_queries)
+            sent["splade"] = (data, SPLADE_FIELD, params)
+        counts = {len(sent[side][0]) for side in sides}
+        if len(counts) != 1:
+            raise ValueError(f"the sides hold different numbers of queries: {counts}")
+        num_queries = counts.pop()
+        ranker = RRFRanker(rrf_k) if fusion == "rrf" else WeightedRanker(*weights)
         ids, scores = [], []
         batch = _batch_size(limit)
-        for start in range(0, len(dense), batch):
+        for start in range(0, num_queries, batch):
             end = start + batch
             requests = [
                 AnnSearchRequest(
-                    dense[start:end],
-                    VECTOR_FIELD,
-                    {"metric_type": metric, "params": self._params(top_k)},
-                    limit=limit,
-                ),
-                AnnSearchRequest(
-                    lexical[start:end], SPARSE_FIELD, lexical_params, limit
-                ),
+                    sent[side][0][start:end], sent[side][1], sent[side][2], limit
+                )
+                for side in sides
             ]
             hits = self._call(
                 "hybrid searching",

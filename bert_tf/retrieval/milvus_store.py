@@ -10,7 +10,7 @@ Database errors become one `UserInputError` line naming the URI / collection.
 The store's concerns live beside it: `milvus_connection` (the URI and the
 client), `milvus_schema` (fields, properties and the checks of an existing
 collection), `milvus_rows` (writes and reads) and `milvus_search` (dense,
-BM25 and hybrid search).
+BM25, SPLADE and hybrid search).
 """
 
 import glob
@@ -87,6 +87,12 @@ class MilvusStore(MilvusRows, MilvusSearch, MilvusSchema, VectorStore):
       bm25_function: the sparse vectors made by Milvus's own BM25 function
         from a text field (servers only: Milvus Lite has no such function),
         with `bm25_k1` and `bm25_b`.
+      splade: a SPLADE sparse vector field (`search_splade`, and a side of
+        `hybrid_search`), SPARSE_FLOAT_VECTOR searched by inner product;
+        None: as the existing collection has it (a new one gets none).
+      splade_fingerprint: the SPLADE model's fingerprint
+        (`bert_tf.retrieval.splade_vectors.splade_fingerprint`); an existing
+        collection's splade field must be of the same model (None: as it is).
 
     Raises:
       UserInputError: the URI cannot be reached, or the collection holds
@@ -121,6 +127,8 @@ class MilvusStore(MilvusRows, MilvusSearch, MilvusSchema, VectorStore):
         bm25_function=False,
         bm25_k1=DEFAULT_K1,
         bm25_b=DEFAULT_B,
+        splade=False,
+        splade_fingerprint=None,
     ):
         as_it_is = dimension is None
         if vector_type not in quantized_vectors.VECTOR_TYPES:
@@ -153,6 +161,8 @@ class MilvusStore(MilvusRows, MilvusSearch, MilvusSchema, VectorStore):
         self.search_params = dict(search_params or {})
         self.dense = dense
         self.lexical = True if bm25_function else lexical
+        self.splade = splade
+        self.splade_fingerprint = splade_fingerprint
         self.vector_type = vector_type
         self.rescore_k = int(rescore_k)
         self.bm25_function = bool(bm25_function)
@@ -198,10 +208,15 @@ class MilvusStore(MilvusRows, MilvusSearch, MilvusSchema, VectorStore):
     def _create_or_open(self, index_params):
         """Creates the collection; if another process created it meanwhile
         (two runs started at once on a server), opens and checks that one."""
-        dense, lexical = self.dense, self.lexical
+        dense, lexical, splade = self.dense, self.lexical, self.splade
         self.dense, self.lexical = bool(dense), bool(lexical)
-        if not (self.dense or self.lexical):
-            raise UserInputError("dense=False needs lexical=True: nothing to search")
+        self.splade = bool(splade)
+        if not (self.dense or self.lexical or self.splade):
+            raise UserInputError(
+                "dense=False needs lexical=True or splade=True: nothing to search"
+            )
+        if self.splade and not self.splade_fingerprint:
+            raise UserInputError("splade=True needs the SPLADE model's fingerprint")
         try:
             self._create(index_params)
         except UserInputError as error:
@@ -213,7 +228,7 @@ class MilvusStore(MilvusRows, MilvusSearch, MilvusSchema, VectorStore):
             # Its creator adds the index and loads it right after creating
             # it (one client call, a few requests).
             time.sleep(_CREATED_ELSEWHERE_SECONDS)
-            self.dense, self.lexical = dense, lexical
+            self.dense, self.lexical, self.splade = dense, lexical, splade
             self._open_existing(False)
 
     @classmethod
@@ -228,6 +243,7 @@ class MilvusStore(MilvusRows, MilvusSearch, MilvusSchema, VectorStore):
             flag=flag,
             dense=None,
             lexical=None,
+            splade=None,
             metric=None,
             index_type=None,
             **kwargs,

@@ -19,6 +19,7 @@ from bert_tf.data_prep.beir import passage_body
 from bert_tf.errors import UserInputError
 from bert_tf.retrieval.bm25 import query_vector
 from bert_tf.retrieval.dual_encoder import DualEncoder
+from bert_tf.retrieval.vector_store import HYBRID_SIDES
 from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
 
 # The record run_retrieval --do_index leaves in its output_dir.
@@ -229,8 +230,51 @@ class SearchIndex:
         store = self.store
         modes = ["dense"] if store.dense else []
         modes += ["bm25"] if store.lexical else []
-        modes += ["hybrid"] if store.dense and store.lexical else []
+        modes += ["splade"] if store.splade else []
+        if store.dense + store.lexical + store.splade >= 2:
+            modes.append("hybrid")
         return modes
+
+    @property
+    def hybrid_sides(self):
+        """What ``hybrid`` fuses: the recorded --hybrid_sides, else dense
+        and BM25 (run_retrieval's default), else every kind held."""
+        recorded = self.settings.get("hybrid_sides")
+        if recorded:
+            return tuple(recorded.split(","))
+        store = self.store
+        if store.dense and store.lexical:
+            return ("dense", "bm25")
+        held = (store.dense, store.lexical, store.splade)
+        return tuple(
+            side for side, kept in zip(HYBRID_SIDES, held, strict=True) if kept
+        )
+
+    def sides(self, mode):
+        """The sides `mode` searches."""
+        return self.hybrid_sides if mode == "hybrid" else (mode,)
+
+    def load_splade(self):
+        """The SPLADE model the index records (TensorFlow loads), checked
+        to be the one whose vectors the collection holds."""
+        from bert_tf.retrieval.splade_vectors import load_splade
+        from bert_tf.retrieval.splade_vectors import splade_fingerprint
+
+        path = self.settings.get("splade_checkpoint")
+        if not path or not os.path.exists(path):
+            raise UserInputError(
+                f"{self.uri} collection {self.collection!r}: the SPLADE model it "
+                f"records ({path}) does not exist",
+                argument="index",
+            )
+        model = load_splade(path)
+        if splade_fingerprint(model) != self.store.splade_fingerprint:
+            raise UserInputError(
+                f"{path}: not the SPLADE model that filled {self.uri} collection "
+                f"{self.collection!r}",
+                argument="index",
+            )
+        return model
 
     @property
     def default_mode(self):
@@ -271,26 +315,37 @@ class SearchIndex:
             )
         return towers
 
-    def search(self, queries, top_k, mode=None, towers=None, batch_size=64):
+    def search(
+        self, queries, top_k, mode=None, towers=None, batch_size=64, splade=None
+    ):
         """Per query, its `top_k` best passages as `Hit`s, best first.
 
         Args:
           queries: the query texts.
           top_k: passages per query.
-          mode: ``dense``, ``bm25`` or ``hybrid`` (None: `default_mode`).
-          towers: the dual encoder (`load_towers`; not needed for bm25).
+          mode: ``dense``, ``bm25``, ``splade`` or ``hybrid`` (None:
+            `default_mode`).
+          towers: the dual encoder (`load_towers`; for a dense side).
           batch_size: queries per forward pass.
+          splade: the SPLADE model (`load_splade`; for a SPLADE side).
         """
+        from bert_tf.retrieval.splade_vectors import splade_vectors
+
         store, mode = self.store, self.check_mode(mode)
+        sides = self.sides(mode)
         queries = list(queries)
-        vectors = None
-        if mode != "bm25":
+        vectors = splade_queries = None
+        if "dense" in sides:
             vectors = towers.encode_queries(queries, batch_size)
+        if "splade" in sides:
+            splade_queries = splade_vectors(splade, queries, "query", batch_size)
         if mode == "dense":
             # A quantized collection indexed without rescoring still shows
             # float32 similarities (its codes' inner products, e.g. 178968.0,
             # mean nothing to a reader): its top_k are rescored.
             found = store.search(vectors, top_k, rescore_k=store.rescore_k or top_k)
+        elif mode == "splade":
+            found = store.search_splade(splade_queries, top_k)
         else:
             lexical = queries if store.bm25_function else map(query_vector, queries)
             lexical = list(lexical)
@@ -303,10 +358,9 @@ class SearchIndex:
                     top_k,
                     self.settings.get("fusion", "rrf"),
                     self.settings.get("rrf_k", 60),
-                    (
-                        self.settings.get("dense_weight", 0.5),
-                        self.settings.get("bm25_weight", 0.5),
-                    ),
+                    tuple(self.settings.get(f"{s}_weight", 0.5) for s in sides),
+                    splade_queries=splade_queries,
+                    sides=sides,
                 )
         rows = store.rows_of(pid for ids in found.ids for pid in ids)
         return [

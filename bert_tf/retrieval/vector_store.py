@@ -13,12 +13,15 @@ import abc
 from typing import NamedTuple
 
 METRICS = ("IP", "COSINE", "L2")
-# How queries are answered: the dense vectors, BM25, or both fused (and how).
-RETRIEVAL_MODES = ("dense", "bm25", "hybrid")
+# How queries are answered: the dense vectors, BM25, SPLADE's learned sparse
+# vectors, or several of them fused (`HYBRID_SIDES`, and how: `FUSIONS`).
+RETRIEVAL_MODES = ("dense", "bm25", "hybrid", "splade")
+HYBRID_SIDES = ("dense", "bm25", "splade")
 FUSIONS = ("rrf", "weighted")
 
 __all__ = [
     "FUSIONS",
+    "HYBRID_SIDES",
     "METRICS",
     "RETRIEVAL_MODES",
     "SearchResults",
@@ -84,6 +87,7 @@ class VectorStore(abc.ABC):
     # vectors, or none dense).
     dense = True
     lexical = False
+    splade = False
     bm25_function = False
     # Whether rows keep the text and title of `StoredPassage` (a Milvus
     # collection made before they were kept does not).

@@ -129,12 +129,14 @@ def load_dual_encoder(run, options):
     )
 
 
-def open_store(options, towers, output_dir):
+def open_store(options, towers, output_dir, splade_fingerprint=None):
     """The Milvus collection of --milvus_uri / --milvus_collection: dense
-    vectors (--vector_type) unless --retrieval_mode=bm25, BM25 vectors unless
-    --retrieval_mode=dense (a new collection holds only what the mode needs)."""
+    vectors (--vector_type), BM25 vectors and SPLADE vectors (of the model
+    of `splade_fingerprint`) where the mode searches them (a new collection
+    holds only what the mode needs)."""
     from bert_tf.retrieval.milvus_store import MilvusStore
 
+    sides = options.sides
     return MilvusStore(
         options.uri(output_dir),
         options.milvus_collection,
@@ -147,8 +149,10 @@ def open_store(options, towers, output_dir):
         overwrite=options.overwrite_index,
         # What the mode searches must be there; what else an existing
         # collection holds is kept up to date (e.g. dense runs on a hybrid one).
-        dense=True if options.retrieval_mode != "bm25" else None,
-        lexical=True if options.retrieval_mode != "dense" else None,
+        dense=True if "dense" in sides else None,
+        lexical=True if "bm25" in sides else None,
+        splade=True if "splade" in sides else None,
+        splade_fingerprint=splade_fingerprint,
         vector_type=options.vector_type,
         rescore_k=options.rescore_k,
         bm25_function=options.bm25_function,
@@ -183,6 +187,10 @@ def index_settings(run, options, fingerprint):
         "dense_weight": options.dense_weight,
         "bm25_weight": options.bm25_weight,
         "bm25_function": options.bm25_function,
+        "splade_checkpoint": options.splade_checkpoint
+        and os.path.abspath(options.splade_checkpoint),
+        "hybrid_sides": ",".join(options.sides) if len(options.sides) > 1 else None,
+        "splade_weight": options.splade_weight,
         "data_dir": options.data_dir and os.path.abspath(options.data_dir),
         "passage_length": options.passage_length,
         "passage_stride": options.passage_stride,
@@ -190,12 +198,16 @@ def index_settings(run, options, fingerprint):
 
 
 def searched_as(options):
-    """How the queries were searched, for the log: the mode, and the stored
-    vectors' type when they are quantized (and their rescoring)."""
-    if options.retrieval_mode == "bm25" or options.vector_type == "float32":
-        return options.retrieval_mode
+    """How the queries were searched, for the log: the mode (hybrid's
+    sides), and the stored vectors' type when they are quantized (and their
+    rescoring)."""
+    mode = options.retrieval_mode
+    if mode == "hybrid":
+        mode = f"hybrid of {'+'.join(options.sides)}"
+    if "dense" not in options.sides or options.vector_type == "float32":
+        return mode
     rescored = f", rescoring {options.rescore_k}" if options.rescore_k else ""
-    return f"{options.retrieval_mode}, {options.vector_type} vectors{rescored}"
+    return f"{mode}, {options.vector_type} vectors{rescored}"
 
 
 def reported_metric_names(eval_top_k):
@@ -211,17 +223,44 @@ def reported_metric_names(eval_top_k):
     return names
 
 
-def evaluate(towers, store, queries, qrels, passages, output_dir, options):
-    """Searches the qrels' queries (--retrieval_mode); writes eval_results.txt
-    and run.tsv; with --rerank_checkpoint, also the cross-encoder's order of
-    each query's --rerank_top_k best (``<metric>_reranked``,
-    run_reranked.tsv); returns the metrics."""
+def second_stage_reranker(options, what):
+    """The --do_eval second stage: a `MaxSimReranker` of
+    --rerank_multi_vector, a `BertReranker` of --rerank_checkpoint (unless
+    its verdict says it re-ranks worse: `second_stage`), or None."""
+    if options.rerank_multi_vector:
+        from bert_tf.retrieval.max_sim_reranker import MaxSimReranker
+
+        return MaxSimReranker.from_checkpoint(options.rerank_multi_vector)
+    rerank_checkpoint = second_stage(
+        options.rerank_checkpoint, options.rerank_even_if_worse, what
+    )
+    if not rerank_checkpoint:
+        return None
+    from bert_tf.models.bert_reranker import BertReranker
+
+    return BertReranker.from_checkpoint(rerank_checkpoint)
+
+
+def evaluate(towers, store, queries, qrels, passages, output_dir, options, splade=None):
+    """Searches the qrels' queries (--retrieval_mode; `splade`: the
+    `BertSparseEncoder` of --splade_checkpoint); writes eval_results.txt
+    and run.tsv; with --rerank_checkpoint (a cross-encoder) or
+    --rerank_multi_vector (MaxSim), also the second stage's order of each
+    query's --rerank_top_k best (``<metric>_reranked``, run_reranked.tsv);
+    returns the metrics."""
+    from bert_tf.retrieval.splade_vectors import splade_vectors
+
     query_ids = list(qrels)
     texts = [queries[q].text for q in query_ids]
-    vectors = None
-    if options.retrieval_mode != "bm25":
+    vectors = splade_queries = None
+    if "dense" in options.sides:
         logging.info("Embedding %d queries", len(query_ids))
         vectors = towers.encode_queries(texts, options.encode_batch_size)
+    if "splade" in options.sides:
+        logging.info("SPLADE vectors of %d queries", len(query_ids))
+        splade_queries = splade_vectors(
+            splade, texts, "query", options.encode_batch_size
+        )
     start = time.perf_counter()
     if options.eval_backend == "auto":
         store = searched_for_evaluation(store, options.retrieval_mode)
@@ -234,7 +273,9 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
         texts,
         options.fusion,
         options.rrf_k,
-        (options.dense_weight, options.bm25_weight),
+        options.weights(),
+        splade_queries=splade_queries,
+        sides=options.sides,
     )
     logging.info(
         "Searched %d queries (%s) in %.2f s",
@@ -246,16 +287,12 @@ def evaluate(towers, store, queries, qrels, passages, output_dir, options):
     names = reported_metric_names(options.eval_top_k)
     metrics = retrieval_metrics(qrels, run, names)
     write_run(os.path.join(output_dir, RUN_FILE), query_ids, results)
-    rerank_checkpoint = second_stage(
-        options.rerank_checkpoint,
-        options.rerank_even_if_worse,
-        "run_retrieval --do_eval (no <metric>_reranked, no run_reranked.tsv)",
+    reranker = second_stage_reranker(
+        options, "run_retrieval --do_eval (no <metric>_reranked, no run_reranked.tsv)"
     )
-    if rerank_checkpoint:
-        from bert_tf.models.bert_reranker import BertReranker
-
+    if reranker is not None:
         reranked = rerank_documents(
-            BertReranker.from_checkpoint(rerank_checkpoint),
+            reranker,
             queries,
             run,
             passages,
@@ -330,6 +367,8 @@ class RetrievalTask(Task):
         check_once(options, run)
         super().__init__(run, options)
         self.towers = None
+        self.splade = None
+        self.splade_fingerprint = None
 
     def load_config(self):
         return None  # the checkpoint's own, read by from_checkpoint
@@ -345,6 +384,12 @@ class RetrievalTask(Task):
 
     def build_model(self, config):
         self.towers = load_dual_encoder(self.run, self.options)
+        if "splade" in self.options.sides:
+            from bert_tf.retrieval.splade_vectors import load_splade
+            from bert_tf.retrieval.splade_vectors import splade_fingerprint
+
+            self.splade = load_splade(self.options.splade_checkpoint)
+            self.splade_fingerprint = splade_fingerprint(self.splade)
         self.passages = passages_of(
             self.corpus,
             self.towers,
@@ -495,7 +540,9 @@ class RetrievalTask(Task):
         """The vector store (a context manager); without --do_index it must
         hold the corpus already."""
         options = self.options
-        store = open_store(options, self.towers, self.output_dir)
+        store = open_store(
+            options, self.towers, self.output_dir, self.splade_fingerprint
+        )
         warning = options.recall_warning(len(self.passages))
         if warning:
             logging.warning("%s", warning)
@@ -550,6 +597,7 @@ class RetrievalTask(Task):
                 self.options.encode_batch_size,
                 self.options.bm25_k1,
                 self.options.bm25_b,
+                splade=self.splade,
             )
             settings = index_settings(self.run, self.options, store.fingerprint)
             record_index(self.output_dir, settings, store)
@@ -571,6 +619,7 @@ class RetrievalTask(Task):
                 self.passages,
                 self.output_dir,
                 self.options,
+                self.splade,
             )
 
     def export(self, model):

@@ -3,8 +3,9 @@
 The index (`bert_tf.retrieval.search_index.SearchIndex`) is opened and
 checked before TensorFlow loads; here the model that filled it embeds the
 queries, the collection answers by the mode asked (dense, BM25 or hybrid),
-and an optional cross-encoder (`BertReranker.rank`) re-orders each query's
-candidates by its scores. Hits are printed as text for people or as one JSON
+and an optional second stage re-orders each query's candidates by its
+scores: a cross-encoder (`BertReranker.rank`) or ColBERT's MaxSim
+(`MaxSimReranker.rank`). Hits are printed as text for people or as one JSON
 object a query (``jsonl``).
 """
 
@@ -58,20 +59,28 @@ def search(options, index, queries):
     from bert_tf.retrieval.rerank_verdict import second_stage
 
     mode = index.check_mode(options.retrieval_mode)
-    towers = index.load_towers() if mode != "bm25" else None
+    sides = index.sides(mode)
+    towers = index.load_towers() if "dense" in sides else None
+    splade = index.load_splade() if "splade" in sides else None
     rerank_checkpoint = second_stage(
         options.rerank_checkpoint, options.rerank_even_if_worse, "bert-tf-search"
     )
-    depth = options.candidates if rerank_checkpoint else options.top_k
-    found = index.search(queries, depth, mode, towers)
-    if not rerank_checkpoint:
+    reranks = bool(rerank_checkpoint or options.rerank_multi_vector)
+    depth = options.candidates if reranks else options.top_k
+    found = index.search(queries, depth, mode, towers, splade=splade)
+    if not reranks:
         return [
             SearchResult(query, hits[: options.top_k])
             for query, hits in zip(queries, found, strict=True)
         ]
-    from bert_tf.models.bert_reranker import BertReranker
+    if options.rerank_multi_vector:
+        from bert_tf.retrieval.max_sim_reranker import MaxSimReranker
 
-    reranker = BertReranker.from_checkpoint(rerank_checkpoint)
+        reranker = MaxSimReranker.from_checkpoint(options.rerank_multi_vector)
+    else:
+        from bert_tf.models.bert_reranker import BertReranker
+
+        reranker = BertReranker.from_checkpoint(rerank_checkpoint)
     results = []
     for query, hits in zip(queries, found, strict=True):
         reranked, first = rerank_hits(reranker, query, hits)
@@ -133,13 +142,19 @@ def open_index(options):
     index = SearchIndex(options.index, options.collection, options.model)
     try:
         index.check_mode(options.retrieval_mode)
-        if options.rerank_checkpoint and not index.store.stores_text:
+        reranker = options.rerank_checkpoint or options.rerank_multi_vector
+        if reranker and not index.store.stores_text:
+            flag = (
+                "rerank_checkpoint"
+                if options.rerank_checkpoint
+                else "rerank_multi_vector"
+            )
             raise UserInputError(
-                f"rerank_checkpoint: {index.uri} collection "
+                f"{flag}: {index.uri} collection "
                 f"{index.collection!r} keeps no passage texts to re-rank "
                 "(indexed before they were kept): re-index it with run_retrieval "
                 "--do_index --overwrite_index",
-                argument="rerank_checkpoint",
+                argument=flag,
             )
     except Exception:
         index.close()
