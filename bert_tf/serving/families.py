@@ -132,6 +132,22 @@ FAMILIES = (
         own_tokenizer=True,
     ),
     Family(
+        "sparse_encoder",
+        "bert_tf.models.bert_sparse_encoder:BertSparseEncoder",
+        "bert_tf.serving.sparse_encoder_signatures:SparseEncoderSignatures",
+        litert=True,
+        builder=f"{_BUILD}:sparse_encoder",
+        own_tokenizer=True,
+    ),
+    Family(
+        "multi_vector_encoder",
+        "bert_tf.models.bert_multi_vector_encoder:BertMultiVectorEncoder",
+        "bert_tf.serving.multi_vector_signatures:MultiVectorSignatures",
+        litert=True,
+        builder=f"{_BUILD}:multi_vector_encoder",
+        own_tokenizer=True,
+    ),
+    Family(
         "pretrainer",
         "bert_tf.models.bert_pretrainer:BertPretrainer",
         script="run_pretraining",
