@@ -122,6 +122,12 @@ BLOCKS = {
             "static: needs a saved MultiVectorEncoder; "
             "tests/test_multi_vector_encoder.py makes the same calls",
         ),
+        (
+            "bash",
+            "--export_dir=/tmp/serving/splade",
+            "static: needs saved SparseEncoder/MultiVectorEncoder directories; "
+            "tests/test_sparse_multi_vector_export.py runs the same commands",
+        ),
     ],
     "docs/guides/retrieval.md": [
         (
@@ -325,6 +331,8 @@ def test_install_blocks_run_the_documented_commands(page):
         ("--model_type=retrieval", "export_saved_model"),
         ("python run_reranker.py", "run_reranker"),
         ("--target=mediapipe", "export_litert"),
+        ("--export_dir=/tmp/serving/splade", "export_saved_model"),
+        ("--export_dir=/tmp/serving/splade", "export_litert"),
     ],
 )
 def test_unrunnable_commands_use_real_flags(marker, module):
