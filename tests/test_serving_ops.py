@@ -90,7 +90,7 @@ def _sparse_encoder(vocab):
 
     return BertSparseEncoder(
         _config(),
-        preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH),
+        preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH, padding="longest"),
         pooling_strategy="sum",
         activation_function="log1p_relu",
         prompts={"document": "passage: "},
@@ -108,7 +108,7 @@ def _multi_vector_encoder(vocab):
 
     return BertMultiVectorEncoder(
         _config(),
-        preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH),
+        preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH, padding="longest"),
         dense_units=16,
         skiplist_words=[".", ","],
         skiplist_tasks=["query", "document"],

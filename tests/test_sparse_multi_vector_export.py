@@ -152,9 +152,7 @@ def loaded(exports):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the tokenizer's ops)
 
-    return {
-        name: tf.saved_model.load(exports[name]) for name in ("splade", "colbert")
-    }
+    return {name: tf.saved_model.load(exports[name]) for name in ("splade", "colbert")}
 
 
 def _metadata(version_dir):
@@ -294,7 +292,10 @@ def test_litert_files_match_the_keras_models(exports, model_dirs, texts):
         "serve_tokenized",
         "document",
     }
-    for name, method in (("serving_default", "encode"), ("document", "encode_document")):
+    for name, method in (
+        ("serving_default", "encode"),
+        ("document", "encode_document"),
+    ):
         outputs = splade.run_signature(name, text=np.array(texts, object))
         _check_top_k(
             {k: tf.constant(v) for k, v in outputs.items()},

@@ -301,7 +301,11 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
         missing = tf.maximum(floor - tf.shape(inputs["input_ids"])[1], 0)
         inputs = {k: tf.pad(v, [[0, 0], [0, missing]]) for k, v in inputs.items()}
         width = tf.shape(inputs["input_ids"])[1]
-        expanded = (inputs["input_mask"] == 0) & (tf.range(width) < floor)[tf.newaxis]
+        # expand_dims, not [tf.newaxis]: LiteRT has no kernel for a strided
+        # slice that adds an axis (the LiteRT export runs this graph).
+        expanded = (inputs["input_mask"] == 0) & tf.expand_dims(
+            tf.range(width) < floor, 0
+        )
         inputs["input_ids"] = tf.where(
             expanded,
             tf.constant(self.expansion_token_id, tf.int32),
@@ -325,7 +329,7 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
 
         def among(token_ids):
             table = tf.constant(token_ids, ids.dtype)
-            return tf.reduce_any(ids[..., tf.newaxis] == table, axis=-1)
+            return tf.reduce_any(tf.expand_dims(ids, -1) == table, axis=-1)
 
         if (task or "document") in self.skiplist_tasks and self.skiplist_ids:
             mask = mask & ~among(self.skiplist_ids)

@@ -43,5 +43,7 @@ def with_prompt_ids(tokenized, prompt_ids):
     ids, lengths = tokenized[0], tokenized[1]
     if not prompt_ids:
         return ids, lengths
-    prompt = tf.tile(tf.constant(prompt_ids, tf.int64)[None], [tf.shape(ids)[0], 1])
+    prompt = tf.tile(
+        tf.constant([prompt_ids], tf.int64), tf.stack([tf.shape(ids)[0], 1])
+    )
     return tf.concat([prompt, ids], axis=1), lengths + len(prompt_ids)
