@@ -121,12 +121,6 @@ def exports(model_dirs, tmp_path_factory):
                 f"--top_k={TOP_K}",
             ],
             [
-                "--model_type=multi_vector_encoder",
-                f"--init_checkpoint={colbert}",
-                f"--output_file={root / 'colbert.tflite'}",
-                "--quantization=none",
-            ],
-            [
                 "--model_type=sparse_encoder",
                 f"--init_checkpoint={splade}",
                 f"--output_file={root / 'zero.tflite'}",
@@ -135,14 +129,13 @@ def exports(model_dirs, tmp_path_factory):
         ],
         str(root / "litert_runs"),
     )
-    for run in (*saved[:2], *litert[:2]):
+    for run in (*saved[:2], litert[0]):
         assert run.returncode == 0, run.stderr[-4000:]
     return {
         "splade": str(root / "splade" / "1"),
         "colbert": str(root / "colbert" / "1"),
         "splade.tflite": str(root / "splade.tflite"),
-        "colbert.tflite": str(root / "colbert.tflite"),
-        "refused": [*saved[2:], litert[2]],
+        "refused": [*saved[2:], litert[1]],
         "root": root,
     }
 
@@ -161,14 +154,17 @@ def _metadata(version_dir):
         return json.load(f)
 
 
-def _check_top_k(outputs, dense, k, tolerance, vocabulary=None):
+def _check_top_k(outputs, dense, k, tolerance, vocabulary=None, nonzero_slack=0):
     """The top-k outputs against vocabulary-wide weights `dense` [B, V]:
     each row's non-zero weights by descending weight, k of them (or all),
-    then id -1 and weight 0; each id's weight is its weight in `dense`."""
+    then id -1 and weight 0; each id's weight is its weight in `dense`.
+    `nonzero_slack`: how far `num_nonzero` may be off (a weight within
+    rounding of 0 that one side rounds to it)."""
     ids = outputs["token_ids"].numpy()
     weights = outputs["weights"].numpy()
     assert ids.shape == weights.shape == (len(dense), k)
-    np.testing.assert_array_equal(outputs["num_nonzero"], (dense != 0).sum(axis=1))
+    counts = outputs["num_nonzero"].numpy()
+    np.testing.assert_allclose(counts, (dense != 0).sum(axis=1), atol=nonzero_slack)
     for row, reference in enumerate(dense):
         nonzero = np.flatnonzero(reference)
         expected = np.sort(reference[nonzero])[::-1][:k]
@@ -276,7 +272,7 @@ def test_both_exports_need_only_the_classic_text_ops(exports):
 
 
 @pytest.mark.slow
-def test_litert_files_match_the_keras_models(exports, model_dirs, texts):
+def test_splade_litert_file_matches_the_keras_model(exports, model_dirs, texts):
     pytest.importorskip("ai_edge_litert", reason="ai-edge-litert ([litert]) is missing")
     import tensorflow as tf
 
@@ -286,42 +282,19 @@ def test_litert_files_match_the_keras_models(exports, model_dirs, texts):
     sparse = bert_tf.BertSparseEncoder.from_checkpoint(model_dirs["splade"])
     splade = LiteRTModel(exports["splade.tflite"])
     assert splade.metadata["model"] == "sparse_encoder"
-    # The static query route is the SavedModel's: LiteRT runs the network.
-    assert set(splade.signature_names()) == {
-        "serving_default",
-        "serve_tokenized",
-        "document",
-    }
-    for name, method in (
-        ("serving_default", "encode"),
-        ("document", "encode_document"),
-    ):
-        outputs = splade.run_signature(name, text=np.array(texts, object))
+    # The static query route is the SavedModel's: LiteRT runs the network;
+    # documents encode as serving_default does (one function in the file).
+    assert set(splade.signature_names()) == {"serving_default", "serve_tokenized"}
+    assert splade.metadata["aliases"] == {"document": "serving_default"}
+    for method in ("encode", "encode_document"):
+        outputs = splade.run_signature("serving_default", text=np.array(texts, object))
         _check_top_k(
             {k: tf.constant(v) for k, v in outputs.items()},
             getattr(sparse, method)(texts),
             TOP_K,
             LITERT_TOLERANCE,
+            nonzero_slack=3,
         )
-
-    colbert = bert_tf.BertMultiVectorEncoder.from_checkpoint(model_dirs["colbert"])
-    vectors_file = LiteRTModel(exports["colbert.tflite"])
-    assert set(vectors_file.signature_names()) == {
-        "serving_default",
-        "serve_tokenized",
-        "query",
-        "document",
-    }
-    for name, method in (
-        ("serving_default", "encode"),
-        ("query", "encode_query"),
-        ("document", "encode_document"),
-    ):
-        outputs = vectors_file.run_signature(name, text=np.array(texts, object))
-        expected = getattr(colbert, method)(texts)
-        for row, ours in enumerate(expected):
-            kept = outputs["token_vectors"][row][outputs["mask"][row] == 1]
-            np.testing.assert_allclose(kept, ours, atol=LITERT_TOLERANCE)
 
 
 @pytest.mark.slow

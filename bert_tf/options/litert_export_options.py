@@ -59,9 +59,8 @@ class LiteRTExportOptions:
         "(run_squad output, one window per question/context), embedding "
         "(run_similarity output or a sentence-transformers directory), encoder or "
         "reranker (run_reranker output or a cross-encoder directory; query and "
-        "passage in, scores out), sparse_encoder (a SPLADE SparseEncoder "
-        "directory; top --top_k token ids and weights) or multi_vector_encoder "
-        "(a ColBERT MultiVectorEncoder directory; token vectors).",
+        "passage in, scores out), or sparse_encoder (a SPLADE SparseEncoder "
+        "directory; top --top_k token ids and weights).",
         choices=LITERT_MODEL_TYPES,
     )
     init_checkpoint: str = same_as(SavedModelExportOptions, "init_checkpoint")

@@ -33,8 +33,6 @@ Encoder`                                    two texts: their unit vectors' dot)
                                             `logits` [B]: one pair per row
 `BertSparse-        `text` (+ `document`)   `token_ids`, `weights` [B, k] (top
 Encoder`                                    `top_k`), `num_nonzero` [B]
-`BertMultiVector-   `text` (+ `query`,      `token_vectors` [B, L, D], `mask`
-Encoder`            `document`)             [B, L]
 ==================  ======================  ====================================
 
 The SavedModel export's outputs, minus what needs string or ragged ops LiteRT

@@ -149,14 +149,45 @@ class MultiVectorSignatures(SignatureModule):
         (`litert_prompt_ids`)."""
         return self._litert_endpoint(None)
 
+    def _encoding(self, task):
+        """What decides `task`'s graph: prompt, token budget, expansion,
+        skiplist, keep-only ids."""
+        model = self.model
+        return (
+            self.task_prompt(task),
+            model.task_length(task),
+            task == "query" and model.query_expansion is not None,
+            model.mask_module and (task or "document") in model.skiplist_tasks,
+            model.mask_module and task != "query" and bool(model.keep_only_token_ids),
+        )
+
+    def _litert_aliases(self):
+        """{signature: "serving_default"} of the tasks encoded exactly as
+        `serving_default` (the converter keeps one of two identical
+        functions: the file has `serving_default` alone for them)."""
+        same = self._encoding(None)
+        return {
+            name: "serving_default"
+            for name, task in TASK_SIGNATURES.items()
+            if self._encoding(task) == same
+        }
+
     def litert_extra_signatures(self):
-        """A LiteRT file's `query` and `document` signatures (MaxSim is the
-        caller's: `bert_tf.retrieval.max_sim` on their outputs)."""
-        return {name: self._litert_endpoint(t) for name, t in TASK_SIGNATURES.items()}
+        """A LiteRT file's `query` and `document` signatures, those that
+        differ from `serving_default` (MaxSim is the caller's:
+        `bert_tf.retrieval.max_sim` on their outputs)."""
+        aliases = self._litert_aliases()
+        return {
+            name: self._litert_endpoint(task)
+            for name, task in TASK_SIGNATURES.items()
+            if name not in aliases
+        }
 
     def litert_metadata(self):
-        """The family's entries of a LiteRT file's metadata."""
+        """The family's entries of a LiteRT file's metadata (`aliases`: the
+        signatures `serving_default` answers for)."""
         return {
             "embedding_dim": int(self.model.embedding_dim),
             "similarity_fn_name": self.model.similarity_fn_name or "maxsim",
+            "aliases": self._litert_aliases(),
         }

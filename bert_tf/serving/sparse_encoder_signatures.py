@@ -200,14 +200,27 @@ class SparseEncoderSignatures(SignatureModule):
 
         return serve_text, [tf.TensorSpec([None], tf.string, "text")]
 
+    def _litert_aliases(self):
+        """{signature: "serving_default"} of the SPLADE-route tasks that
+        encode as `serving_default` does (same route and prompt): the
+        converter keeps one of two identical functions, so the file has
+        `serving_default` alone for them."""
+        same = (self.model.route(None), self.task_prompt(None))
+        return {
+            name: "serving_default"
+            for name, task in self.tasks().items()
+            if (self.model.routes[task], self.task_prompt(task)) == same
+        }
+
     def litert_extra_signatures(self):
-        """A LiteRT file's `document` signature when the model encodes
-        documents by the SPLADE network (a query route that is static
-        weights is the SavedModel's)."""
+        """A LiteRT file's `query`/`document` signatures where the model
+        encodes them by the SPLADE network, differently from
+        `serving_default` (a static query route is the SavedModel's)."""
+        aliases = self._litert_aliases()
         return {
             name: self._litert_endpoint(task)
             for name, task in self.tasks().items()
-            if self.model.routes.get(task) == "splade"
+            if self.model.routes.get(task) == "splade" and name not in aliases
         }
 
     def litert_serve_tokenized(self, input_ids, input_mask, segment_ids):
@@ -217,5 +230,10 @@ class SparseEncoderSignatures(SignatureModule):
         return self.top_weights(self._max_active(self.model(inputs, training=False)))
 
     def litert_metadata(self):
-        """The family's entries of a LiteRT file's metadata."""
-        return {"top_k": self.top_k, "vocab_size": int(self.model.vocab_size)}
+        """The family's entries of a LiteRT file's metadata (`aliases`: the
+        signatures `serving_default` answers for)."""
+        return {
+            "top_k": self.top_k,
+            "vocab_size": int(self.model.vocab_size),
+            "aliases": self._litert_aliases(),
+        }
