@@ -128,6 +128,12 @@ BLOCKS = {
             "static: flags checked; tests/test_sparse_retrieval.py and "
             "tests/test_multi_vector_rerank.py run the same on 12 paragraphs",
         ),
+        (
+            "bash",
+            "--export_dir=/tmp/serving/splade",
+            "static: needs saved SparseEncoder/MultiVectorEncoder directories; "
+            "tests/test_sparse_multi_vector_export.py runs the same commands",
+        ),
     ],
     "docs/guides/retrieval.md": [
         (
@@ -332,6 +338,8 @@ def test_install_blocks_run_the_documented_commands(page):
         ("--model_type=retrieval", "export_saved_model"),
         ("python run_reranker.py", "run_reranker"),
         ("--target=mediapipe", "export_litert"),
+        ("--export_dir=/tmp/serving/splade", "export_saved_model"),
+        ("--export_dir=/tmp/serving/splade", "export_litert"),
     ],
 )
 def test_unrunnable_commands_use_real_flags(marker, module):

@@ -82,6 +82,45 @@ def _reranker(vocab):
     return BertReranker(_config(), preprocessor=BertPreprocessor(vocab, True, 32))
 
 
+def _sparse_encoder(vocab):
+    # Sum pooling, log1p_relu, max_active_dims and a static query route
+    # (the inference-free Router): every op the family's graphs can hold.
+    from bert_tf.models import BertSparseEncoder
+    from bert_tf.text.preprocessing import BertPreprocessor
+
+    return BertSparseEncoder(
+        _config(),
+        preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH, padding="longest"),
+        pooling_strategy="sum",
+        activation_function="log1p_relu",
+        prompts={"document": "passage: "},
+        max_active_dims=16,
+        routes={"query": "static"},
+        static_max_length=8,
+    )
+
+
+def _multi_vector_encoder(vocab):
+    # A Dense, the skiplist on both tasks, [MASK] expansion, prompts,
+    # MeanMaxSim and truncate_dim together.
+    from bert_tf.models import BertMultiVectorEncoder
+    from bert_tf.text.preprocessing import BertPreprocessor
+
+    return BertMultiVectorEncoder(
+        _config(),
+        preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH, padding="longest"),
+        dense_units=16,
+        skiplist_words=[".", ","],
+        skiplist_tasks=["query", "document"],
+        query_length=12,
+        document_length=24,
+        query_expansion={"strategy": "fixed", "length": 10},
+        prompts={"query": "query: ", "document": "passage: "},
+        similarity_fn_name="meanmaxsim",
+        truncate_dim=8,
+    )
+
+
 def _corpus_index(two_stage):
     def build(vocab):
         from bert_tf.retrieval.corpus_index import CorpusIndex
@@ -143,6 +182,12 @@ CASES = {
         ),
         "embedding_cls_mean_max": (_embedding("cls+mean+max"), {}),
     },
+    "bert_tf.models.bert_sparse_encoder:BertSparseEncoder": {
+        "sparse_encoder": (_sparse_encoder, {"top_k": 8}),
+    },
+    "bert_tf.models.bert_multi_vector_encoder:BertMultiVectorEncoder": {
+        "multi_vector_encoder": (_multi_vector_encoder, {}),
+    },
     "bert_tf.retrieval.corpus_index:CorpusIndex": {
         "retrieval": (_corpus_index(False), {}),
         "retrieval_bfloat16_corpus": (
@@ -171,6 +216,8 @@ BFLOAT16_CASES = {
     "encoder_pair",
     "embedding_sqrt_len_dense_normalize",
     "embedding_cls_mean_max",
+    "sparse_encoder",
+    "multi_vector_encoder",
 }
 EXPORTS = [
     (case, dtype)

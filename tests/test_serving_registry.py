@@ -9,6 +9,8 @@ import bert_tf
 from bert_tf import serving
 from bert_tf.errors import UserInputError
 from bert_tf.serving import registry
+from bert_tf.serving.multi_vector_signatures import MultiVectorSignatures
+from bert_tf.serving.sparse_encoder_signatures import SparseEncoderSignatures
 
 
 def test_each_model_class_gets_its_family_and_subclasses_their_base():
@@ -20,6 +22,8 @@ def test_each_model_class_gets_its_family_and_subclasses_their_base():
         bert_tf.BertEncoder: serving.EncoderSignatures,
         # Its own family before its base BertClassifier's.
         bert_tf.BertReranker: serving.RerankerSignatures,
+        bert_tf.BertSparseEncoder: SparseEncoderSignatures,
+        bert_tf.BertMultiVectorEncoder: MultiVectorSignatures,
     }
     for model_class, module_class in expected.items():
         assert serving.signature_module_class(model_class) is module_class
@@ -156,4 +160,10 @@ def test_one_family_table_feeds_the_exporters_the_tools_and_the_pipeline():
     with pytest.raises(UserInputError, match="known tasks: feature-extraction, ner"):
         bert_tf.pipeline("summarization", "/nonexistent")
     assert families.MEDIAPIPE_MODEL_TYPES == ("classifier", "embedding")
-    assert families.OWN_LENGTH_MODEL_TYPES == ("embedding", "reranker", "retrieval")
+    assert families.OWN_LENGTH_MODEL_TYPES == (
+        "embedding",
+        "reranker",
+        "retrieval",
+        "sparse_encoder",
+        "multi_vector_encoder",
+    )

@@ -50,7 +50,9 @@ class SpladePooling(keras.layers.Layer):
 
     def call(self, logits, input_mask):
         logits = ops.cast(logits, "float32")
-        mask = ops.cast(input_mask, "float32")[:, :, None]
+        # expand_dims, not [:, :, None]: LiteRT has no kernel for a strided
+        # slice that adds an axis.
+        mask = ops.expand_dims(ops.cast(input_mask, "float32"), -1)
         weights = ops.log1p(ops.relu(logits * mask))
         if self.activation_function == "log1p_relu":
             weights = ops.log1p(weights)

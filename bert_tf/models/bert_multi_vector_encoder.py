@@ -271,18 +271,27 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
             length = self.preprocessor.seq_length
         return min(length, self.encoder.config.max_position_embeddings)
 
-    def task_inputs(self, texts, task=None, prompt=""):
+    def task_inputs(self, texts, task=None, prompt="", preprocessor=None):
         """`(inputs, expansion_mask)` of a string tensor [batch] for `task`
         (None, "query" or "document"), in the graph: the encoder inputs
         (each text cut to the task's length; a query padded with expansion
         tokens where the model expands queries) and a bool [batch, width]
-        of the expansion positions (None without expansion)."""
+        of the expansion positions (None without expansion). `preprocessor`:
+        the tokenizer to run (an export's, of the same vocabulary); default:
+        the model's."""
         if task not in TASKS:
             raise ValueError(f"task={task!r}: expected one of {TASKS}")
         texts = self._prompted_texts(texts, prompt, "embed text")
-        tokens = self.preprocessor.tokenize(texts)
+        preprocessor = preprocessor or self.preprocessor
+        tokens = preprocessor.tokenize(texts)
         kept = tf.minimum(tokens.row_lengths(), self.task_length(task) - 2)
-        inputs = self.preprocessor.pack([tokens], lengths=[kept])
+        inputs = preprocessor.pack([tokens], lengths=[kept])
+        return self.expand_inputs(inputs, task)
+
+    def expand_inputs(self, inputs, task=None):
+        """`(inputs, expansion_mask)`: packed `inputs` of `task` with a
+        query's expansion tokens (`task_inputs`' second half; any packer's
+        inputs, e.g. a LiteRT file's)."""
         expansion = self.query_expansion if task == "query" else None
         if expansion is None:
             return inputs, None
@@ -292,7 +301,11 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
         missing = tf.maximum(floor - tf.shape(inputs["input_ids"])[1], 0)
         inputs = {k: tf.pad(v, [[0, 0], [0, missing]]) for k, v in inputs.items()}
         width = tf.shape(inputs["input_ids"])[1]
-        expanded = (inputs["input_mask"] == 0) & (tf.range(width) < floor)[tf.newaxis]
+        # expand_dims, not [tf.newaxis]: LiteRT has no kernel for a strided
+        # slice that adds an axis (the LiteRT export runs this graph).
+        expanded = (inputs["input_mask"] == 0) & tf.expand_dims(
+            tf.range(width) < floor, 0
+        )
         inputs["input_ids"] = tf.where(
             expanded,
             tf.constant(self.expansion_token_id, tf.int32),
@@ -316,7 +329,7 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
 
         def among(token_ids):
             table = tf.constant(token_ids, ids.dtype)
-            return tf.reduce_any(ids[..., tf.newaxis] == table, axis=-1)
+            return tf.reduce_any(tf.expand_dims(ids, -1) == table, axis=-1)
 
         if (task or "document") in self.skiplist_tasks and self.skiplist_ids:
             mask = mask & ~among(self.skiplist_ids)
@@ -324,16 +337,23 @@ class BertMultiVectorEncoder(TextEncoderMixin, BertTaskModel):
             mask = mask & among(self.keep_only_token_ids)
         return mask
 
-    def embed_strings(self, texts, task=None, prompt="", truncate_dim=None):
+    def embed_strings(
+        self, texts, task=None, prompt="", truncate_dim=None, preprocessor=None
+    ):
         """`(vectors, mask)` of a string tensor [batch], in the graph:
         float32 [batch, width, dim] token vectors (cut to `truncate_dim`
-        columns and L2-normalised when set) and their bool scoring mask."""
-        inputs, expanded = self.task_inputs(texts, task, prompt)
+        columns and L2-normalised when set) and their bool scoring mask
+        (`preprocessor`: as `task_inputs`)."""
+        inputs, expanded = self.task_inputs(texts, task, prompt, preprocessor)
+        return self.embed_inputs(inputs, task, expanded, truncate_dim)
+
+    def embed_inputs(self, inputs, task=None, expansion_mask=None, truncate_dim=None):
+        """`(vectors, mask)` of packed `inputs` (as `embed_strings`)."""
         vectors = tf.cast(self(inputs, training=False), tf.float32)
         truncate_dim = truncate_dim or self.truncate_dim
         if truncate_dim:
             vectors = tf.math.l2_normalize(vectors[..., :truncate_dim], axis=-1)
-        return vectors, self.scoring_mask(inputs, task, expanded)
+        return vectors, self.scoring_mask(inputs, task, expansion_mask)
 
     # --- raw text -------------------------------------------------------------
 

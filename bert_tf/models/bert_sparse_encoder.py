@@ -229,16 +229,21 @@ class BertSparseEncoder(TextEncoderMixin, BertTaskModel):
             raise ValueError(f"task={task!r}: the model has no route for it")
         return self.routes[key]
 
-    def embed_strings(self, texts, prompt="", task=None, max_active_dims=None):
+    def embed_strings(
+        self, texts, prompt="", task=None, max_active_dims=None, preprocessor=None
+    ):
         """Weights [batch, vocab_size] of a string tensor [batch], in the graph,
         with `prompt` (a Python str) prepended to each text, by `task`'s route,
-        kept to `max_active_dims` (default: the model's) per row."""
+        kept to `max_active_dims` (default: the model's) per row.
+        `preprocessor`: the SPLADE route's tokenizer (an export's, of the
+        same vocabulary); default: the model's."""
         texts = self._prompted_texts(texts, prompt, "encode text")
         if self.route(task) == STATIC_ROUTE:
-            tokenizer = self.query_preprocessor or self.preprocessor
+            tokenizer = self.query_preprocessor or preprocessor or self.preprocessor
             weights = self.static_embedding(tokenizer.tokenize(texts))
         else:
-            weights = self(self.preprocessor(texts), training=False)
+            preprocessor = preprocessor or self.preprocessor
+            weights = self(preprocessor(texts), training=False)
         max_active_dims = max_active_dims or self.max_active_dims
         if max_active_dims:
             weights = keep_top_weights(weights, max_active_dims)

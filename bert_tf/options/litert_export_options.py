@@ -12,6 +12,7 @@ from bert_tf.options.option import option
 from bert_tf.options.option import same_as
 from bert_tf.options.saved_model_export_options import SavedModelExportOptions
 from bert_tf.options.saved_model_export_options import check_embedding_settings
+from bert_tf.options.saved_model_export_options import check_top_k
 from bert_tf.serving.families import LITERT_MODEL_TYPES
 from bert_tf.serving.families import MEDIAPIPE_MODEL_TYPES
 from bert_tf.serving.families import QUANTIZATIONS
@@ -41,6 +42,7 @@ class LiteRTExportOptions:
       max_query_length: span: question word pieces kept.
       use_crf, crf_constrained: tagger: a run_ner --use_crf checkpoint (tags
         decoded with Viterbi in the file; constrained: well-formed IOB2 only).
+      top_k: sparse_encoder: vocabulary entries returned per text.
       target: one of `TARGETS`; "mediapipe" takes an embedding or a
         one-text classifier of an uncased model.
 
@@ -57,7 +59,8 @@ class LiteRTExportOptions:
         "(run_squad output, one window per question/context), embedding "
         "(run_similarity output or a sentence-transformers directory), encoder or "
         "reranker (run_reranker output or a cross-encoder directory; query and "
-        "passage in, scores out).",
+        "passage in, scores out), or sparse_encoder (a SPLADE SparseEncoder "
+        "directory; top --top_k token ids and weights).",
         choices=LITERT_MODEL_TYPES,
     )
     init_checkpoint: str = same_as(SavedModelExportOptions, "init_checkpoint")
@@ -101,6 +104,7 @@ class LiteRTExportOptions:
     crf_constrained: bool | None = same_as(SavedModelExportOptions, "crf_constrained")
     prompt_name: str | None = same_as(SavedModelExportOptions, "prompt_name")
     truncate_dim: int | None = same_as(SavedModelExportOptions, "truncate_dim")
+    top_k: int | None = same_as(SavedModelExportOptions, "top_k")
     target: str = option(
         "raw_text",
         "raw_text: the tokenizer inside the file (tensorflow-text kernels); "
@@ -128,6 +132,7 @@ class LiteRTExportOptions:
             # The SavedModel export's rules for --labels/--task_name/--text_pair.
             SavedModelExportOptions._check_classifier_labels(self)
         check_embedding_settings(self)
+        check_top_k(self)
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
 

@@ -55,6 +55,8 @@ class SavedModelExportOptions:
         decoded with Viterbi; constrained: well-formed IOB2 paths only).
         None: as the run recorded them, else use_crf when the checkpoint
         holds CRF transitions.
+      top_k: sparse_encoder: vocabulary entries returned per text (None:
+        `DEFAULT_TOP_K`).
       data_dir, passage_length, passage_stride, metric_type: retrieval: the
         BEIR corpus embedded into the SavedModel, cut into passages as
         run_retrieval cuts it, and the search's metric.
@@ -83,7 +85,11 @@ class SavedModelExportOptions:
         "output_dir; its own max_seq_length, lower-casing and activation are "
         "used), or retrieval (a dual encoder: a run_retrieval output_dir or a "
         "sentence-transformers directory, over the --data_dir corpus embedded "
-        "into the SavedModel: query in, document ids and scores out).",
+        "into the SavedModel: query in, document ids and scores out), or "
+        "sparse_encoder (SPLADE: a sentence-transformers SparseEncoder directory; "
+        "text in, its --top_k token ids, weights and tokens out), or "
+        "multi_vector_encoder (ColBERT: a sentence-transformers MultiVectorEncoder "
+        "directory; token vectors of queries and documents, and their MaxSim).",
         choices=MODEL_TYPES,
     )
     init_checkpoint: str = option(
@@ -178,6 +184,11 @@ class SavedModelExportOptions:
         "embedding: keep the first N dimensions of each vector (Matryoshka "
         "models), as sentence-transformers' truncate_dim (default: all).",
     )
+    top_k: int | None = option(
+        None,
+        "sparse_encoder: vocabulary entries (token ids, weights, tokens) each text "
+        "gets back, largest weights first (default: 256).",
+    )
     data_dir: str | None = option(
         None,
         "retrieval: BEIR directory whose corpus.jsonl is embedded into the "
@@ -238,6 +249,7 @@ class SavedModelExportOptions:
                 "--model_type=retrieval"
             )
         check_embedding_settings(self)
+        check_top_k(self)
         existing_path("bert_config_file", self.bert_config_file)
         existing_path("vocab_file", self.vocab_file)
 
@@ -327,3 +339,18 @@ def check_embedding_settings(options):
             f"--{given[0]}: for --model_type=embedding, not {options.model_type}"
         )
     positive("truncate_dim", options.truncate_dim)
+
+
+def check_top_k(options):
+    """--top_k: a sparse_encoder export's, and positive."""
+    if options.top_k is None:
+        return
+    if options.model_type != "sparse_encoder":
+        raise UserInputError(
+            f"--top_k: for --model_type=sparse_encoder, not {options.model_type}"
+        )
+    if options.top_k < 1:
+        raise UserInputError(
+            f"--top_k={options.top_k}: must be a positive integer (vocabulary "
+            "entries returned per text)"
+        )

@@ -132,6 +132,23 @@ FAMILIES = (
         own_tokenizer=True,
     ),
     Family(
+        "sparse_encoder",
+        "bert_tf.models.bert_sparse_encoder:BertSparseEncoder",
+        "bert_tf.serving.sparse_encoder_signatures:SparseEncoderSignatures",
+        litert=True,
+        builder=f"{_BUILD}:sparse_encoder",
+        own_tokenizer=True,
+    ),
+    Family(
+        "multi_vector_encoder",
+        "bert_tf.models.bert_multi_vector_encoder:BertMultiVectorEncoder",
+        "bert_tf.serving.multi_vector_signatures:MultiVectorSignatures",
+        # Not yet LiteRT: its converted file keeps only some of its text
+        # signatures (the converter's names of same-shaped functions).
+        builder=f"{_BUILD}:multi_vector_encoder",
+        own_tokenizer=True,
+    ),
+    Family(
         "pretrainer",
         "bert_tf.models.bert_pretrainer:BertPretrainer",
         script="run_pretraining",

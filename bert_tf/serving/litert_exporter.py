@@ -31,6 +31,8 @@ Encoder`                                    two texts: their unit vectors' dot)
 `BertReranker`      `query`, `passage`      `scores` [B] (the activation of the
                                             logit, as `CrossEncoder.predict`),
                                             `logits` [B]: one pair per row
+`BertSparse-        `text` (+ `document`)   `token_ids`, `weights` [B, k] (top
+Encoder`                                    `top_k`), `num_nonzero` [B]
 ==================  ======================  ====================================
 
 The SavedModel export's outputs, minus what needs string or ragged ops LiteRT
@@ -93,6 +95,7 @@ def export_litert(
     tokenize_chinese_chars=None,
     span_options=None,
     trained_labels=None,
+    top_k=None,
 ):
     """Writes `model` as a LiteRT file at `path` that takes raw text.
 
@@ -111,6 +114,7 @@ def export_litert(
         extra_metadata: more JSON-able entries for the file's metadata.
         trained_labels: classifier: the labels it was trained with, when
             `label_list` renames them (recorded in the metadata).
+        top_k: sparse encoder: vocabulary entries returned per text.
 
     Returns: the metadata stored in the file (a dict).
 
@@ -135,6 +139,7 @@ def export_litert(
         "trained_labels": trained_labels,
         "text_pair": text_pair,
         "span_options": span_options or SpanOptions(max_query_length=max_query_length),
+        "top_k": top_k,
     }
     accepted = inspect.signature(signatures_class).parameters
     module = LiteRTSignatures(
@@ -361,4 +366,8 @@ class LiteRTSignatures(tf.Module):
         return self._serve_text(*texts)
 
     def serve_tokenized(self, input_ids, input_mask, segment_ids):
-        return self.signatures.serve_tokenized(input_ids, input_mask, segment_ids)
+        # A family whose SavedModel outputs need string ops has its own.
+        serve = getattr(
+            self.signatures, "litert_serve_tokenized", self.signatures.serve_tokenized
+        )
+        return serve(input_ids, input_mask, segment_ids)

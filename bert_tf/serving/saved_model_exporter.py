@@ -32,6 +32,12 @@ model               serving_default inputs       outputs
 `CorpusIndex`       `query` [B], `top_k`         `ids` [B, k] document ids, `scores`
 (retrieval)                                      [B, k]; `query_embedding`: `embeddings`
                                                  [B, D] (see `RetrievalSignatures`)
+`BertSparseEncoder` `text` (also `query`,         `token_ids`, `weights`, `tokens` [B, k]
+(SPLADE)            `document` signatures)       (top `top_k`), `num_nonzero` [B] (see
+                                                 `SparseEncoderSignatures`)
+`BertMultiVector-   `text` (also `query`,        `token_vectors` [B, L, D], `mask` [B, L];
+Encoder` (ColBERT)  `document`; `score`: both)   `score`: `scores` [B] MaxSim (see
+                                                 `MultiVectorSignatures`)
 `BertTokenClassi-   `text`                       `logits`, `tag_ids`, `tags` [B, L];
 fier` (tagger)                                   raw text only: `token_start`,
                                                  `token_end`, `entity_type`,

@@ -16,15 +16,22 @@ from absl import logging
 
 from bert_tf.checkpoints.loading import check_special_tokens
 from bert_tf.checkpoints.loading import find_checkpoint
+from bert_tf.checkpoints.multi_vector_checkpoint import read_multi_vector_encoder
+from bert_tf.checkpoints.sentence_transformers_checkpoint import (
+    sentence_transformers_dir_of,
+)
+from bert_tf.checkpoints.sparse_encoder_checkpoint import read_sparse_encoder
 from bert_tf.config import BertConfig
 from bert_tf.data_prep import glue
 from bert_tf.data_prep.label_list_file import read_label_list
 from bert_tf.errors import UserInputError
 from bert_tf.models import BertClassifier
 from bert_tf.models import BertEncoder
+from bert_tf.models import BertMultiVectorEncoder
 from bert_tf.models import BertReranker
 from bert_tf.models import BertSentenceEncoder
 from bert_tf.models import BertSpanLabeler
+from bert_tf.models import BertSparseEncoder
 from bert_tf.retrieval.rerank_verdict import read_verdict
 from bert_tf.serving.families import family_named
 from bert_tf.serving.registry import resolve
@@ -110,7 +117,7 @@ def reads_sentence_pairs(options):
 def checkpoint_files(options):
     """(vocab_file, --bert_config_file or None) of an export's checkpoint,
     checked: a vocabulary is found and --max_seq_length fits the model."""
-    files = find_checkpoint(options.init_checkpoint)
+    files = _checkpoint_of(options)
     vocab_file = options.vocab_file or files.vocab_file
     if not vocab_file:
         raise UserInputError(
@@ -144,6 +151,21 @@ def checkpoint_files(options):
             argument="max_seq_length",
         )
     return vocab_file, config
+
+
+def _checkpoint_of(options):
+    """The `CheckpointFiles` an export reads: a SPLADE or ColBERT
+    sentence-transformers directory's transformer module (which a Router
+    keeps in a subdirectory), else what `find_checkpoint` finds."""
+    path = options.init_checkpoint
+    readers = {
+        "sparse_encoder": read_sparse_encoder,
+        "multi_vector_encoder": read_multi_vector_encoder,
+    }
+    st_dir = sentence_transformers_dir_of(path)
+    if options.model_type in readers and st_dir is not None:
+        return readers[options.model_type](st_dir).checkpoint
+    return find_checkpoint(path)
 
 
 def recorded_tokenization(options, recorded):
@@ -348,5 +370,29 @@ def reranker(options, source):
         config=source.config,
         vocab_file=source.vocab_file,
         seq_length=options.max_seq_length,
+    )
+    return _with_own_tokenizer(model, source)
+
+
+def sparse_encoder(options, source):
+    """A SPLADE model: a sentence-transformers SparseEncoder directory (or a
+    BERT checkpoint with its masked-LM head), served top-`options.top_k`."""
+    model = BertSparseEncoder.from_checkpoint(
+        source.init_checkpoint,
+        config=source.config,
+        vocab_file=source.vocab_file,
+        max_seq_length=options.max_seq_length,
+    )
+    built = _with_own_tokenizer(model, source)
+    return dataclasses.replace(built, signature_options={"top_k": options.top_k})
+
+
+def multi_vector_encoder(options, source):
+    """A ColBERT model: a sentence-transformers MultiVectorEncoder directory."""
+    model = BertMultiVectorEncoder.from_checkpoint(
+        source.init_checkpoint,
+        config=source.config,
+        vocab_file=source.vocab_file,
+        max_seq_length=options.max_seq_length,
     )
     return _with_own_tokenizer(model, source)
