@@ -1,6 +1,7 @@
 """Two local workers (MultiWorkerMirroredStrategy, TF_CONFIG on 127.0.0.1), one
-of them SIGKILLed mid-run: the survivor exits 3 within a bound with one line
-naming the lost worker, not a hang; both restarted resume from the last
+of them SIGKILLed mid-run (worker 1 in pre-training, the chief in the
+classifier): the survivor exits 3 within a bound with one line naming the lost
+worker, not a hang; both restarted resume from the last
 checkpoint and end with the weights of an uninterrupted run.
 
 run_pretraining (dropout off) ends with the one-process run's weights at the
@@ -35,7 +36,7 @@ SURVIVOR_EXIT_BOUND_S = 60
 # Optimizer steps of each run (checkpoints every 4; worker 1 killed after 8).
 STEPS = 40
 LOST_LINE = re.compile(
-    r"^run_\w+: error: worker 1 \(127\.0\.0\.1:(\d+)\) was lost during training; "
+    r"^run_\w+: error: worker (\d) \(127\.0\.0\.1:(\d+)\) was lost during training; "
     r"restart all workers: training resumes from the last checkpoint in (\S+)$",
     re.MULTILINE,
 )
@@ -83,39 +84,41 @@ def run_two_workers(script, flags, log_prefix):
     wait_all(start_workers(script, flags, cluster, log_prefix), log_prefix)
 
 
-def kill_worker_and_restart(script, flags, output, kill_after_step, log_prefix):
-    """Worker 1 SIGKILLed once the chief saved `kill_after_step`; checks the
-    survivor's exit, restarts both; returns (seconds to the survivor's exit,
-    step resumed from)."""
+def kill_worker_and_restart(script, flags, output, kill_after_step, log_prefix, victim):
+    """Worker `victim` (0: the chief) SIGKILLed once the chief saved
+    `kill_after_step`; checks the survivor's exit, restarts both; returns
+    (seconds to the survivor's exit, step resumed from)."""
     cluster = {"worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}
-    chief, worker = start_workers(script, flags, cluster, f"{log_prefix}.killed")
+    processes = start_workers(script, flags, cluster, f"{log_prefix}.killed")
+    worker, survivor = processes[victim], processes[1 - victim]
     index = output / "checkpoints" / f"ckpt-{kill_after_step}.index"
     deadline = time.time() + 600
     try:
         while not index.exists():
-            assert chief.poll() is None and worker.poll() is None, "a worker ended"
+            assert all(p.poll() is None for p in processes), "a worker ended"
             assert time.time() < deadline, f"{index} was not written"
             time.sleep(0.02)
         worker.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         worker.wait()
-        chief.wait(timeout=SURVIVOR_EXIT_BOUND_S)
+        survivor.wait(timeout=SURVIVOR_EXIT_BOUND_S)
         seconds = time.monotonic() - killed
     finally:
-        for process in (chief, worker):
+        for process in processes:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    with open(f"{log_prefix}.killed.worker0.log") as log:
+    with open(f"{log_prefix}.killed.worker{1 - victim}.log") as log:
         stderr = log.read()
-    assert chief.returncode == 3, stderr[-4000:]
+    assert survivor.returncode == 3, stderr[-4000:]
     assert not any(name.startswith("model.ckpt-") for name in os.listdir(output))
     # One line, the last, naming the lost worker by its TF_CONFIG address.
     last = stderr.strip().splitlines()[-1]
     match = LOST_LINE.match(last)
     assert match, last
-    assert f"127.0.0.1:{match.group(1)}" == cluster["worker"][1]
-    assert match.group(2) == str(output)
+    assert int(match.group(1)) == victim
+    assert f"127.0.0.1:{match.group(2)}" == cluster["worker"][victim]
+    assert match.group(3) == str(output)
 
     # Restarted, both on the same addresses (as Kubernetes/Slurm restart them).
     processes = start_workers(script, flags, cluster, f"{log_prefix}.restarted")
@@ -129,7 +132,8 @@ def kill_worker_and_restart(script, flags, output, kill_after_step, log_prefix):
     # Both from the chief's last checkpoint (the same step).
     assert steps[0] == steps[1] >= kill_after_step, steps
     print(
-        f"{script}: survivor exited 3 {seconds:.2f} s after the SIGKILL; "
+        f"{script}: worker {victim} killed, the survivor exited 3 {seconds:.2f} s "
+        "after the SIGKILL; "
         f"both resumed at step {steps[0]}"
     )
     return seconds, steps[0]
@@ -186,7 +190,7 @@ def test_run_pretraining_worker_killed_and_restarted(pretraining_data, tmp_path)
     )
     killed = tmp_path / "killed"
     kill_worker_and_restart(
-        "run_pretraining.py", flags_for(killed), killed, 8, str(tmp_path / "log")
+        "run_pretraining.py", flags_for(killed), killed, 8, str(tmp_path / "log"), 1
     )
     name, weights = final_weights(killed)
     expected_name, expected = final_weights(reference)
@@ -228,7 +232,13 @@ def test_run_classifier_worker_killed_and_restarted(tmp_path):
     assert not (uninterrupted / "worker_tmp" / "worker_1" / "label_list.json").exists()
     killed = tmp_path / "killed"
     kill_worker_and_restart(
-        "run_classifier.py", flags_for(killed), killed, 8, str(tmp_path / "log")
+        # The chief this time: the other worker names it and stops too.
+        "run_classifier.py",
+        flags_for(killed),
+        killed,
+        8,
+        str(tmp_path / "log"),
+        0,
     )
     name, weights = final_weights(killed)
     expected_name, expected = final_weights(uninterrupted)

@@ -134,9 +134,10 @@ def is_chief(strategy):
 
 
 # What a collective op or the coordination service raises on the workers that
-# survive a lost peer (SIGKILL: "Connection reset by peer", UnavailableError,
-# in about a second; a peer that stops answering: the heartbeat's
-# DeadlineExceeded / Unavailable; ops cut short by either: Cancelled/Aborted).
+# survive a lost peer: a SIGKILLed peer's "Connection reset by peer" is an
+# UnavailableError (tests/test_worker_killed.py); a peer that stops answering
+# is TensorFlow's DeadlineExceeded/Unavailable after the coordination
+# service's heartbeat timeout, and ops cut short by either Cancelled/Aborted.
 _LOST_PEER_ERRORS = (
     "UnavailableError",
     "DeadlineExceededError",
