@@ -37,3 +37,35 @@ class UserInputError(ValueError):
             self.flags = {argument: argument} if argument else {}
         self.arguments = tuple(self.flags)
         self.argument = self.arguments[0] if self.arguments else None
+
+
+class LostWorkerError(RuntimeError):
+    """A worker of a multi-worker run stopped (killed, crashed, unreachable).
+
+    Raised by the Trainer on the workers that survive, instead of
+    TensorFlow's collective-op error; the command-line tools print its one
+    line and exit with status 3 (`LOST_WORKER_EXIT_CODE`), which a restart
+    loop (Slurm, Kubernetes) takes as "restart all workers": training resumes
+    from the last checkpoint in output_dir.
+
+    Args:
+        worker: the lost worker as TF_CONFIG names it (``"worker 1
+            (10.0.0.2:2222)"``), or None when the error does not say.
+        output_dir: the run's output directory (named in the message).
+
+    Example:
+
+    >>> raise LostWorkerError("worker 1 (127.0.0.1:2222)", "/runs/1")
+    Traceback (most recent call last):
+    ...
+    bert_tf.errors.LostWorkerError: worker 1 (127.0.0.1:2222) was lost during training; restart all workers: training resumes from the last checkpoint in /runs/1
+    """
+
+    def __init__(self, worker, output_dir):
+        self.worker = worker
+        self.output_dir = output_dir
+        super().__init__(
+            f"{worker or 'a worker'} was lost during training; restart all "
+            "workers: training resumes from the last checkpoint in "
+            f"{output_dir}"
+        )

@@ -16,6 +16,9 @@ A `Command` wraps a script's flags and its work:
   file, a bad flag) prints one line naming the file, line or flag and exits
   2; ``--verbosity=1`` adds the traceback. Any other exception is a bug and
   keeps its traceback.
+* A worker of a multi-worker run lost during training
+  (`bert_tf.errors.LostWorkerError`) prints one line naming it and exits 3 on
+  the workers that survive: restart all workers, training resumes.
 """
 
 import dataclasses
@@ -32,6 +35,7 @@ from absl import flags
 from absl import logging
 
 from bert_tf.cli.flags import ORIGINAL_FLAGS
+from bert_tf.errors import LostWorkerError
 from bert_tf.errors import UserInputError
 from bert_tf.options.run_identity import stop_if_other_run
 from bert_tf.tensorflow_import import hold_back_keras_extras
@@ -40,6 +44,8 @@ from bert_tf.tensorflow_import import import_tensorflow
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort")
 FULL_HELP_ARGS = ("--helpfull",)
 USER_ERROR_EXIT_CODE = 2
+# A worker of a multi-worker run was lost: restart all workers (they resume).
+LOST_WORKER_EXIT_CODE = 3
 
 
 def user_error_types():
@@ -287,7 +293,8 @@ class Command:
     def main(self, argv=None):
         """Parses `argv` (default: sys.argv) and does the work.
 
-        Exits 0 when the work returns, 2 on bad input (one line on stderr).
+        Exits 0 when the work returns, 2 on bad input, 3 when a worker of a
+        multi-worker run was lost (one line on stderr).
         """
         work = self.work
         if isinstance(work, str):
@@ -325,6 +332,12 @@ class Command:
                 result = work(*args)
                 if self.print_result:
                     print(result)
+            except LostWorkerError as exc:
+                if verbosity >= 1:
+                    traceback.print_exc()
+                logging.flush()
+                self._print_error(exc)
+                sys.exit(LOST_WORKER_EXIT_CODE)
             except Exception as exc:
                 if not is_user_error(exc):
                     raise

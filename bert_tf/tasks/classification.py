@@ -38,6 +38,7 @@ from bert_tf.tasks.task import with_checkpoint_vocab
 from bert_tf.tasks.training_data import TrainingData
 from bert_tf.text import tokenization
 from bert_tf.training.progress import batches_with_progress
+from bert_tf.training.strategy import is_chief_in_tf_config
 from bert_tf.training.train_or_restore import training_steps
 
 
@@ -189,9 +190,11 @@ class ClassificationTask(Task):
         check_vocab_matches_config(self.run.vocab_file, config)
         self.label_list = self.processor.get_labels(self.options.data_dir)
         self.is_regression = glue.is_regression_label_list(self.label_list)
-        if self.run.do_train or read_label_list(self.output_dir) is None:
+        chief = is_chief_in_tf_config()
+        if chief and (self.run.do_train or read_label_list(self.output_dir) is None):
             # A run that does not train keeps the trained run's record,
-            # which the runner checks these labels against.
+            # which the runner checks these labels against. One writer: the
+            # other workers of a multi-worker run read it.
             write_label_list(self.output_dir, self.label_list)
         self.tokenizer = tokenization.FullTokenizer(
             self.run.vocab_file, self.run.do_lower_case
@@ -214,7 +217,7 @@ class ClassificationTask(Task):
         return {"num_labels": 1 if self.is_regression else len(self.label_list)}
 
     def _write_records(self, examples, record_name):
-        record_file = os.path.join(self.output_dir, record_name)
+        record_file = os.path.join(self.records_dir, record_name)
         file_based_convert_examples_to_features(
             examples,
             self.label_list,

@@ -224,7 +224,7 @@ class SquadTask(Task):
         # buffer in the input pipeline (the original's fixed seed).
         train_examples = list(train_examples)
         random.Random(TRAIN_EXAMPLES_SEED).shuffle(train_examples)
-        record_file = os.path.join(self.output_dir, "train.tf_record")
+        record_file = os.path.join(self.records_dir, "train.tf_record")
         num_features, _ = self._convert(train_examples, record_file, is_training=True)
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(train_examples))

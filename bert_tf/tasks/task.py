@@ -121,6 +121,14 @@ class Task(abc.ABC):
     def output_dir(self):
         return self.run.output_dir
 
+    @property
+    def records_dir(self):
+        """Where this process writes its training records (the other
+        workers of a multi-worker run: a folder of their own)."""
+        from bert_tf.training.strategy import worker_scratch_dir
+
+        return worker_scratch_dir(self.output_dir)
+
     def run_settings(self):
         """The task's options that define a training run (`{flag: value}`),
         beyond those of `RunOptions`; a rerun that changes one starts over."""

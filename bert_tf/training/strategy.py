@@ -2,10 +2,12 @@
 
 import json
 import os
+import re
 
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.errors import LostWorkerError
 from bert_tf.errors import UserInputError
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -41,6 +43,21 @@ def is_chief_in_tf_config():
     task = _tf_config().get("task", {})
     kind, index = task.get("type"), int(task.get("index", 0))
     return kind in (None, "chief") or (kind == "worker" and index == 0)
+
+
+def worker_scratch_dir(output_dir):
+    """Where this process writes the files every worker makes for itself
+    (training records): `output_dir` for the chief (or a single process),
+    `output_dir/worker_tmp/<type>_<index>` for the other workers of a
+    multi-worker run, so no two workers write one file at once."""
+    if is_chief_in_tf_config():
+        return output_dir
+    task = _tf_config().get("task", {})
+    path = os.path.join(
+        output_dir, "worker_tmp", f"{task.get('type')}_{int(task.get('index', 0))}"
+    )
+    tf.io.gfile.makedirs(path)
+    return path
 
 
 def default_strategy_name(use_tpu=False, num_gpus=None):
@@ -114,3 +131,48 @@ def is_chief(strategy):
     return resolver.task_type == "chief" or (
         resolver.task_type == "worker" and resolver.task_id == 0
     )
+
+
+# What a collective op or the coordination service raises on the workers that
+# survive a lost peer: a SIGKILLed peer's "Connection reset by peer" is an
+# UnavailableError (tests/test_worker_killed.py); a peer that stops answering
+# is TensorFlow's DeadlineExceeded/Unavailable after the coordination
+# service's heartbeat timeout, and ops cut short by either Cancelled/Aborted.
+_LOST_PEER_ERRORS = (
+    "UnavailableError",
+    "DeadlineExceededError",
+    "CancelledError",
+    "AbortedError",
+)
+_PEER = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
+
+
+def lost_worker(error, strategy, output_dir):
+    """The `LostWorkerError` that TensorFlow's `error` means in a
+    multi-worker run, or None (one process, or an error of another kind).
+
+    The worker is named as TF_CONFIG names it (its index and address) when
+    the error names a task other than this one.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return None
+    if not isinstance(error, tf.errors.OpError):
+        return None
+    text = str(error)
+    kind = type(error).__name__
+    if kind not in _LOST_PEER_ERRORS and not (
+        kind == "InternalError" and _PEER.search(text)
+    ):
+        return None
+    own = (getattr(resolver, "task_type", None), getattr(resolver, "task_id", None))
+    worker = None
+    cluster = _tf_config().get("cluster", {})
+    for job, index in _PEER.findall(text):
+        if (job, int(index)) == own:
+            continue
+        addresses = cluster.get(job, [])
+        address = addresses[int(index)] if int(index) < len(addresses) else None
+        worker = f"{job} {index}" + (f" ({address})" if address else "")
+        break
+    return LostWorkerError(worker, output_dir)

@@ -31,6 +31,7 @@ from bert_tf.errors import UserInputError
 from bert_tf.training.optimization import set_gradient_aggregation
 from bert_tf.training.progress import progress_bar
 from bert_tf.training.strategy import is_chief
+from bert_tf.training.strategy import lost_worker
 
 
 def _without_autotune_model():
@@ -154,11 +155,20 @@ class Trainer:
 
         A checkpoint that cannot be read (truncated, deleted data file) is
         reported with a WARNING naming it and the reason, and the next newest
-        is tried.
+        is tried. A non-chief worker restores the chief's checkpoints.
         """
+        checkpoints = self.manager.checkpoints
+        if not self.chief:
+            # Every worker resumes from the chief's checkpoints: its own
+            # scratch copies may be a save behind (killed while saving), and
+            # workers starting at different steps would sum other batches.
+            state = tf.train.get_checkpoint_state(
+                os.path.join(self.output_dir, "checkpoints")
+            )
+            checkpoints = list(state.all_model_checkpoint_paths) if state else []
         path = restore_newest_readable(
             self.checkpoint,
-            self.manager.checkpoints,
+            checkpoints,
             lambda status: status.assert_existing_objects_matched(),
         )
         if path:
@@ -276,6 +286,17 @@ class Trainer:
             dataset = dataset_fn(tf.distribute.InputContext())
         else:
             dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
+        try:
+            return self._train_from(start, dataset)
+        except tf.errors.OpError as error:
+            lost = lost_worker(error, self.strategy, self.output_dir)
+            if lost is None:
+                raise
+            # One line instead of TensorFlow's graph traceback; the survivors
+            # stop (no hang) and a restart of all workers resumes.
+            raise lost from error
+
+    def _train_from(self, start, dataset):
         iterator = iter(dataset)
         train_loop = self.make_train_loop()
         writer = (
