@@ -1,11 +1,9 @@
 """`DualEncoder`: a query tower and a document tower, shared or separate."""
 
-import hashlib
 import os
 
-import numpy as np
-
 from bert_tf.errors import UserInputError
+from bert_tf.retrieval.encoder_fingerprint import encoder_fingerprint
 
 # Subdirectories of a saved dual encoder (sentence-transformers directories).
 SHARED_DIR = "encoder"
@@ -120,27 +118,4 @@ class DualEncoder:
     def fingerprint(self):
         """A short hash of what the document vectors depend on: the document
         tower's weights, pooling, normalisation and tokenization."""
-        encoder = self.document_encoder
-        digest = hashlib.sha256()
-        preprocessor = encoder.preprocessor
-        settings = (
-            encoder.task_arguments(),
-            preprocessor.do_lower_case,
-            preprocessor.seq_length,
-        )
-        if preprocessor.strip_accents != bool(preprocessor.do_lower_case) or (
-            not preprocessor.tokenize_chinese_chars
-        ):  # only then: indexes of the original's tokenization keep their hash
-            settings += (
-                preprocessor.strip_accents,
-                preprocessor.tokenize_chinese_chars,
-            )
-        digest.update(repr(settings).encode())
-        digest.update(preprocessor._require_vocabulary())
-        # Values and shapes in the model's order, not variable paths: Keras
-        # numbers the names of a second model built in one process.
-        for weight in encoder.weights:
-            value = np.ascontiguousarray(weight.numpy())
-            digest.update(repr(value.shape).encode())
-            digest.update(value.tobytes())
-        return digest.hexdigest()[:16]
+        return encoder_fingerprint(self.document_encoder)

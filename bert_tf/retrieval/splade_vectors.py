@@ -6,9 +6,9 @@ by inner product with the queries' (`encode_query`), which is the model's
 own dot-product similarity.
 """
 
-import hashlib
-
 import numpy as np
+
+from bert_tf.retrieval.encoder_fingerprint import encoder_fingerprint
 
 # Texts per `encode_*` call here: a [texts, vocabulary] float32 block stays
 # small (256 x 30,522 x 4 bytes: 31 MB) whatever the caller's batch.
@@ -44,24 +44,9 @@ def splade_fingerprint(encoder):
     """A short hash of what a document's SPLADE vector depends on: the
     model's weights, settings (pooling, activation, routes, prompts,
     max_active_dims) and tokenization."""
-    digest = hashlib.sha256()
-    preprocessor = encoder.preprocessor
-    settings = (
-        encoder.task_arguments(),
-        preprocessor.do_lower_case,
-        preprocessor.seq_length,
-    )
-    digest.update(repr(settings).encode())
-    digest.update(preprocessor._require_vocabulary())
-    for weight in encoder.weights:
-        if "pooler" in weight.path:
-            # SPLADE never reads the tanh pooler (`reads_pooled_output`);
-            # a SparseEncoder directory has none, so it is drawn at random.
-            continue
-        value = np.ascontiguousarray(weight.numpy())
-        digest.update(repr(value.shape).encode())
-        digest.update(value.tobytes())
-    return digest.hexdigest()[:16]
+    # SPLADE never reads the tanh pooler (`reads_pooled_output`); a
+    # SparseEncoder directory has none, so it is drawn at random.
+    return encoder_fingerprint(encoder, unread=("pooler",))
 
 
 def load_splade(path, max_seq_length=None):
