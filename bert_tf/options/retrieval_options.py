@@ -300,13 +300,7 @@ class RetrievalOptions:
                 )
         self._check_fusion_flags()
         self._check_splade_flags()
-        if self.rerank_multi_vector:
-            check_multi_vector_dir(self.rerank_multi_vector)
-            if self.rerank_checkpoint:
-                raise UserInputError(
-                    "--rerank_multi_vector: one second stage at a time; leave "
-                    "out --rerank_checkpoint (or it)"
-                )
+        check_multi_vector_stage(self.rerank_multi_vector, self.rerank_checkpoint)
         if self.rescore_k < 0:
             raise UserInputError(f"--rescore_k={self.rescore_k}: must be >= 0")
         if self.rescore_k and self.retrieval_mode == "hybrid":
@@ -588,6 +582,19 @@ def check_sparse_encoder_dir(directory):
         f"(model type {model_type or 'SentenceTransformer'}); a dense model goes "
         "in --init_checkpoint"
     )
+
+
+def check_multi_vector_stage(rerank_multi_vector, rerank_checkpoint):
+    """--rerank_multi_vector, where given, is a ColBERT directory and the only
+    second stage (run_retrieval's and bert-tf-search's check)."""
+    if not rerank_multi_vector:
+        return
+    check_multi_vector_dir(rerank_multi_vector)
+    if rerank_checkpoint:
+        raise UserInputError(
+            "--rerank_multi_vector: one second stage at a time; leave "
+            "out --rerank_checkpoint (or it)"
+        )
 
 
 def check_multi_vector_dir(directory):

@@ -9,7 +9,7 @@ from bert_tf.options.checks import positive
 from bert_tf.options.option import option
 from bert_tf.options.option import same_as
 from bert_tf.options.retrieval_options import RetrievalOptions
-from bert_tf.options.retrieval_options import check_multi_vector_dir
+from bert_tf.options.retrieval_options import check_multi_vector_stage
 from bert_tf.options.retrieval_options import check_rerank_checkpoint
 from bert_tf.retrieval.vector_store import RETRIEVAL_MODES
 
@@ -95,13 +95,7 @@ class SearchOptions:
         positive("rerank_top_k", self.rerank_top_k)
         existing_path("model", self.model)
         check_rerank_checkpoint(self.rerank_checkpoint, self.rerank_even_if_worse)
-        if self.rerank_multi_vector:
-            check_multi_vector_dir(self.rerank_multi_vector)
-            if self.rerank_checkpoint:
-                raise UserInputError(
-                    "--rerank_multi_vector: one second stage at a time; leave "
-                    "out --rerank_checkpoint (or it)"
-                )
+        check_multi_vector_stage(self.rerank_multi_vector, self.rerank_checkpoint)
         check_choices(self)
 
     @property
