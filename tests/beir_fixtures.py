@@ -76,3 +76,13 @@ def squad_subset(full, directory, num_docs, max_test_pairs=None):
         [p for i, p in enumerate(pairs) if i % 3],
     )
     return str(directory)
+
+
+def read_run_scores(path):
+    """A TREC run file (run.tsv) as {query id: [(document id, score)]}, in
+    the file's order."""
+    run = {}
+    for line in open(path):
+        qid, _, doc_id, _, score, _ = line.split()
+        run.setdefault(qid, []).append((doc_id, float(score)))
+    return run

@@ -18,6 +18,7 @@ import test_run_squad
 from cli_script import kill_when_written
 from cli_script import run_script
 from cli_script import script_in_background
+from tiny_models import sample_text_pretraining
 from tiny_models import tiny_bert_config
 
 import bert_tf
@@ -159,22 +160,8 @@ def test_run_ner_resumes_bit_for_bit(shared_data, tmp_path):
 @pytest.fixture(scope="module")
 def pretraining_records(shared_data, tmp_path_factory):
     """sample_text.txt records and a 2-layer config with dropout 0.1."""
-    from bert_tf.data_prep.pretraining import create_pretraining_data
-
     folder = tmp_path_factory.mktemp("pretraining")
-    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
-    create_pretraining_data(
-        os.path.join(shared_data, "bert_sample_text", "sample_text.txt"),
-        str(folder / "sample.tfrecord"),
-        vocab,
-        do_lower_case=True,
-        max_seq_length=64,
-        max_predictions_per_seq=10,
-        random_seed=12345,
-        dupe_factor=1,
-    )
-    tiny_bert_config(30522).to_json_file(folder / "bert_config.json")
-    return folder, vocab
+    return sample_text_pretraining(shared_data, folder, dropout=0.1)
 
 
 @pytest.mark.parametrize("dynamic_masking", [False, True])

@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
 
+from beir_fixtures import read_run_scores  # noqa: E402
 from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
 from beir_fixtures import squad_subset  # noqa: E402
 from cli_one_process import run_in_one_process  # noqa: E402
@@ -24,14 +25,6 @@ from bert_tf.options import RunOptions  # noqa: E402
 
 NUM_DOCS = 12
 RERANK_TOP_K = 5
-
-
-def _read_run(path):
-    run = {}
-    for line in open(path):
-        qid, _, doc_id, _, score, _ = line.split()
-        run.setdefault(qid, []).append((doc_id, float(score)))
-    return run
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +92,8 @@ def test_maxsim_order_is_sentence_transformers_similarity(reranked_run):
     queries = beir.read_queries(data)
     qrels = beir.read_qrels(data, "test")
     passages = _passages(data, reranked_run["minilm_dir"])
-    first = _read_run(reranked_run["out"] / "run.tsv")
-    second = _read_run(reranked_run["out"] / "run_reranked.tsv")
+    first = read_run_scores(reranked_run["out"] / "run.tsv")
+    second = read_run_scores(reranked_run["out"] / "run_reranked.tsv")
     assert set(second) == set(qrels)
     assert "mrr@10_reranked" in reranked_run["metrics"]
     for q in qrels:

@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("pymilvus", reason="pymilvus (retrieval extra) is not installed")
 
+from beir_fixtures import read_run_scores  # noqa: E402
 from beir_fixtures import squad_beir  # noqa: E402, F401  (fixture)
 from beir_fixtures import squad_subset  # noqa: E402
 from cli_script import REPO  # noqa: E402
@@ -32,14 +33,6 @@ from bert_tf.options import RunOptions  # noqa: E402
 
 NUM_DOCS = 12
 TOP_K = 12
-
-
-def _read_run(path):
-    run = {}
-    for line in open(path):
-        qid, _, doc_id, _, score, _ = line.split()
-        run.setdefault(qid, []).append((doc_id, float(score)))
-    return run
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +153,7 @@ def test_splade_ranking_is_the_exact_sparse_dot_product(splade_index, st_splade)
     passages = _passages(splade_index)
     queries = beir.read_queries(splade_index["data"])
     qrels = beir.read_qrels(splade_index["data"], "test")
-    run = _read_run(splade_index["splade_out"] / "run.tsv")
+    run = read_run_scores(splade_index["splade_out"] / "run.tsv")
     assert set(run) == set(qrels)
     q_vec = _st_dense(st_splade, [queries[q].text for q in qrels], "query")
     p_vec = _st_dense(st_splade, [p.text for p in passages], "document")
@@ -254,7 +247,7 @@ def test_bert_tf_search_prints_the_splade_top_hits(splade_index):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [json.loads(line) for line in result.stdout.splitlines()]
-    run = _read_run(splade_index["splade_out"] / "run.tsv")
+    run = read_run_scores(splade_index["splade_out"] / "run.tsv")
     for q, line in zip(some, lines, strict=True):
         # Passages here, documents in run.tsv: a document's best passage.
         docs = []

@@ -25,7 +25,7 @@ import test_run_classifier
 from cli_script import script_env
 from test_exact_resume import final_weights
 from test_exact_resume import max_difference
-from tiny_models import tiny_bert_config
+from tiny_models import sample_text_pretraining
 
 # Runs of real worker processes: the full suite's tier.
 pytestmark = pytest.mark.slow
@@ -142,22 +142,8 @@ def kill_worker_and_restart(script, flags, output, kill_after_step, log_prefix, 
 @pytest.fixture(scope="module")
 def pretraining_data(shared_data, tmp_path_factory):
     """sample_text.txt records and a 2-layer config without dropout."""
-    from bert_tf.data_prep.pretraining import create_pretraining_data
-
     folder = tmp_path_factory.mktemp("pretraining")
-    vocab = os.path.join(shared_data, "vocab", "bert-base-uncased", "vocab.txt")
-    create_pretraining_data(
-        os.path.join(shared_data, "bert_sample_text", "sample_text.txt"),
-        str(folder / "sample.tfrecord"),
-        vocab,
-        do_lower_case=True,
-        max_seq_length=64,
-        max_predictions_per_seq=10,
-        random_seed=12345,
-        dupe_factor=1,
-    )
-    tiny_bert_config(30522, dropout=0.0).to_json_file(folder / "bert_config.json")
-    return folder, vocab
+    return sample_text_pretraining(shared_data, folder, dropout=0.0)
 
 
 def test_run_pretraining_worker_killed_and_restarted(pretraining_data, tmp_path):
